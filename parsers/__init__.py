@@ -1,0 +1,28 @@
+"""Ingestion: turn profiler output files into traceview's canonical frames (one rank at a time).
+
+`parse_source(Source)` dispatches to the parser of the source's format; `detect.discover(path)`
+finds the sources under a path.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from parsers.base import ParsedRank
+from parsers.detect import Source, discover
+
+#: format -> "module:function" of its parser (imported on first use).
+PARSERS = {
+    "kineto": "parsers.kineto:parse_kineto",
+    "ascend": "parsers.ascend:parse_ascend_rank",
+    "mindspore": "parsers.mindspore:parse_mindspore_timeline",
+}
+
+
+def parse_source(source: Source) -> ParsedRank:
+    """Parse one rank source with the parser of its format."""
+    module, func = PARSERS[source.format].split(":")
+    return getattr(import_module(module), func)(source.path)
+
+
+__all__ = ["PARSERS", "ParsedRank", "Source", "discover", "parse_source"]

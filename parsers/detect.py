@@ -1,0 +1,133 @@
+"""Find the profiles under a path and tell their formats apart.
+
+A path may be one file, one rank folder, or a folder holding many ranks, even of mixed formats.
+The rules, in order:
+- an Ascend rank folder (it holds `ASCEND_PROFILER_OUTPUT/`, or directly `kernel_details.csv` /
+  `trace_view.json` / an `ascend_pytorch_profiler*.db`) is one source of format `ascend`; nothing
+  inside it is looked at again;
+- `*timeline_display_*.json` files are MindSpore timelines (`mindspore`);
+- `*.pt.trace.json[.gz]` files, and other `.json[.gz]` files whose first 64 KiB hold a Chrome
+  trace object (`"traceEvents"` / `"schemaVersion"`), are Kineto traces (`kineto`).
+Hidden folders and msprof `PROF_*` raw folders are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from parsers.jsonio import peek_bytes
+from traceview.errors import TraceError
+
+ASCEND_OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
+ASCEND_LOOSE_FILES = ("kernel_details.csv", "trace_view.json")
+MINDSPORE_TIMELINE = re.compile(r"timeline_display_.*\.json$")
+KINETO_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+JSON_SUFFIXES = (".json", ".json.gz", ".gz")
+SNIFF_BYTES = 64 * 1024
+MAX_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Source:
+    """One rank's input: its format and the file (kineto, mindspore) or folder (ascend) to read."""
+
+    format: str
+    path: Path
+
+
+def is_ascend_rank_dir(path: Path) -> bool:
+    """True if `path` is a torch_npu rank folder (or a loose folder of Ascend output files)."""
+    if not path.is_dir():
+        return False
+    if (path / ASCEND_OUTPUT_DIR).is_dir():
+        return True
+    if any((path / name).is_file() for name in ASCEND_LOOSE_FILES):
+        return True
+    return any(p.name.startswith("ascend_pytorch_profiler") and p.suffix == ".db" for p in _files(path))
+
+
+def _files(path: Path) -> list[Path]:
+    try:
+        return sorted(p for p in path.iterdir() if p.is_file())
+    except OSError:
+        return []
+
+
+def _sniff_json(path: Path) -> str | None:
+    """'kineto' for a Chrome-trace object, 'array' for a bare JSON array, else None."""
+    head = peek_bytes(path, SNIFF_BYTES).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith(b"{") and (b'"traceEvents"' in head or b'"schemaVersion"' in head):
+        return "kineto"
+    if head.startswith(b"["):
+        return "array"
+    return None
+
+
+def classify_file(path: Path) -> Source | None:
+    """The source a single file stands for, or None if it is not a profile."""
+    name = path.name
+    if name in ASCEND_LOOSE_FILES or (name.startswith("ascend_pytorch_profiler") and name.endswith(".db")):
+        folder = path.parent
+        if folder.name == ASCEND_OUTPUT_DIR:
+            folder = folder.parent
+        return Source("ascend", folder)
+    if MINDSPORE_TIMELINE.search(name):
+        return Source("mindspore", path)
+    if name.endswith(KINETO_SUFFIXES):
+        return Source("kineto", path)
+    if name.endswith(JSON_SUFFIXES):
+        sniffed = _sniff_json(path)
+        if sniffed == "kineto":
+            return Source("kineto", path)
+    return None
+
+
+def discover(path: str | Path) -> list[Source]:
+    """Every profile source under `path`, in a stable order. Raises TraceError if there is none."""
+    path = Path(path)
+    if not path.exists():
+        raise TraceError(path, "no such file or folder", "check the path")
+    if path.is_file():
+        source = classify_file(path)
+        if source is not None:
+            return [source]
+        head = peek_bytes(path, 16)
+        if not head and path.stat().st_size == 0:
+            raise TraceError(path, "the file is empty", "re-export the profile")
+        # Not recognisable by name or header: let the Kineto parser say precisely what is wrong.
+        return [Source("kineto", path)]
+    if path.name == ASCEND_OUTPUT_DIR:
+        path = path.parent
+    if is_ascend_rank_dir(path):
+        return [Source("ascend", path)]
+
+    sources: list[Source] = []
+    root_depth = len(path.parts)
+    for dirpath, dirnames, filenames in os.walk(path):
+        here = Path(dirpath)
+        keep = []
+        for d in sorted(dirnames):
+            sub = here / d
+            if d.startswith(".") or d.startswith("PROF_"):
+                continue
+            if is_ascend_rank_dir(sub) or d == ASCEND_OUTPUT_DIR and is_ascend_rank_dir(here):
+                sources.append(Source("ascend", sub))
+                continue
+            if len(sub.parts) - root_depth < MAX_DEPTH:
+                keep.append(d)
+        dirnames[:] = keep
+        for f in sorted(filenames):
+            source = classify_file(here / f)
+            if source is not None and source.format != "ascend":
+                sources.append(source)
+    if not sources:
+        raise TraceError(
+            path,
+            "no profiles found in this folder",
+            "expected *.pt.trace.json[.gz] Kineto traces, *_ascend_pt rank folders with "
+            "ASCEND_PROFILER_OUTPUT/, or MindSpore *timeline_display_*.json files",
+        )
+    return sorted(set(sources), key=lambda s: (str(s.path), s.format))

@@ -1,0 +1,90 @@
+"""Parquet cache of parsed ranks, so a second open of an unchanged profile is near instant.
+
+Layout: `<root>/<key>/<table>.parquet` for each canonical table plus `meta.json` (the rank's
+metadata and warnings). `key` hashes the parser version, the source's format and absolute path,
+and the path, size and mtime (ns) of every file the parser reads, so any change to the profile or
+to traceview's parsers misses the cache. Entries are written to a temporary folder and renamed into
+place, so a crash never leaves a half entry. Only Parquet and JSON are written: never pickle.
+
+Root: `$TRACEVIEW_CACHE_DIR`, else `$XDG_CACHE_HOME/traceview`, else `~/.cache/traceview`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import orjson
+import polars as pl
+
+from parsers.base import PARSER_VERSION, ParsedRank
+from parsers.detect import ASCEND_OUTPUT_DIR, Source
+
+META_FILE = "meta.json"
+
+
+def default_root() -> Path:
+    """Where the cache lives unless told otherwise (see module docstring)."""
+    env = os.environ.get("TRACEVIEW_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "traceview"
+
+
+def _input_files(source: Source) -> list[Path]:
+    """The files whose change must invalidate the cache entry of `source`."""
+    if source.path.is_file():
+        return [source.path]
+    files = [p for p in source.path.iterdir() if p.is_file()]
+    out_dir = source.path / ASCEND_OUTPUT_DIR
+    if out_dir.is_dir():
+        files += [p for p in out_dir.iterdir() if p.is_file()]
+    return sorted(files)
+
+
+def key(source: Source) -> str:
+    """Cache key of a source (hex digest); changes when any file the parser reads changes."""
+    h = hashlib.sha256()
+    h.update(f"v{PARSER_VERSION}|{source.format}|{source.path.resolve()}".encode())
+    for p in _input_files(source):
+        st = p.stat()
+        h.update(f"|{p.name}|{st.st_size}|{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:32]
+
+
+def write_entry(parsed: ParsedRank, folder: Path) -> Path:
+    """Write one parsed rank as Parquet + meta.json into `folder` (atomically). Returns `folder`."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.parent / f".{folder.name}.{uuid.uuid4().hex}.tmp"
+    tmp.mkdir()
+    try:
+        for table, df in parsed.frames.items():
+            df.write_parquet(tmp / f"{table}.parquet", compression="lz4", statistics=False)
+        (tmp / META_FILE).write_bytes(orjson.dumps({"meta": parsed.meta, "warnings": parsed.warnings}))
+        try:
+            os.rename(tmp, folder)
+        except OSError:
+            if not folder.exists():  # lost a race with another writer: theirs is as good as ours
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def read_entry(folder: Path) -> ParsedRank | None:
+    """A parsed rank from a cache folder, or None if the entry is missing or unreadable."""
+    meta_file = folder / META_FILE
+    if not meta_file.is_file():
+        return None
+    try:
+        blob = orjson.loads(meta_file.read_bytes())
+        frames = {p.stem: pl.read_parquet(p) for p in folder.glob("*.parquet")}
+    except (OSError, orjson.JSONDecodeError, pl.exceptions.PolarsError):
+        return None
+    return ParsedRank(frames=frames, meta=blob["meta"], warnings=blob["warnings"])

@@ -1,0 +1,93 @@
+"""`traceview` commands. Every command: errors are one line on stderr and exit 1 (usage errors
+exit 2); `-v` adds the traceback."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from functools import wraps
+from pathlib import Path
+
+import click
+import orjson
+
+from traceview import __version__
+
+FORMATS = click.Choice(["text", "json"])
+
+
+def _fail(message: str, verbose: bool) -> None:
+    if verbose:
+        traceback.print_exc()
+    click.echo(f"traceview: error: {message}", err=True)
+    sys.exit(1)
+
+
+def handle_errors(func):
+    """Turn TraceError (and any unexpected exception) into one stderr line and exit 1."""
+
+    @wraps(func)
+    def wrapper(*args, **kwargs):
+        from traceview.errors import TraceError
+
+        verbose = bool(click.get_current_context().find_root().params.get("verbose"))
+        try:
+            return func(*args, **kwargs)
+        except TraceError as exc:
+            _fail(str(exc), verbose)
+        except MemoryError:
+            _fail("out of memory while loading (load fewer ranks, or a smaller profile)", verbose)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - last line of defence: never a bare traceback
+            _fail(f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)", verbose)
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="traceview")
+@click.option("-v", "--verbose", is_flag=True, help="Show tracebacks on errors.")
+def main(verbose: bool) -> None:
+    """Profiler trace analysis for torch.profiler (Kineto) and torch_npu (Ascend) profiles."""
+
+
+def load_options(func):
+    """Options shared by every command that loads a profile."""
+    func = click.option("--quiet", "-q", is_flag=True, help="No progress display.")(func)
+    func = click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Parallel parse processes (default: CPUs).")(func)
+    func = click.option("--no-cache", is_flag=True, help="Do not read or write the Parquet cache.")(func)
+    func = click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Cache folder (default: ~/.cache/traceview or $TRACEVIEW_CACHE_DIR).")(func)
+    return func
+
+
+def load_trace(path: Path, quiet: bool, jobs, no_cache: bool, cache_dir):
+    """traceview.load with the CLI's progress display."""
+    from traceview.cli.progress import LoadProgress
+    from traceview.load import load
+
+    with LoadProgress(path.name or str(path), quiet=quiet) as progress:
+        return load(path, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, progress=progress)
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
+@load_options
+@handle_errors
+def info(path: Path, fmt: str, quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
+    """What a profile holds: per rank the format, device, task counts, streams, steps and time span."""
+    from traceview.cli.info import render_info
+
+    trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
+    click.echo(render_info(trace, fmt))
+    for line in trace.warnings if fmt == "json" else []:
+        click.echo(f"traceview: warning: {line}", err=True)
+    if trace.failures:
+        for line in trace.failures:
+            click.echo(f"traceview: error: {line}", err=True)
+        sys.exit(1)
+
+
+def run() -> None:  # console-script entry point
+    main(prog_name="traceview")

@@ -1,0 +1,42 @@
+"""Errors and warnings a user sees.
+
+A `TraceError` is fatal for the file it names: the CLI prints its one line and exits 1. Recoverable
+oddities (a negative duration, a non-numeric timestamp) are counted in a `Warnings` and reported
+once per kind, never dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+
+class TraceError(Exception):
+    """A profile (or one file of it) cannot be read.
+
+    The message is one line: which file, what is wrong, and what to do about it.
+    """
+
+    def __init__(self, path: str | Path | None, problem: str, fix: str | None = None):
+        self.path = str(path) if path is not None else None
+        self.problem = problem
+        self.fix = fix
+        where = f"cannot read {self.path}: " if self.path else ""
+        tail = f" ({fix})" if fix else ""
+        super().__init__(f"{where}{problem}{tail}")
+
+
+class Warnings:
+    """Counts recoverable oddities of one source file; `messages()` gives one line per kind."""
+
+    def __init__(self, source: str | Path):
+        self.source = str(source)
+        self._counts: Counter[str] = Counter()
+
+    def add(self, what: str, count: int = 1) -> None:
+        """Count `count` occurrences of `what` (e.g. 'events with negative duration dropped')."""
+        if count:
+            self._counts[what] += int(count)
+
+    def messages(self) -> list[str]:
+        return [f"{self.source}: {n:,} {what}" for what, n in self._counts.items()]

@@ -1,0 +1,179 @@
+"""The canonical model of a profile: the frames every parser fills and every analysis reads.
+
+One profile (one rank or thousands) is held as a few polars DataFrames, each with one row per
+thing and the columns below. Timestamps are Int64 nanoseconds on the rank's own clock; missing
+values are null (never -1). Column names carry their unit (`_ns`, `_bytes`, ...).
+
+`docs/schema.md` is generated from this module (`python -m traceview.schema > docs/schema.md`),
+so the tables there and the dtypes here cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+#: Kinds of device task. COMP = kernel + memset, COMM = communication, MEM = memcpy (DESIGN.md §3).
+TASK_KINDS = ("kernel", "memset", "memcpy", "communication")
+
+#: Kinds of host event.
+HOST_KINDS = ("operator", "annotation", "python", "runtime", "other")
+
+# Each table: column -> (dtype, description). Order is the column order of the frame.
+DEVICE_TASKS: dict[str, tuple[pl.DataType, str]] = {
+    "rank": (pl.Int64, "Rank the task ran on (null when the trace does not say)."),
+    "device": (pl.Int64, "Device index on the host (GPU ordinal / NPU device id); null if unknown."),
+    "stream": (pl.Int64, "Stream (GPU) or Stream ID (Ascend) the task was queued on."),
+    "name": (pl.String, "Kernel / op name as recorded (untrusted text)."),
+    "kind": (pl.String, "kernel, memset, memcpy or communication (see TASK_KINDS)."),
+    "start_ns": (pl.Int64, "Start on the rank's clock, ns."),
+    "end_ns": (pl.Int64, "End on the rank's clock, ns (start_ns + dur_ns)."),
+    "dur_ns": (pl.Int64, "Duration, ns (>= 0)."),
+    "correlation": (pl.Int64, "Launch correlation id linking to host_events.correlation; null if none."),
+    "external_id": (pl.Int64, "Kineto 'External id' of the launching operator; null if none."),
+    "step": (pl.Int64, "Step (ProfilerStep#N / Ascend Step Id) the task belongs to; null if outside steps."),
+    "op_type": (pl.String, "Ascend op `Type` (e.g. MatMulV2); null for GPU traces."),
+    "core_type": (pl.String, "Ascend `Accelerator Core` (AI_CORE, AI_VECTOR_CORE, HCCL, ...); null for GPU."),
+    "input_shapes": (pl.String, "Ascend `Input Shapes` text; null for GPU traces."),
+    "grid": (pl.String, "GPU launch grid as 'x,y,z'; null if not recorded."),
+    "block": (pl.String, "GPU launch block as 'x,y,z'; null if not recorded."),
+    "bytes": (pl.Int64, "Bytes moved (memcpy/memset), when recorded."),
+    "aic_mac_ns": (pl.Int64, "Ascend cube (matrix) unit busy time, ns (`aic_mac_time(us)`); null if absent."),
+    "aiv_vec_ns": (pl.Int64, "Ascend vector unit busy time, ns (`aiv_vec_time(us)`); null if absent."),
+}
+
+HOST_EVENTS: dict[str, tuple[pl.DataType, str]] = {
+    "rank": (pl.Int64, "Rank of the process that recorded the event."),
+    "pid": (pl.Int64, "Process id; null if the trace wrote a non-numeric pid."),
+    "tid": (pl.Int64, "Thread id; null if the trace wrote a non-numeric tid."),
+    "name": (pl.String, "Operator / function / API name (untrusted text)."),
+    "cat": (pl.String, "Category as written by the profiler (cpu_op, cuda_runtime, ...)."),
+    "kind": (pl.String, "operator, annotation, python, runtime or other (see HOST_KINDS)."),
+    "start_ns": (pl.Int64, "Start on the rank's clock, ns."),
+    "end_ns": (pl.Int64, "End on the rank's clock, ns."),
+    "dur_ns": (pl.Int64, "Duration, ns."),
+    "correlation": (pl.Int64, "Launch correlation id (runtime/driver calls); null otherwise."),
+    "external_id": (pl.Int64, "Kineto 'External id'; null if none."),
+}
+
+DEVICE_ANNOTATIONS: dict[str, tuple[pl.DataType, str]] = {
+    "rank": (pl.Int64, "Rank."),
+    "device": (pl.Int64, "Device index; null if unknown."),
+    "stream": (pl.Int64, "Stream the annotation was recorded on; null if unknown."),
+    "name": (pl.String, "Annotation name, e.g. ProfilerStep#3 (Kineto cat gpu_user_annotation)."),
+    "start_ns": (pl.Int64, "Start, ns."),
+    "end_ns": (pl.Int64, "End, ns."),
+}
+
+STEPS: dict[str, tuple[pl.DataType, str]] = {
+    "rank": (pl.Int64, "Rank."),
+    "step": (pl.Int64, "Step number N of ProfilerStep#N (Ascend: Step Id)."),
+    "host_start_ns": (pl.Int64, "Start of the host ProfilerStep#N range, ns; null if not recorded."),
+    "host_end_ns": (pl.Int64, "End of the host ProfilerStep#N range, ns; null if not recorded."),
+    "device_start_ns": (pl.Int64, "Start of the step's device window, ns; null if no device task."),
+    "device_end_ns": (pl.Int64, "End of the step's device window, ns; null if no device task."),
+    "window_rule": (
+        pl.String,
+        "How the device window was found: gpu_annotation (GPU-side ProfilerStep#N), correlation "
+        "(device tasks launched inside the host step), step_id (Ascend Step Id), none.",
+    ),
+}
+
+RANKS: dict[str, tuple[pl.DataType, str]] = {
+    "rank": (pl.Int64, "Rank (Kineto distributedInfo.rank, Ascend profiler_info rank_id); null if unknown."),
+    "world_size": (pl.Int64, "World size when recorded; null if unknown."),
+    "format": (pl.String, "kineto, ascend or mindspore."),
+    "source": (pl.String, "Path of the file or folder the rank was read from."),
+    "device_name": (pl.String, "Device model (deviceProperties name); null if not recorded."),
+    "device_type": (pl.String, "gpu, npu, mtia, cpu (no device tasks) or null."),
+}
+
+#: Ascend per-step ground truth as torch_npu wrote it (step_trace_time.csv), kept for comparison only.
+ASCEND_STEP_TRACE: dict[str, tuple[pl.DataType, str]] = {
+    "rank": (pl.Int64, "Rank."),
+    "step": (pl.Int64, "Step; null when torch_npu wrote an empty Step cell (whole trace)."),
+    "computing_us": (pl.Float64, "Computing, µs, as written by torch_npu."),
+    "communication_not_overlapped_us": (pl.Float64, "Communication(Not Overlapped), µs."),
+    "overlapped_us": (pl.Float64, "Overlapped, µs."),
+    "communication_us": (pl.Float64, "Communication, µs."),
+    "free_us": (pl.Float64, "Free, µs."),
+    "stage_us": (pl.Float64, "Stage, µs."),
+    "bubble_us": (pl.Float64, "Bubble, µs."),
+    "communication_not_overlapped_exclude_receive_us": (
+        pl.Float64,
+        "Communication(Not Overlapped and Exclude Receive), µs.",
+    ),
+    "preparing_us": (pl.Float64, "Preparing, µs; null when the column is absent."),
+}
+
+#: Ascend communication.json: one row per communication op and step, times as torch_npu wrote them.
+ASCEND_COMMUNICATION: dict[str, tuple[pl.DataType, str]] = {
+    "rank": (pl.Int64, "Rank."),
+    "step": (pl.Int64, "Step parsed from the 'stepN' key; null if not numeric."),
+    "group": (pl.String, "'collective' or 'p2p' (the JSON level under the step), when present."),
+    "op_name": (pl.String, "Communication op name, e.g. hcom_allReduce__123_0_1."),
+    "start_ns": (pl.Int64, "Start Timestamp(us) converted to ns."),
+    "elapse_ms": (pl.Float64, "Elapse Time(ms)."),
+    "transit_ms": (pl.Float64, "Transit Time(ms)."),
+    "wait_ms": (pl.Float64, "Wait Time(ms)."),
+    "synchronization_ms": (pl.Float64, "Synchronization Time(ms)."),
+    "idle_ms": (pl.Float64, "Idle Time(ms)."),
+}
+
+TABLES: dict[str, dict[str, tuple[pl.DataType, str]]] = {
+    "device_tasks": DEVICE_TASKS,
+    "host_events": HOST_EVENTS,
+    "device_annotations": DEVICE_ANNOTATIONS,
+    "steps": STEPS,
+    "ranks": RANKS,
+    "ascend_step_trace": ASCEND_STEP_TRACE,
+    "ascend_communication": ASCEND_COMMUNICATION,
+}
+
+
+def polars_schema(table: str) -> pl.Schema:
+    """The polars schema (column -> dtype) of one canonical table."""
+    return pl.Schema({col: dtype for col, (dtype, _) in TABLES[table].items()})
+
+
+def empty(table: str) -> pl.DataFrame:
+    """An empty frame of one canonical table."""
+    return pl.DataFrame(schema=polars_schema(table))
+
+
+def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
+    """Return `df` with exactly the columns of `table`, in order, cast to their dtypes.
+
+    Columns the parser did not produce are added as nulls; extra columns are dropped. Casts are
+    strict: a parser that produces a wrong type is a bug, not bad input.
+    """
+    schema = polars_schema(table)
+    exprs = []
+    for col, dtype in schema.items():
+        if col in df.columns:
+            exprs.append(pl.col(col).cast(dtype))
+        else:
+            exprs.append(pl.lit(None, dtype=dtype).alias(col))
+    return df.select(exprs)
+
+
+def markdown() -> str:
+    """The schema as Markdown tables (the content of docs/schema.md)."""
+    lines = [
+        "# traceview canonical schema",
+        "",
+        "Generated by `python -m traceview.schema > docs/schema.md` from `traceview/schema.py`; do not edit.",
+        "",
+        "All timestamps are Int64 nanoseconds on the rank's own clock. Missing values are null.",
+        "A `Trace` (from `traceview.load`) holds one frame per table, all ranks concatenated.",
+        "",
+    ]
+    for table, cols in TABLES.items():
+        lines += [f"## `{table}`", "", "| column | dtype | meaning |", "|---|---|---|"]
+        for col, (dtype, doc) in cols.items():
+            lines.append(f"| `{col}` | {dtype} | {doc} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover - doc generator
+    print(markdown(), end="")

@@ -1,0 +1,107 @@
+"""Step windows of a Kineto rank: which device time belongs to ProfilerStep#N.
+
+Rules (DESIGN.md §3), per rank:
+1. gpu_annotation: the GPU-side `ProfilerStep#N` annotation (Kineto cat `gpu_user_annotation`)
+   when the trace has one with a positive duration for the step. The device window is that
+   annotation; a device task belongs to the step whose window contains its start.
+2. correlation: otherwise the host `ProfilerStep#N` range is mapped to device time through launch
+   correlation ids: the device tasks launched (runtime call start) inside the host step belong to
+   it, and the window runs from the first such task's start to the last one's end.
+3. none: no ProfilerStep#N at all; tasks have a null step.
+
+`window_rule` in the steps frame says which rule gave each step's window.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceview import schema
+
+STEP_NAME = r"^ProfilerStep#(\d+)$"
+
+
+def _step_ranges(events: pl.DataFrame, start: str, end: str) -> pl.DataFrame:
+    """ProfilerStep#N events -> one row per N (earliest start, latest end), sorted by start."""
+    return (
+        events.select(
+            pl.col("name").str.extract(STEP_NAME, 1).cast(pl.Int64).alias("step"),
+            pl.col("start_ns"),
+            pl.col("end_ns"),
+        )
+        .drop_nulls("step")
+        .group_by("step")
+        .agg(pl.col("start_ns").min().alias(start), pl.col("end_ns").max().alias(end))
+        .sort(start)
+    )
+
+
+def _in_window(points: pl.DataFrame, on: str, windows: pl.DataFrame, start: str, end: str) -> pl.Series:
+    """Step of the window [start, end) containing each point's `on` value (null when none).
+
+    Returned in the order of `points`. Windows must not overlap (ProfilerStep ranges do not).
+    """
+    if windows.is_empty() or points.is_empty():
+        return pl.Series("step", [None] * points.height, dtype=pl.Int64)
+    probe = points.select(pl.col(on).alias("_t")).with_row_index("_i").sort("_t")
+    hit = probe.join_asof(
+        windows.select(pl.col(start).alias("_ws"), pl.col(end).alias("_we"), "step").sort("_ws"),
+        left_on="_t",
+        right_on="_ws",
+        strategy="backward",
+    ).with_columns(pl.when(pl.col("_t") < pl.col("_we")).then(pl.col("step")).alias("step"))
+    return hit.sort("_i")["step"]
+
+
+def kineto_steps(
+    device_tasks: pl.DataFrame, host_events: pl.DataFrame, device_annotations: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Steps of one Kineto rank and its device tasks with the `step` column filled.
+
+    Returns (steps, device_tasks). Inputs are frames of one rank in the canonical schema; they are
+    not modified. steps follows `schema.STEPS`.
+    """
+    host = _step_ranges(
+        host_events.filter(pl.col("kind").is_in(["operator", "annotation"])), "host_start_ns", "host_end_ns"
+    )
+    gpu = _step_ranges(device_annotations, "gpu_start_ns", "gpu_end_ns").filter(
+        pl.col("gpu_end_ns") > pl.col("gpu_start_ns")
+    )
+    if host.is_empty() and gpu.is_empty():
+        return schema.empty("steps"), device_tasks
+
+    # Launch-correlation step of every device task (rule 2), computed for all tasks.
+    runtime = host_events.filter(pl.col("correlation").is_not_null() & (pl.col("kind") == "runtime"))
+    launch_step = runtime.select("correlation").with_columns(
+        _in_window(runtime, "start_ns", host, "host_start_ns", "host_end_ns").alias("launch_step")
+    ).unique("correlation", keep="first")
+    tasks = device_tasks.join(launch_step, on="correlation", how="left", maintain_order="left")
+
+    if not gpu.is_empty():
+        window_step = _in_window(tasks, "start_ns", gpu.rename({"gpu_start_ns": "s", "gpu_end_ns": "e"}), "s", "e")
+        tasks = tasks.with_columns(window_step.alias("step"))
+    else:
+        tasks = tasks.with_columns(pl.col("launch_step").alias("step"))
+
+    by_launch = (
+        tasks.drop_nulls("launch_step")
+        .group_by("launch_step")
+        .agg(pl.col("start_ns").min().alias("corr_start_ns"), pl.col("end_ns").max().alias("corr_end_ns"))
+        .rename({"launch_step": "step"})
+    )
+    steps = (
+        host.join(gpu, on="step", how="full", coalesce=True)
+        .join(by_launch, on="step", how="left")
+        .with_columns(
+            pl.when(pl.col("gpu_start_ns").is_not_null())
+            .then(pl.lit("gpu_annotation"))
+            .when(pl.col("corr_start_ns").is_not_null())
+            .then(pl.lit("correlation"))
+            .otherwise(pl.lit("none"))
+            .alias("window_rule"),
+            pl.coalesce("gpu_start_ns", "corr_start_ns").alias("device_start_ns"),
+            pl.coalesce("gpu_end_ns", "corr_end_ns").alias("device_end_ns"),
+        )
+        .sort("step")
+    )
+    return schema.conform(steps, "steps"), tasks.drop("launch_step")

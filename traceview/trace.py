@@ -1,0 +1,91 @@
+"""`Trace`: one loaded profile, all ranks, as canonical polars frames."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceview import schema
+
+
+class Trace:
+    """A loaded profile (one or many ranks).
+
+    Frames (all ranks concatenated, schema in `traceview.schema` / docs/schema.md):
+    `ranks`, `device_tasks`, `host_events`, `device_annotations`, `steps`,
+    `ascend_step_trace`, `ascend_communication`.
+    `warnings`: one line per kind of recoverable oddity, naming the file.
+    `failures`: one line per rank source that could not be read (the others loaded).
+    """
+
+    def __init__(self, source: str, ranks: pl.DataFrame, frames: dict[str, pl.DataFrame],
+                 warnings: list[str], failures: list[str]):
+        self.source = source
+        self.ranks = ranks
+        self._frames = frames
+        self.warnings = warnings
+        self.failures = failures
+
+    device_tasks = property(lambda self: self._frames["device_tasks"], doc="Device tasks of all ranks.")
+    host_events = property(lambda self: self._frames["host_events"], doc="Host events of all ranks.")
+    device_annotations = property(lambda self: self._frames["device_annotations"], doc="GPU-side annotations.")
+    steps = property(lambda self: self._frames["steps"], doc="Steps of all ranks.")
+    ascend_step_trace = property(lambda self: self._frames["ascend_step_trace"], doc="torch_npu step_trace_time.csv.")
+    ascend_communication = property(
+        lambda self: self._frames["ascend_communication"], doc="torch_npu communication.json."
+    )
+
+    def frame(self, table: str) -> pl.DataFrame:
+        """A canonical table by name (see `traceview.schema.TABLES`)."""
+        return self.ranks if table == "ranks" else self._frames[table]
+
+    def info(self) -> pl.DataFrame:
+        """One row per rank: what was loaded.
+
+        Columns: rank, format, world_size, device_name, device_type, device_tasks (every kernel,
+        memcpy, memset and communication task), kernel/memcpy/memset/communication counts, streams
+        (distinct device streams), steps (distinct step numbers), host_events, start_us/end_us/span_us
+        (first device-task start to last end, or of host events when there are no device tasks),
+        source.
+        """
+        tasks = self.device_tasks
+        counts = tasks.group_by("rank").agg(
+            pl.len().alias("device_tasks"),
+            *[(pl.col("kind") == k).sum().alias(k) for k in schema.TASK_KINDS],
+            pl.col("stream").n_unique().alias("streams"),
+            pl.col("start_ns").min().alias("_dev_start"),
+            pl.col("end_ns").max().alias("_dev_end"),
+        )
+        host = self.host_events.group_by("rank").agg(
+            pl.len().alias("host_events"),
+            pl.col("start_ns").min().alias("_host_start"),
+            pl.col("end_ns").max().alias("_host_end"),
+        )
+        steps = self.steps.group_by("rank").agg(pl.col("step").n_unique().alias("steps"))
+        zero = [pl.col(c).fill_null(0) for c in ("device_tasks", *schema.TASK_KINDS, "streams", "host_events", "steps")]
+        start = pl.coalesce("_dev_start", "_host_start")
+        end = pl.coalesce("_dev_end", "_host_end")
+        return (
+            self.ranks.join(counts, on="rank", how="left")
+            .join(host, on="rank", how="left")
+            .join(steps, on="rank", how="left")
+            .with_columns(
+                *zero,
+                (start / 1000).alias("start_us"),
+                (end / 1000).alias("end_us"),
+                ((end - start) / 1000).alias("span_us"),
+            )
+            .select(
+                "rank", "format", "world_size", "device_name", "device_type", "device_tasks",
+                *schema.TASK_KINDS, "streams", "steps", "host_events", "start_us", "end_us", "span_us", "source",
+            )
+            .sort("rank")
+        )
+
+    def __repr__(self) -> str:
+        n = self.ranks.height
+        fmts = ",".join(sorted(set(self.ranks["format"].drop_nulls().to_list())))
+        return (
+            f"<Trace {self.source!r}: {n} rank{'s' if n != 1 else ''} ({fmts}), "
+            f"{self.device_tasks.height:,} device tasks, {self.steps['step'].n_unique()} steps, "
+            f"{len(self.warnings)} warnings>"
+        )
