@@ -3,12 +3,25 @@
     import traceview as tv
     t = tv.load("./profile")      # a file, a rank folder, or a folder of ranks
     t.device_tasks                # polars DataFrame, schema in docs/schema.md
+
+`load` and `Trace` are imported on first use, so that `parsers` (which builds on
+`traceview.schema`) and `traceview.load` (which calls `parsers`) do not import each other at start-up.
 """
 
 from traceview.errors import TraceError
-from traceview.load import load
-from traceview.trace import Trace
 
 __version__ = "0.1.0"
 
 __all__ = ["Trace", "TraceError", "load", "__version__"]
+
+
+def __getattr__(name: str):
+    if name == "load":
+        from traceview.loader import load
+
+        return load
+    if name == "Trace":
+        from traceview.trace import Trace
+
+        return Trace
+    raise AttributeError(f"module 'traceview' has no attribute {name!r}")

@@ -64,7 +64,7 @@ def load_options(func):
 def load_trace(path: Path, quiet: bool, jobs, no_cache: bool, cache_dir):
     """traceview.load with the CLI's progress display."""
     from traceview.cli.progress import LoadProgress
-    from traceview.load import load
+    from traceview.loader import load
 
     with LoadProgress(path.name or str(path), quiet=quiet) as progress:
         return load(path, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, progress=progress)

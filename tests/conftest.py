@@ -1,0 +1,23 @@
+"""Shared test fixtures: where the real-trace corpus and the shipped samples are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+SAMPLES = ROOT / "sample_traces"
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+
+needs_shared = pytest.mark.skipif(
+    not SHARED_TRACES.is_dir(),
+    reason=f"real-trace corpus not found at {SHARED_TRACES} (present in CI; absent in a user's clone)",
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Every test gets its own Parquet cache folder: tests never touch ~/.cache or each other."""
+    monkeypatch.setenv("TRACEVIEW_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
