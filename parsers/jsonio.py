@@ -76,7 +76,7 @@ def loads(raw: bytes, path: Path, warnings=None):
     except json.JSONDecodeError as exc:
         raise TraceError(path, f"invalid JSON at byte {exc.pos:,}: {exc.msg}") from None
     if warnings is not None:
-        warnings.add("strings with invalid UTF-8 or unicode escapes replaced by U+FFFD")
+        warnings.add("file(s) with invalid UTF-8 bytes or unicode escapes: those characters replaced by U+FFFD")
     return _scrub_surrogates(doc)
 
 
@@ -91,7 +91,7 @@ def _describe_json_error(exc: orjson.JSONDecodeError, size: int) -> str:
 def _scrub_surrogates(obj):
     """Replace lone surrogates (not encodable as UTF-8) in every string of a parsed document."""
     if isinstance(obj, str):
-        return obj.encode("utf-8", errors="replace").decode("utf-8")
+        return obj.encode("utf-8", errors="surrogatepass").decode("utf-8", errors="replace")
     if isinstance(obj, list):
         return [_scrub_surrogates(v) for v in obj]
     if isinstance(obj, dict):

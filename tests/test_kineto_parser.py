@@ -76,3 +76,28 @@ def test_malformed_events_are_counted_not_fatal():
     assert "1 complete events with a missing or non-numeric 'dur' dropped" in text
     assert "1 complete events with a negative 'dur' dropped" in text
     assert len(parsed.warnings) == 3
+
+
+_ONE_KERNEL = (
+    b'{"traceEvents":[{"ph":"X","cat":"kernel","name":"NAME","pid":0,"tid":7,"ts":1.0,"dur":2.0,'
+    b'"args":{"stream":7}},{"ph":"X","cat":"kernel","name":"ok","pid":0,"tid":7,"ts":5.0,"dur":1.0}]}'
+)
+
+
+def test_invalid_unicode_is_replaced_and_reported(tmp_path):
+    for name, blob in {
+        "bad_utf8.json": _ONE_KERNEL.replace(b"NAME", b"caf\xe9"),
+        "lone_surrogate.json": _ONE_KERNEL.replace(b"NAME", b"x\\ud800y"),
+    }.items():
+        (tmp_path / name).write_bytes(blob)
+        parsed = parse_kineto(tmp_path / name)
+        names = parsed.frames["device_tasks"]["name"].to_list()
+        assert names[1] == "ok" and "\ufffd" in names[0]
+        assert len(parsed.warnings) == 1 and "U+FFFD" in parsed.warnings[0]
+
+
+def test_bom_and_nul_characters_load_without_warnings(tmp_path):
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + _ONE_KERNEL.replace(b"NAME", b"a\\u0000b"))
+    parsed = parse_kineto(tmp_path / "bom.json")
+    assert parsed.frames["device_tasks"]["name"].to_list() == ["a\x00b", "ok"]
+    assert parsed.warnings == []
