@@ -1,0 +1,39 @@
+"""The CLI's progress display: silent unless stderr is a terminal and not --quiet; follows load()."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import traceview as tv
+from traceview.cli import progress as progress_mod
+from tests.conftest import DATA, ROOT
+
+
+def test_quiet_or_not_a_terminal_disables_it(monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert progress_mod.LoadProgress("x", quiet=True).enabled is False
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    assert progress_mod.LoadProgress("x").enabled is False
+
+
+def test_progress_tracks_ranks_of_a_load(monkeypatch, tmp_path):
+    for r in range(3):
+        (tmp_path / f"rank{r}.pt.trace.json").write_bytes((DATA / "kineto_minimal.json").read_bytes())
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(progress_mod, "DELAY_S", 0.0)
+    seen = []
+    with progress_mod.LoadProgress("profile") as bar:
+        bar._timer.join()  # the display has started
+        tv.load(tmp_path, use_cache=False, progress=lambda d, t, label: (seen.append((d, t)), bar(d, t, label)))
+        task = bar._progress.tasks[0]
+        assert (task.completed, task.total) == (3, 3)
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_cli_success_writes_nothing_to_stderr_when_piped():
+    out = subprocess.run(
+        [sys.executable, "-m", "traceview", "info", str(DATA / "kineto_minimal.json")],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    assert out.returncode == 0 and out.stderr == ""
