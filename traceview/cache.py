@@ -36,7 +36,7 @@ def default_root() -> Path:
     return base / "traceview"
 
 
-def _input_files(source: Source) -> list[Path]:
+def input_files(source: Source) -> list[Path]:
     """The files whose change must invalidate the cache entry of `source`."""
     if source.path.is_file():
         return [source.path]
@@ -51,7 +51,7 @@ def key(source: Source) -> str:
     """Cache key of a source (hex digest); changes when any file the parser reads changes."""
     h = hashlib.sha256()
     h.update(f"v{PARSER_VERSION}|{source.format}|{source.path.resolve()}".encode())
-    for p in _input_files(source):
+    for p in input_files(source):
         st = p.stat()
         h.update(f"|{p.name}|{st.st_size}|{st.st_mtime_ns}".encode())
     return h.hexdigest()[:32]

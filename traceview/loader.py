@@ -58,10 +58,10 @@ def load(
         progress(done, len(sources), "cached")
 
     with tempfile.TemporaryDirectory(prefix="traceview-") as scratch:
-        def target(source: Source) -> Path:
-            return root / cache.key(source) if use_cache else Path(scratch) / cache.key(source)
+        def folder_for(source: Source) -> Path:
+            return (root if use_cache else Path(scratch)) / cache.key(source)
 
-        for source, result in _parse_all(todo, target, jobs):
+        for source, result in _parse_all(todo, folder_for, use_cache, jobs):
             done += 1
             if isinstance(result, TraceError):
                 errors[source] = result
@@ -84,51 +84,62 @@ def _writable(root: Path) -> bool:
         return False
 
 
-def _parse_all(todo: list[Source], target: Callable[[Source], Path], jobs: int | None):
-    """Yield (source, ParsedRank | TraceError) for each source, in parallel when worth it."""
-    total_bytes = sum(_size(s.path) for s in todo)
+def _parse_all(todo: list[Source], folder_for: Callable[[Source], Path], write_cache: bool, jobs: int | None):
+    """Yield (source, ParsedRank | TraceError) for each source, in parallel when worth it.
+
+    In-process parsing writes a cache entry only when `write_cache`; worker processes always write
+    their result to `folder_for(source)` (the cache, or a scratch folder) and hand back only that
+    path, so frames never travel through pickle.
+    """
+    total_bytes = sum(_size(s) for s in todo)
     workers = min(jobs or os.cpu_count() or 1, len(todo))
     if workers <= 1 or total_bytes < PARALLEL_MIN_BYTES:
         for source in todo:
             try:
                 result = parse_source(source)
-                cache.write_entry(result, target(source)) if _cacheable(target(source)) else None
-                yield source, result
             except TraceError as exc:
                 yield source, exc
+                continue
+            if write_cache:
+                _write_quietly(result, folder_for(source))
+            yield source, result
         return
-    # Workers write Parquet and hand back only the folder: frames never travel through pickle.
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = {pool.submit(_parse_to_folder, s, str(target(s))): s for s in todo}
+        futures = {pool.submit(_parse_to_folder, s, str(folder_for(s))): s for s in todo}
         for fut in as_completed(futures):
             source = futures[fut]
-            folder, error = fut.result()
-            if error is not None:
-                yield source, TraceError(None, error)
-                continue
-            entry = cache.read_entry(Path(folder))
-            yield source, entry if entry is not None else TraceError(source.path, "worker wrote no result")
+            error = fut.result()
+            entry = cache.read_entry(folder_for(source)) if error is None else None
+            if error is None and entry is None:
+                error = f"cannot read {source.path}: the parser process wrote no result"
+            yield source, entry if entry is not None else TraceError(None, error)
 
 
-def _cacheable(folder: Path) -> bool:
-    return not folder.exists()
+def _write_quietly(parsed: ParsedRank, folder: Path) -> None:
+    """Write a cache entry; a full disk or a read-only cache only costs the next load its speed-up."""
+    if folder.exists():
+        return
+    try:
+        cache.write_entry(parsed, folder)
+    except OSError:
+        pass
 
 
-def _parse_to_folder(source: Source, folder: str) -> tuple[str, str | None]:
-    """Worker-process entry: parse one source into a Parquet folder; return (folder, error line)."""
+def _parse_to_folder(source: Source, folder: str) -> str | None:
+    """Worker-process entry: parse one source into a Parquet folder; return an error line or None."""
     try:
         parsed = parse_source(source)
     except TraceError as exc:
-        return folder, str(exc)
+        return str(exc)
     if not Path(folder).exists():
         cache.write_entry(parsed, Path(folder))
-    return folder, None
+    return None
 
 
-def _size(path: Path) -> int:
+def _size(source: Source) -> int:
     try:
-        return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+        return sum(p.stat().st_size for p in cache.input_files(source))
     except OSError:
         return 0
 
