@@ -9,7 +9,7 @@ import polars as pl
 from traceview import schema
 
 #: Bumped whenever a parser's output changes, so cached Parquet from an older version is not reused.
-PARSER_VERSION = 1
+PARSER_VERSION = 2
 
 
 @dataclass

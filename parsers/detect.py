@@ -38,22 +38,26 @@ class Source:
     path: Path
 
 
-def is_ascend_rank_dir(path: Path) -> bool:
-    """True if `path` is a torch_npu rank folder (or a loose folder of Ascend output files)."""
+#: torch_npu's DB export (export_type db), in ASCEND_PROFILER_OUTPUT/ or a loose folder.
+ASCEND_DB_GLOB = "ascend_pytorch_profiler*.db"
+
+
+def is_ascend_rank_dir(path: str | Path) -> bool:
+    """True if `path` is an Ascend rank folder (torch_npu `*_ascend_pt`, MindSpore `*_ascend_ms`),
+    its ASCEND_PROFILER_OUTPUT/ given directly, or a loose folder of Ascend output files: it holds
+    ASCEND_PROFILER_OUTPUT/, or directly kernel_details.csv / trace_view.json / an
+    ascend_pytorch_profiler*.db. Cheap (stats only); the one rule for discovery and parsers.ascend."""
+    path = Path(path)
     if not path.is_dir():
         return False
     if (path / ASCEND_OUTPUT_DIR).is_dir():
         return True
     if any((path / name).is_file() for name in ASCEND_LOOSE_FILES):
         return True
-    return any(p.name.startswith("ascend_pytorch_profiler") and p.suffix == ".db" for p in _files(path))
-
-
-def _files(path: Path) -> list[Path]:
     try:
-        return sorted(p for p in path.iterdir() if p.is_file())
+        return any(p.is_file() for p in path.glob(ASCEND_DB_GLOB))
     except OSError:
-        return []
+        return False
 
 
 def _sniff_json(path: Path) -> str | None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -55,6 +57,23 @@ def peek_bytes(path: Path, n: int = 4096) -> bytes:
             return fh.read(n)
     except (OSError, EOFError, zlib.error):
         return b""
+
+
+@contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector while building ~1e6 short-lived dicts.
+
+    orjson's dicts and lists hold no reference cycles, so the collector's passes during the parse
+    find nothing to free; pausing it roughly halves orjson.loads time on large traces. The
+    collector is re-enabled on exit (also on an exception) only if it was enabled on entry.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def loads(raw: bytes, path: Path, warnings=None):

@@ -16,14 +16,12 @@ for 3-decimal µs below ~9e12 µs, which covers every trace we know of).
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
 
 from parsers.base import ParsedRank
-from parsers.jsonio import loads, read_bytes
+from parsers.jsonio import gc_paused, loads, read_bytes
 from parsers.timeconv import us_float_to_ns
 from traceview import kinds, steps
 from traceview.errors import TraceError, Warnings
@@ -56,24 +54,8 @@ def parse_kineto(path: Path) -> ParsedRank:
     """Parse one Kineto trace file into the canonical frames of its rank."""
     path = Path(path)
     warn = Warnings(path)
-    with _gc_paused():
+    with gc_paused():
         return _parse(path, warn)
-
-
-@contextmanager
-def _gc_paused():
-    """Pause the cyclic garbage collector while building ~1e6 short-lived dicts.
-
-    orjson's dicts and lists hold no reference cycles, so the collector's passes during the parse
-    find nothing to free; pausing it roughly halves orjson.loads time on large traces.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _parse(path: Path, warn: Warnings) -> ParsedRank:

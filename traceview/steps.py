@@ -21,8 +21,8 @@ from traceview import schema
 STEP_NAME = r"^ProfilerStep#(\d+)$"
 
 
-def _step_ranges(events: pl.DataFrame, start: str, end: str) -> pl.DataFrame:
-    """ProfilerStep#N events -> one row per N (earliest start, latest end), sorted by start."""
+def step_ranges(events: pl.DataFrame, start: str, end: str) -> pl.DataFrame:
+    """ProfilerStep#N events -> one row per N: step, `start` (earliest), `end` (latest), by start."""
     return (
         events.select(
             pl.col("name").str.extract(STEP_NAME, 1).cast(pl.Int64).alias("step"),
@@ -36,21 +36,26 @@ def _step_ranges(events: pl.DataFrame, start: str, end: str) -> pl.DataFrame:
     )
 
 
-def _in_window(points: pl.DataFrame, on: str, windows: pl.DataFrame, start: str, end: str) -> pl.Series:
-    """Step of the window [start, end) containing each point's `on` value (null when none).
+def step_in_window(points: pl.DataFrame, on: str, windows: pl.DataFrame, start: str, end: str) -> pl.Series:
+    """Step of the window [start, end) holding each point's `on` time; null when none (or `on` null).
 
     Returned in the order of `points`. Windows must not overlap (ProfilerStep ranges do not).
     """
     if windows.is_empty() or points.is_empty():
         return pl.Series("step", [None] * points.height, dtype=pl.Int64)
-    probe = points.select(pl.col(on).alias("_t")).with_row_index("_i").sort("_t")
-    hit = probe.join_asof(
-        windows.select(pl.col(start).alias("_ws"), pl.col(end).alias("_we"), "step").sort("_ws"),
-        left_on="_t",
-        right_on="_ws",
-        strategy="backward",
-    ).with_columns(pl.when(pl.col("_t") < pl.col("_we")).then(pl.col("step")).alias("step"))
-    return hit.sort("_i")["step"]
+    probe = points.select(pl.col(on).alias("_t")).with_row_index("_i")
+    hit = (
+        probe.drop_nulls("_t")
+        .sort("_t")
+        .join_asof(
+            windows.select(pl.col(start).alias("_ws"), pl.col(end).alias("_we"), "step").sort("_ws"),
+            left_on="_t",
+            right_on="_ws",
+            strategy="backward",
+        )
+        .select("_i", pl.when(pl.col("_t") < pl.col("_we")).then(pl.col("step")).alias("step"))
+    )
+    return probe.join(hit, on="_i", how="left").sort("_i")["step"]
 
 
 def kineto_steps(
@@ -61,10 +66,10 @@ def kineto_steps(
     Returns (steps, device_tasks). Inputs are frames of one rank in the canonical schema; they are
     not modified. steps follows `schema.STEPS`.
     """
-    host = _step_ranges(
+    host = step_ranges(
         host_events.filter(pl.col("kind").is_in(["operator", "annotation"])), "host_start_ns", "host_end_ns"
     )
-    gpu = _step_ranges(device_annotations, "gpu_start_ns", "gpu_end_ns").filter(
+    gpu = step_ranges(device_annotations, "gpu_start_ns", "gpu_end_ns").filter(
         pl.col("gpu_end_ns") > pl.col("gpu_start_ns")
     )
     if host.is_empty() and gpu.is_empty():
@@ -73,12 +78,12 @@ def kineto_steps(
     # Launch-correlation step of every device task (rule 2), computed for all tasks.
     runtime = host_events.filter(pl.col("correlation").is_not_null() & (pl.col("kind") == "runtime"))
     launch_step = runtime.select("correlation").with_columns(
-        _in_window(runtime, "start_ns", host, "host_start_ns", "host_end_ns").alias("launch_step")
+        step_in_window(runtime, "start_ns", host, "host_start_ns", "host_end_ns").alias("launch_step")
     ).unique("correlation", keep="first")
     tasks = device_tasks.join(launch_step, on="correlation", how="left", maintain_order="left")
 
     if not gpu.is_empty():
-        window_step = _in_window(tasks, "start_ns", gpu.rename({"gpu_start_ns": "s", "gpu_end_ns": "e"}), "s", "e")
+        window_step = step_in_window(tasks, "start_ns", gpu.rename({"gpu_start_ns": "s", "gpu_end_ns": "e"}), "s", "e")
         tasks = tasks.with_columns(window_step.alias("step"))
     else:
         tasks = tasks.with_columns(pl.col("launch_step").alias("step"))

@@ -1,0 +1,125 @@
+"""Ascend (torch_npu / MindSpore 2.x) rank folders -> canonical frames: `parse_ascend_rank`.
+
+A rank is a `*_ascend_pt` / `*_ascend_ms` folder holding `ASCEND_PROFILER_OUTPUT/` (and
+`profiler_info_<rank>.json`, `profiler_metadata.json` beside it), or a loose folder that directly
+holds `kernel_details.csv` and/or `trace_view.json` (`parsers.detect.is_ascend_rank_dir` says which
+folders are ranks). Which file feeds which canonical table, and the module that reads it:
+
+    file                                  canonical table (column)                  module
+    ------------------------------------  ----------------------------------------  -----------------
+    kernel_details.csv                    device_tasks                              kernel_details.py
+    trace_view.json                       host_events; steps (host ranges);         trace_view.py
+                                          device_tasks correlation (launch link);
+                                          device_tasks when kernel_details.csv is
+                                          absent (Ascend Hardware + HCCL lanes)
+    ascend_pytorch_profiler_<rank>.db     device_tasks, host_events, steps,         db.py
+      (only without kernel_details.csv      ranks (device_name; rank fallback)
+       and trace_view.json)
+    step_trace_time.csv                   ascend_step_trace                         reference.py
+    communication.json                    ascend_communication                      reference.py
+    analysis.db (DB-only export)          ascend_step_trace, ascend_communication   reference.py
+    profiler_info_<rank>.json             ranks (rank)                              files.py
+    profiler_metadata.json                ranks (world_size)                        files.py
+
+Shared by the readers: files.py finds the files; text.py reads CSV cells and JSON/SQLite numbers
+as exact text (times are decimal µs that float64 cannot hold); kinds.py is the ordered task-kind
+rule table (kernel / memset / memcpy / communication); steps.py turns host ProfilerStep#N ranges
+and the tasks into the steps table (window_rule "step_id" when kernel_details gave a Step Id,
+"correlation" when a task's step comes from its launch time inside the host range).
+ascend_step_trace / ascend_communication are torch_npu's own numbers, kept for comparison only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from parsers.ascend.db import read_profiler_db
+from parsers.ascend.files import RankFiles, locate_files, read_rank, read_world_size
+from parsers.ascend.kernel_details import read_kernel_details
+from parsers.ascend.kinds import TASK_KIND_RULES, task_kind
+from parsers.ascend.reference import (
+    read_analysis_communication,
+    read_analysis_step_trace,
+    read_communication_json,
+    read_step_trace_time,
+)
+from parsers.ascend.steps import build_steps, empty_host_steps, fill_steps
+from parsers.ascend.trace_view import attach_trace_tasks, read_trace_view, trace_events_frame
+from parsers.base import ParsedRank
+from parsers.detect import is_ascend_rank_dir
+from parsers.jsonio import gc_paused
+from traceview.errors import Warnings
+
+
+def parse_ascend_rank(path: Path) -> ParsedRank:
+    """Read one Ascend rank folder into canonical frames (see the module docstring for the mapping)."""
+    path = Path(path)
+    with gc_paused():  # trace_view.json / the DB build one Python object per event
+        return _parse(path)
+
+
+def _parse(path: Path) -> ParsedRank:
+    files = locate_files(path)
+    warnings = Warnings(path)
+    frames: dict[str, pl.DataFrame] = {}
+    device_name = db_rank = None
+    text_export = bool(files.kernel_details or files.trace_view)
+
+    if text_export:
+        trace = read_trace_view(files.trace_view, warnings) if files.trace_view else None
+        if files.kernel_details:
+            tasks, rule = read_kernel_details(files.kernel_details, warnings), "step_id"
+            if trace is not None:
+                tasks = attach_trace_tasks(tasks, trace["tasks"])
+        else:
+            tasks, rule = trace["tasks"], "correlation"
+        host_steps = trace["host_steps"] if trace is not None else empty_host_steps()
+        if trace is not None:
+            frames["host_events"] = trace["host_events"]
+    else:
+        db = read_profiler_db(files.db, warnings)
+        tasks, host_steps, rule = db["tasks"], db["host_steps"], "correlation"
+        frames["host_events"] = db["host_events"]
+        device_name, db_rank = db["device_name"], db["rank"]
+
+    tasks, step_rule = fill_steps(tasks, host_steps, rule, warnings)
+    frames["device_tasks"] = tasks.drop("launch_ns", strict=False)
+    frames["steps"] = build_steps(host_steps, tasks, step_rule)
+
+    if files.step_trace:
+        frames["ascend_step_trace"] = read_step_trace_time(files.step_trace, warnings)
+    elif files.analysis_db and not text_export:
+        frames["ascend_step_trace"] = read_analysis_step_trace(files.analysis_db, warnings)
+    if files.communication:
+        frames["ascend_communication"] = read_communication_json(files.communication, warnings)
+    elif files.analysis_db and not text_export:
+        frames["ascend_communication"] = read_analysis_communication(files.analysis_db, warnings)
+
+    rank = read_rank(files.profiler_info, warnings)
+    meta = {
+        "rank": rank if rank is not None else db_rank,
+        "world_size": read_world_size(files.profiler_metadata, warnings),
+        "format": "ascend",
+        "source": str(path),
+        "device_name": device_name,
+        "device_type": "npu",
+    }
+    return ParsedRank.build(frames, meta, warnings.messages())
+
+
+__all__ = [
+    "TASK_KIND_RULES",
+    "RankFiles",
+    "is_ascend_rank_dir",
+    "locate_files",
+    "parse_ascend_rank",
+    "read_communication_json",
+    "read_kernel_details",
+    "read_profiler_db",
+    "read_step_trace_time",
+    "read_trace_view",
+    "task_kind",
+    "trace_events_frame",
+]

@@ -1,0 +1,641 @@
+"""parsers.ascend on the real torch_npu samples of ../shared/traces and on tiny hand-written files.
+
+Expected values are computed here independently (csv / json / sqlite3 modules, integer arithmetic
+on the CSV text), never by the parser's own helpers.
+"""
+
+from __future__ import annotations
+
+import csv
+import gc
+import json
+import shutil
+import sqlite3
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+import parsers.ascend
+from parsers import detect
+from parsers.ascend import is_ascend_rank_dir, parse_ascend_rank
+from traceview.errors import TraceError
+
+TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+needs_traces = pytest.mark.skipif(
+    not TRACES.is_dir(), reason=f"real-trace corpus not found at {TRACES} (only in the development checkout)"
+)
+
+MSI_TEXT = "msinsight/test/data/pytorch/text"
+MSI_SERVER = "msinsight/server/src/test/test_data"
+MSI_DB = "msinsight/test/data/pytorch/db/level2"
+ADVISOR = "msprof-analyze/test/ut/advisor"
+
+#: Rank folders with a kernel_details.csv: (folder, expected rank from profiler_info).
+KERNEL_DETAILS_RANKS = [
+    (f"{MSI_TEXT}/level0/rank0_ascend_pt", 0),
+    (f"{MSI_TEXT}/level0/rank1_ascend_pt", 1),
+    (f"{MSI_TEXT}/level1/rank0_ascend_pt", 0),
+    (f"{MSI_TEXT}/level1/rank1_ascend_pt", 1),
+    (f"{MSI_SERVER}/test_rank_0", 0),
+    (f"{MSI_SERVER}/test_rank_1", 1),
+    (f"{ADVISOR}/advisor_backend/compute_advice", None),
+    (f"{ADVISOR}/compute_advice/data", None),
+]
+#: Rank folders with trace_view.json + kernel_details.csv + step_trace_time.csv (one run each).
+FULL_RANKS = [f"{MSI_TEXT}/level{lvl}/rank{r}_ascend_pt" for lvl in (0, 1) for r in (0, 1)]
+DB_RANKS = [f"{MSI_DB}/rank0_ascend_pt", f"{MSI_DB}/rank1_ascend_pt"]
+
+
+@lru_cache(maxsize=None)
+def parsed(rel: str):
+    """Parse a corpus folder once per test session."""
+    return parse_ascend_rank(TRACES / rel)
+
+
+def output_dir(rel: str) -> Path:
+    folder = TRACES / rel
+    return folder / "ASCEND_PROFILER_OUTPUT" if (folder / "ASCEND_PROFILER_OUTPUT").is_dir() else folder
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        return list(csv.DictReader(fh))
+
+
+def us_text_to_ns_reference(text: str) -> int:
+    """Decimal µs text -> ns by string manipulation (no float): '1736408883704643.212\\t' -> ...643212."""
+    text = text.strip()
+    whole, _, frac = text.partition(".")
+    frac = (frac + "0000")[:4]
+    return int(whole) * 1000 + int(frac[:3]) + (1 if int(frac[3]) >= 5 else 0)
+
+
+def within_tolerance(ours_us: float, truth_us: float) -> bool:
+    """DESIGN.md §3 tolerance: max(1 µs, 0.05 %)."""
+    return abs(ours_us - truth_us) <= max(1.0, 0.0005 * abs(truth_us))
+
+
+# --------------------------------------------------------------------------------------------
+# kernel_details.csv on the real samples
+# --------------------------------------------------------------------------------------------
+
+
+@needs_traces
+@pytest.mark.parametrize("rel,rank", KERNEL_DETAILS_RANKS)
+def test_device_tasks_one_per_csv_row(rel, rank):
+    rows = csv_rows(output_dir(rel) / "kernel_details.csv")
+    tasks = parsed(rel).frames["device_tasks"]
+    assert tasks.height == len(rows) > 0
+    assert tasks["name"].to_list() == [r["Name"].strip() for r in rows]
+
+
+@needs_traces
+@pytest.mark.parametrize("rel,rank", KERNEL_DETAILS_RANKS)
+def test_start_and_duration_exact_from_csv_text(rel, rank):
+    rows = csv_rows(output_dir(rel) / "kernel_details.csv")
+    tasks = parsed(rel).frames["device_tasks"]
+    starts = [us_text_to_ns_reference(r["Start Time(us)"]) for r in rows]
+    durs = [us_text_to_ns_reference(r["Duration(us)"]) for r in rows]
+    assert tasks["start_ns"].to_list() == starts
+    assert tasks["dur_ns"].to_list() == durs
+    assert tasks["end_ns"].to_list() == [s + d for s, d in zip(starts, durs)]
+
+
+@needs_traces
+def test_start_is_not_rounded_through_float64():
+    # 1736408883704643.212 as float64 is ...643.25: the exact text must survive.
+    tasks = parsed(f"{MSI_TEXT}/level1/rank0_ascend_pt").frames["device_tasks"]
+    assert tasks["start_ns"][0] == 1736408883704643212
+
+
+@needs_traces
+@pytest.mark.parametrize("rel,rank", KERNEL_DETAILS_RANKS)
+def test_step_stream_and_kind_columns(rel, rank):
+    rows = csv_rows(output_dir(rel) / "kernel_details.csv")
+    tasks = parsed(rel).frames["device_tasks"]
+    assert tasks["step"].to_list() == [int(r["Step Id"]) for r in rows]
+    if "Stream ID" in rows[0]:
+        want = [None if r["Stream ID"].strip() == "N/A" else int(r["Stream ID"]) for r in rows]
+        assert tasks["stream"].to_list() == want
+    comm = [
+        r["Accelerator Core"].strip() in ("HCCL", "COMMUNICATION") or r["Name"].lower().startswith("hcom_")
+        for r in rows
+    ]
+    kinds = tasks["kind"].to_list()
+    assert [k == "communication" for k in kinds] == comm
+    memset = [r.get("Type", "").strip() == "MemSet" for r in rows]
+    assert all(k == "memset" for k, m in zip(kinds, memset) if m)
+    assert set(kinds) <= {"kernel", "memset", "memcpy", "communication"}
+
+
+@needs_traces
+def test_input_shapes_and_pmu_columns():
+    rel = f"{MSI_TEXT}/level1/rank0_ascend_pt"
+    rows = csv_rows(output_dir(rel) / "kernel_details.csv")
+    tasks = parsed(rel).frames["device_tasks"]
+    assert tasks["input_shapes"][0] == "32,3,224,224"  # CSV cell """32,3,224,224"""
+    assert tasks["core_type"][2] == "AI_CORE" and tasks["op_type"][2] == "Conv2D"
+    assert tasks["aic_mac_ns"][2] == us_text_to_ns_reference(rows[2]["aic_mac_time(us)"]) == 162056
+    assert tasks["aiv_vec_ns"][0] == 9406
+    hccl = tasks.filter(tasks["kind"] == "communication")
+    assert hccl["aic_mac_ns"].null_count() == hccl.height  # N/A -> null, never -1
+
+
+@needs_traces
+@pytest.mark.parametrize("rel,rank", KERNEL_DETAILS_RANKS)
+def test_rank_and_meta(rel, rank):
+    meta = parsed(rel).meta
+    assert meta["rank"] == rank
+    assert meta["format"] == "ascend" and meta["device_type"] == "npu"
+    assert meta["source"] == str(TRACES / rel)
+    assert meta["device_name"] is None and meta["world_size"] is None
+
+
+# --------------------------------------------------------------------------------------------
+# trace_view.json, step_trace_time.csv, communication.json
+# --------------------------------------------------------------------------------------------
+
+
+def load_trace_view(rel: str) -> list[dict]:
+    return json.loads((output_dir(rel) / "trace_view.json").read_text())
+
+
+@needs_traces
+@pytest.mark.parametrize("rel", FULL_RANKS)
+def test_steps_from_trace_view(rel):
+    events = load_trace_view(rel)
+    prof = [e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")]
+    steps = parsed(rel).frames["steps"]
+    assert steps.height == len(prof) == 1
+    row = steps.row(0, named=True)
+    assert row["step"] == int(prof[0]["name"].split("#")[1])
+    assert row["host_start_ns"] == us_text_to_ns_reference(prof[0]["ts"])
+    assert row["host_end_ns"] == row["host_start_ns"] + us_text_to_ns_reference(repr(prof[0]["dur"]))
+    tasks = parsed(rel).frames["device_tasks"]
+    assert row["device_start_ns"] == tasks["start_ns"].min()
+    assert row["device_end_ns"] == tasks["end_ns"].max()
+    assert row["window_rule"] == "step_id"
+
+
+@needs_traces
+@pytest.mark.parametrize("rel", FULL_RANKS)
+def test_step_window_reproduces_torch_npu_stage_and_preparing(rel):
+    truth = csv_rows(output_dir(rel) / "step_trace_time.csv")[0]
+    row = parsed(rel).frames["steps"].row(0, named=True)
+    stage_us = (row["device_end_ns"] - row["device_start_ns"]) / 1000
+    preparing_us = (row["device_start_ns"] - row["host_start_ns"]) / 1000
+    assert within_tolerance(stage_us, float(truth["Stage"]))
+    assert within_tolerance(preparing_us, float(truth["Preparing"]))
+
+
+@needs_traces
+@pytest.mark.parametrize("rel", FULL_RANKS[2:])
+def test_host_events_from_trace_view(rel):
+    events = load_trace_view(rel)
+    names = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"}
+    cats = {"cpu_op", "python_function", "enqueue", "dequeue"}
+    host = [e for e in events if e.get("ph") == "X" and (e.get("cat") in cats or names.get(e["pid"]) == "CANN")]
+    frame = parsed(rel).frames["host_events"]
+    assert frame.height == len(host)
+    counts = dict(frame["kind"].value_counts().iter_rows())
+    assert counts["python"] == sum(e.get("cat") == "python_function" for e in host)
+    assert counts["annotation"] == 1  # ProfilerStep#50
+    assert counts["operator"] == sum(e.get("cat") == "cpu_op" for e in host) - 1
+    cann = frame.filter(frame["cat"] == "CANN")
+    assert cann.height > 0 and cann["correlation"].null_count() == 0
+
+
+@needs_traces
+@pytest.mark.parametrize("rel", FULL_RANKS)
+def test_device_tasks_linked_to_their_launch(rel):
+    tasks = parsed(rel).frames["device_tasks"]
+    # every kernel_details row has its trace_view task, so it gets the launch's connection id
+    assert tasks["correlation"].null_count() == 0
+
+
+@needs_traces
+@pytest.mark.parametrize("rel", FULL_RANKS)
+def test_trace_view_alone_gives_the_kernel_details_tasks(rel, tmp_path):
+    """Without kernel_details.csv, Ascend Hardware + HCCL group lanes rebuild the same task set."""
+    shutil.copy(output_dir(rel) / "trace_view.json", tmp_path / "trace_view.json")
+    alone = parse_ascend_rank(tmp_path)
+    reference = parsed(rel).frames["device_tasks"]
+    tasks = alone.frames["device_tasks"]
+    assert tasks.height == reference.height
+    ours = sorted(zip(tasks["name"], tasks["start_ns"], tasks["kind"], tasks["step"]))
+    want = sorted(zip(reference["name"], reference["start_ns"], reference["kind"], reference["step"]))
+    for (n1, s1, k1, st1), (n2, s2, k2, st2) in zip(ours, want):
+        assert (n1, k1, st1) == (n2, k2, st2)
+        assert abs(s1 - s2) <= 1  # HCCL lane and CSV round the same start 1 ns apart
+    assert alone.frames["steps"]["window_rule"].to_list() == ["correlation"]
+    assert tasks.filter(tasks["kind"] == "communication")["stream"].null_count() == 4
+
+
+@needs_traces
+@pytest.mark.parametrize(
+    "rel", FULL_RANKS + [f"{MSI_SERVER}/test_rank_0", f"{MSI_SERVER}/test_rank_1"]
+)
+def test_step_trace_time_values_as_written(rel):
+    rows = csv_rows(output_dir(rel) / "step_trace_time.csv")
+    frame = parsed(rel).frames["ascend_step_trace"]
+    assert frame.height == len(rows)
+    columns = {
+        "computing_us": "Computing",
+        "communication_not_overlapped_us": "Communication(Not Overlapped)",
+        "overlapped_us": "Overlapped",
+        "communication_us": "Communication",
+        "free_us": "Free",
+        "stage_us": "Stage",
+        "bubble_us": "Bubble",
+        "communication_not_overlapped_exclude_receive_us": "Communication(Not Overlapped and Exclude Receive)",
+        "preparing_us": "Preparing",
+    }
+    for i, row in enumerate(rows):
+        got = frame.row(i, named=True)
+        assert got["step"] == (int(row["Step"]) if row["Step"].strip() else None)
+        for col, header in columns.items():
+            assert got[col] == (float(row[header]) if header in row else None), col
+
+
+@needs_traces
+@pytest.mark.parametrize(
+    "rel,ops",
+    [
+        (f"{MSI_TEXT}/level1/rank0_ascend_pt", 4),
+        (f"{MSI_TEXT}/level1/rank1_ascend_pt", 4),
+        (f"{MSI_SERVER}/test_rank_0", 28),
+        (f"{MSI_SERVER}/test_rank_1", 28),
+    ],
+)
+def test_communication_json_rows(rel, ops):
+    doc = json.loads((output_dir(rel) / "communication.json").read_text())
+    expected = [
+        (step, group, op, info["Communication Time Info"])
+        for step, groups in doc.items()
+        for group, entries in groups.items()
+        for op, info in entries.items()
+        if op != "Total Op Info"
+    ]
+    frame = parsed(rel).frames["ascend_communication"]
+    assert frame.height == len(expected) == ops
+    for i, (step, group, op, info) in enumerate(expected):
+        got = frame.row(i, named=True)
+        assert got["step"] == int(step.removeprefix("step"))
+        assert got["group"] == group
+        assert got["op_name"] == op.split("@")[0]
+        assert got["comm_group"] == op.split("@", 1)[1]  # the communicator group of the key
+        assert got["elapse_ms"] == info["Elapse Time(ms)"]
+        assert got["idle_ms"] == info["Idle Time(ms)"]
+        assert got["start_ns"] == us_text_to_ns_reference(repr(info["Start Timestamp(us)"]))
+
+
+@needs_traces
+def test_communication_ops_are_the_hccl_tasks():
+    rel = f"{MSI_TEXT}/level1/rank0_ascend_pt"
+    comm = parsed(rel).frames["ascend_communication"]
+    tasks = parsed(rel).frames["device_tasks"]
+    assert sorted(comm["op_name"]) == sorted(tasks.filter(tasks["kind"] == "communication")["name"])
+
+
+# --------------------------------------------------------------------------------------------
+# DB-only export (SQLite)
+# --------------------------------------------------------------------------------------------
+
+
+def db_counts(rel: str) -> tuple[int, int]:
+    db = next((TRACES / rel / "ASCEND_PROFILER_OUTPUT").glob("ascend_pytorch_profiler_*.db"))
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        compute = con.execute(
+            "SELECT count(*) FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId"
+        ).fetchone()[0]
+        comm = con.execute("SELECT count(*) FROM COMMUNICATION_OP").fetchone()[0]
+    finally:
+        con.close()
+    return compute, comm
+
+
+@needs_traces
+@pytest.mark.parametrize("rel,rank", [(DB_RANKS[0], 0), (DB_RANKS[1], 1)])
+def test_db_export(rel, rank):
+    result = parsed(rel)
+    tasks = result.frames["device_tasks"]
+    compute, comm = db_counts(rel)
+    assert tasks.height == compute + comm
+    assert (tasks["kind"] == "communication").sum() == comm
+    assert result.meta["rank"] == rank
+    assert result.meta["device_name"] == "Ascend910B"
+    assert (tasks["dur_ns"] == tasks["end_ns"] - tasks["start_ns"]).all()
+    assert tasks["step"].null_count() == 0
+
+
+@needs_traces
+@pytest.mark.parametrize("rel", DB_RANKS)
+def test_db_export_reproduces_analysis_db_step_trace(rel):
+    con = sqlite3.connect(f"file:{TRACES / rel / 'ASCEND_PROFILER_OUTPUT' / 'analysis.db'}?mode=ro", uri=True)
+    try:
+        step, stage, preparing = con.execute("SELECT step, stage, preparing FROM StepTraceTime").fetchone()
+    finally:
+        con.close()
+    result = parsed(rel)
+    row = result.frames["steps"].row(0, named=True)
+    assert row["step"] == int(step) and row["window_rule"] == "correlation"
+    assert abs((row["device_end_ns"] - row["device_start_ns"]) / 1000 - stage) < 1e-6
+    assert abs((row["device_start_ns"] - row["host_start_ns"]) / 1000 - preparing) < 1e-6
+    truth = result.frames["ascend_step_trace"]
+    assert truth["stage_us"].to_list() == [stage]
+    assert result.frames["ascend_communication"].height == 4
+
+
+@needs_traces
+@pytest.mark.parametrize("rel", DB_RANKS)
+def test_db_export_communication_group(rel):
+    con = sqlite3.connect(f"file:{TRACES / rel / 'ASCEND_PROFILER_OUTPUT' / 'analysis.db'}?mode=ro", uri=True)
+    try:
+        want = con.execute("SELECT hccl_op_name, group_name FROM CommAnalyzerTime").fetchall()
+    finally:
+        con.close()
+    comm = parsed(rel).frames["ascend_communication"]
+    assert list(zip(comm["op_name"], comm["comm_group"])) == want
+    assert comm["comm_group"].null_count() == 0
+
+
+# --------------------------------------------------------------------------------------------
+# Format detection and tiny hand-written files
+# --------------------------------------------------------------------------------------------
+
+
+@needs_traces
+@pytest.mark.parametrize(
+    "rel", [r for r, _ in KERNEL_DETAILS_RANKS] + DB_RANKS + [f"{ADVISOR}/advisor_backend/timeline_advice"]
+)
+def test_is_ascend_rank_dir_on_real_folders(rel):
+    assert is_ascend_rank_dir(TRACES / rel)
+
+
+def test_is_ascend_rank_dir_rejects_others(tmp_path):
+    assert not is_ascend_rank_dir(tmp_path)
+    (tmp_path / "x.pt.trace.json").write_text("{}")
+    assert not is_ascend_rank_dir(tmp_path)
+    assert not is_ascend_rank_dir(tmp_path / "x.pt.trace.json")
+    (tmp_path / "ASCEND_PROFILER_OUTPUT").mkdir()
+    assert is_ascend_rank_dir(tmp_path)
+
+
+def test_is_ascend_rank_dir_is_discoverys_rule(tmp_path):
+    assert parsers.ascend.is_ascend_rank_dir is detect.is_ascend_rank_dir  # one definition
+    out = tmp_path / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    assert not is_ascend_rank_dir(out)  # an empty output folder holds nothing to read
+    (out / "ascend_pytorch_profiler_0.db").write_bytes(b"")
+    assert is_ascend_rank_dir(out)  # ASCEND_PROFILER_OUTPUT given directly, DB export
+    assert is_ascend_rank_dir(out.parent)
+    assert is_ascend_rank_dir(str(out))  # a str path is accepted
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "ascend_pytorch_profiler.sqlite").write_bytes(b"")
+    assert not is_ascend_rank_dir(loose)
+    (loose / "trace_view.json").write_text("[]")
+    assert is_ascend_rank_dir(loose)
+
+
+@needs_traces
+def test_is_ascend_rank_dir_on_output_folder_given_directly():
+    assert is_ascend_rank_dir(output_dir(f"{MSI_TEXT}/level1/rank0_ascend_pt"))
+    assert is_ascend_rank_dir(output_dir(DB_RANKS[0]))
+
+
+def test_folder_without_data_files_is_an_error(tmp_path):
+    (tmp_path / "ASCEND_PROFILER_OUTPUT").mkdir()
+    with pytest.raises(TraceError, match="kernel_details.csv"):
+        parse_ascend_rank(tmp_path)
+
+
+HEADER = "Step Id,Model ID,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us),aic_mac_time(us)\n"
+
+
+def write_kernel_details(folder: Path, body: str, header: str = HEADER) -> Path:
+    out = folder / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    (out / "kernel_details.csv").write_text(header + body)
+    return out.parent
+
+
+def test_kind_rules_on_three_rows(tmp_path):
+    rank = write_kernel_details(
+        tmp_path,
+        "3,4294967295,N/A,hcom_allReduce__1_0_1,hcom_allReduce_,HCCL,100.5\t,10.25,N/A\n"
+        '3,4294967295,2,aclnnMm_MatMulCommon_MemSet,MemSet,AI_VECTOR_CORE,"200.000\t",1,0\n'
+        "3,4294967295,2,MatMul1,MatMulV2,AI_CORE,300.0004,2.0005,1.5\n",
+    )
+    tasks = parse_ascend_rank(rank).frames["device_tasks"]
+    assert tasks["kind"].to_list() == ["communication", "memset", "kernel"]
+    assert tasks["start_ns"].to_list() == [100500, 200000, 300000]
+    assert tasks["dur_ns"].to_list() == [10250, 1000, 2001]  # 2.0005 µs rounds half up
+    assert tasks["stream"].to_list() == [None, 2, 2]
+    assert tasks["aic_mac_ns"].to_list() == [None, 0, 1500]
+    assert tasks["step"].to_list() == [3, 3, 3]
+
+
+@pytest.mark.parametrize(
+    "name,core,kind",
+    [
+        ("HcomAllGather", "COMMUNICATION", "communication"),
+        ("HCOM_BROADCAST_7", "AI_CORE", "communication"),
+        ("MEMCPY_ASYNC", "N/A", "memcpy"),
+        ("Add", "AI_VECTOR_CORE", "kernel"),
+    ],
+)
+def test_kind_rule_table(tmp_path, name, core, kind):
+    rank = write_kernel_details(tmp_path, f"1,0,1,{name},N/A,{core},1.0,1.0,N/A\n")
+    assert parse_ascend_rank(rank).frames["device_tasks"]["kind"].to_list() == [kind]
+
+
+def test_renamed_time_headers_are_accepted(tmp_path):
+    header = "Name,Start Time (us),Duration (us)\n"
+    rank = write_kernel_details(tmp_path, "k,10.5,1\n", header=header)
+    tasks = parse_ascend_rank(rank).frames["device_tasks"]
+    assert tasks["start_ns"].to_list() == [10500]
+    assert tasks["step"].to_list() == [None]
+
+
+def test_missing_required_column_names_file_and_column(tmp_path):
+    rank = write_kernel_details(tmp_path, "k,1.0\n", header="Name,Start Time(us)\n")
+    with pytest.raises(TraceError) as info:
+        parse_ascend_rank(rank)
+    message = str(info.value)
+    assert "kernel_details.csv" in message
+    assert "Duration(us)" in message
+    assert info.value.fix
+
+
+def test_non_numeric_start_drops_the_row_with_a_warning(tmp_path):
+    rank = write_kernel_details(
+        tmp_path,
+        "1,0,1,a,Add,AI_CORE,1.0,1.0,N/A\n"
+        "1,0,1,b,Add,AI_CORE,garbage,1.0,N/A\n"
+        "1,0,1,c,Add,AI_CORE,3.0,1.0,N/A\n",
+    )
+    result = parse_ascend_rank(rank)
+    assert result.frames["device_tasks"]["name"].to_list() == ["a", "c"]
+    assert len(result.warnings) == 1
+    assert "1 kernel_details.csv rows with a non-numeric start time" in result.warnings[0]
+
+
+def test_rank_from_profiler_info_file_name(tmp_path):
+    rank = write_kernel_details(tmp_path, "1,0,1,a,Add,AI_CORE,1.0,1.0,N/A\n")
+    (rank / "profiler_info_5.json").write_text(json.dumps({"config": {}}))
+    (rank / "profiler_metadata.json").write_text(json.dumps({"distributed_args": {"world_size": 8}}))
+    meta = parse_ascend_rank(rank).meta
+    assert meta["rank"] == 5 and meta["world_size"] == 8
+
+
+def test_step_trace_time_with_empty_step_and_no_preparing(tmp_path):
+    rank = write_kernel_details(tmp_path, "1,0,1,a,Add,AI_CORE,1.0,1.0,N/A\n")
+    (rank / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv").write_text(
+        "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free,Stage,Bubble,"
+        "Communication(Not Overlapped and Exclude Receive)\n,1.5,2,0,2,0.25,3.75,0,2\n"
+    )
+    row = parse_ascend_rank(rank).frames["ascend_step_trace"].row(0, named=True)
+    assert row["step"] is None and row["preparing_us"] is None
+    assert row["computing_us"] == 1.5 and row["free_us"] == 0.25
+
+
+def test_gc_paused_during_parse_and_restored_after(tmp_path, monkeypatch):
+    rank = write_kernel_details(tmp_path, "1,0,1,a,Add,AI_CORE,1.0,1.0,N/A\n")
+    (rank / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").write_text("[]")
+    seen = []
+    real = parsers.ascend.read_trace_view
+
+    def spy(path, warnings):
+        seen.append(gc.isenabled())
+        return real(path, warnings)
+
+    monkeypatch.setattr(parsers.ascend, "read_trace_view", spy)
+    assert gc.isenabled()
+    parse_ascend_rank(rank)
+    assert seen == [False] and gc.isenabled()
+    (rank / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").write_text("[1, ")
+    with pytest.raises(TraceError):
+        parse_ascend_rank(rank)
+    assert gc.isenabled()  # re-enabled after an error too
+
+
+def write_communication(tmp_path: Path, doc: dict) -> Path:
+    """communication.json of `doc`, with "START" replaced by a start time as torch_npu writes it."""
+    rank = write_kernel_details(tmp_path, "1,0,1,a,Add,AI_CORE,1.0,1.0,N/A\n")
+    text = json.dumps(doc).replace('"START"', "1736408883704643.212")
+    (rank / "ASCEND_PROFILER_OUTPUT" / "communication.json").write_text(text)
+    return rank
+
+
+def test_communication_group_from_the_op_key(tmp_path):
+    info = {"Communication Time Info": {"Start Timestamp(us)": "START", "Elapse Time(ms)": 0.5}}
+    doc = {
+        "step3": {
+            "collective": {"hcom_allReduce__1_0_1@123@4": info, "Total Op Info": info},
+            "p2p": {"hcom_send__2_0_1": info, "hcom_receive__3_0_1@": info},
+        },
+        "step4": {"hcom_broadcast__4_0_1@77": info},  # no collective/p2p level
+    }
+    comm = parse_ascend_rank(write_communication(tmp_path, doc)).frames["ascend_communication"]
+    assert comm["op_name"].to_list() == ["hcom_allReduce__1_0_1", "hcom_send__2_0_1", "hcom_receive__3_0_1",
+                                         "hcom_broadcast__4_0_1"]
+    assert comm["comm_group"].to_list() == ["123@4", None, None, "77"]
+    assert comm["group"].to_list() == ["collective", "p2p", "p2p", None]
+    assert comm["step"].to_list() == [3, 3, 3, 4]
+    assert comm["start_ns"].to_list() == [1736408883704643212] * 4  # exact from the JSON text
+    assert comm["elapse_ms"].to_list() == [0.5] * 4
+
+
+# --------------------------------------------------------------------------------------------
+# trace_view.json: the one-call frame and its lenient fallback
+# --------------------------------------------------------------------------------------------
+
+
+def trace_view_events() -> list:
+    """A tiny trace_view: a CANN launch, an Ascend Hardware task, its HostToDevice flow, a step."""
+    return [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "CANN"}},
+        {"ph": "M", "name": "process_labels", "pid": 1, "tid": 0, "args": {"labels": "CPU"}},
+        {"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "Ascend Hardware"}},
+        {"ph": "M", "name": "process_labels", "pid": 2, "tid": 0, "args": {"labels": "NPU"}},
+        {"ph": "M", "name": "process_name", "pid": 3, "tid": 0, "args": {"name": "Python"}},
+        {"ph": "X", "name": "ProfilerStep#7", "pid": 3, "tid": 3, "ts": "1736408883704000.000", "dur": 900,
+         "cat": "cpu_op"},
+        {"ph": "X", "name": "AscendCL@launch", "pid": 1, "tid": 9, "ts": "1736408883704100.000", "dur": 5.25,
+         "args": {"connection_id": 41}},
+        {"ph": "s", "name": "HostToDevice41", "id": 41, "pid": 1, "tid": 9, "ts": "1736408883704100.000",
+         "cat": "HostToDevice"},
+        {"ph": "f", "name": "HostToDevice41", "id": 41, "pid": 2, "tid": 5, "ts": "1736408883704643.212",
+         "cat": "HostToDevice", "bp": "e"},
+        {"ph": "X", "name": "MatMul1", "pid": 2, "tid": 5, "ts": "1736408883704643.212", "dur": 22.5995,
+         "args": {"Task Type": "AI_CORE", "connection_id": 41}},
+        {"ph": "X", "name": "MEMCPY_ASYNC", "pid": 2, "tid": 5, "ts": "1736408883704700.000", "dur": 1,
+         "args": {"Task Type": "MEMCPY_ASYNC"}},
+        {"ph": "C", "name": "AI Core Freq", "pid": 4, "tid": 0, "ts": "1736408883704000.000", "args": {"MHz": 1800}},
+    ]
+
+
+def write_trace_view(tmp_path: Path, events: list) -> Path:
+    (tmp_path / "trace_view.json").write_text(json.dumps(events))
+    return tmp_path
+
+
+@pytest.mark.parametrize("bad", [None, "not an event", {"ph": "X", "name": "x", "pid": 2, "tid": 5, "ts": {"a": 1}}])
+def test_trace_view_tasks_exact_with_or_without_malformed_events(tmp_path, bad):
+    events = trace_view_events() + ([] if bad is None else [bad])
+    result = parse_ascend_rank(write_trace_view(tmp_path, events))
+    tasks = result.frames["device_tasks"]
+    assert tasks["name"].to_list() == ["MatMul1"]  # MEMCPY_ASYNC is not a kernel_details op
+    assert tasks["start_ns"].to_list() == [1736408883704643212]  # exact from the text
+    assert tasks["dur_ns"].to_list() == [22600]  # 22599.5 ns rounds half up (float math gives 22599)
+    assert tasks["stream"].to_list() == [5] and tasks["core_type"].to_list() == ["AI_CORE"]
+    assert tasks["correlation"].to_list() == [41] and tasks["step"].to_list() == [7]
+    steps = result.frames["steps"].row(0, named=True)
+    assert steps["host_start_ns"] == 1736408883704000000 and steps["host_end_ns"] == 1736408883704900000
+    assert steps["window_rule"] == "correlation"
+    host = result.frames["host_events"]
+    assert host["name"].to_list() == ["ProfilerStep#7", "AscendCL@launch"]
+    assert host["kind"].to_list() == ["annotation", "runtime"]
+    assert host["correlation"].to_list() == [None, 41] and host["dur_ns"].to_list() == [900000, 5250]
+    if bad is None:
+        assert result.warnings == []
+    elif isinstance(bad, str):
+        assert [w.split(": ", 1)[1] for w in result.warnings] == [
+            "1 trace_view.json entries that are not JSON objects skipped"
+        ]
+    else:
+        assert sorted(w.split(": ", 1)[1] for w in result.warnings) == [
+            "1 trace_view.json complete events with a non-numeric ts or dur dropped",
+            "1 trace_view.json event fields holding an object or array read as null",
+        ]
+
+
+def test_trace_view_malformed_args_are_read_leniently(tmp_path):
+    events = trace_view_events()
+    events[9]["args"]["Task Type"] = ["AI_CORE"]  # an array where text is expected
+    result = parse_ascend_rank(write_trace_view(tmp_path, events))
+    tasks = result.frames["device_tasks"]
+    assert tasks["name"].to_list() == ["MatMul1"] and tasks["core_type"].to_list() == [None]
+    assert tasks["correlation"].to_list() == [41]
+    assert [w.split(": ", 1)[1] for w in result.warnings] == [
+        "1 trace_view.json event fields holding an object or array read as null"
+    ]
+
+
+@needs_traces
+def test_lenient_trace_view_path_gives_the_same_frames(tmp_path):
+    """A non-object entry forces the per-field fallback: the frames must not change."""
+    rel = f"{MSI_TEXT}/level1/rank0_ascend_pt"
+    shutil.copy(output_dir(rel) / "trace_view.json", tmp_path / "trace_view.json")
+    fast = parse_ascend_rank(tmp_path)
+    events = load_trace_view(rel) + [42]
+    (tmp_path / "trace_view.json").write_text(json.dumps(events))
+    lenient = parse_ascend_rank(tmp_path)
+    for table in ("device_tasks", "host_events", "steps"):
+        assert lenient.frames[table].equals(fast.frames[table]), table
+    assert fast.warnings == []
+    skipped = "1 trace_view.json entries that are not JSON objects skipped"
+    assert [w.split(": ", 1)[1] for w in lenient.warnings] == [skipped]
