@@ -1,0 +1,194 @@
+"""Step-time decomposition: where each rank's step time went (DESIGN.md §3).
+
+Device tasks split into COMP (kernels and memsets), COMM (communication) and MEM (memcpy). Per rank
+and window W (one step, or the whole trace), all sets clipped to W, U = union over all streams:
+
+| column (µs)                                        | definition                                      |
+|----------------------------------------------------|-------------------------------------------------|
+| computing_us                                       | abs(U(COMP))                                    |
+| communication_us                                   | abs(U(COMM))                                    |
+| overlapped_us                                      | abs(U(COMP) ∩ U(COMM))                          |
+| communication_not_overlapped_us (exposed comm)     | abs(U(COMM) − U(COMP))                          |
+| exposed_memcpy_us                                  | abs(U(MEM) − U(COMP) − U(COMM))                 |
+| busy_us                                            | abs(U(COMP ∪ COMM ∪ MEM))                       |
+| free_us                                            | gaps between merged busy intervals inside W: (last busy end − first busy start) − busy |
+| idle_us                                            | W's length − busy (TraceLens' idle: also counts time before the first / after the last task) |
+| bubble_us                                          | Σ duration of pipeline receive ops (Ascend `hcom_receive*`, raw sum, not merged) |
+| stage_us                                           | (last busy end − first busy start) − bubble     |
+| communication_not_overlapped_exclude_receive_us    | communication_not_overlapped − bubble           |
+| preparing_us                                       | first device task start in the step − host ProfilerStep#N start (null without a host step) |
+| duration_us                                        | W's length                                      |
+| start_us                                           | W's start on the rank's clock                   |
+
+Identity (tested on every real trace): computing + communication_not_overlapped + exposed_memcpy
++ free = last busy end − first busy start; overlapped <= min(computing, communication).
+
+Windows. Whole trace: first device task start to last end, per rank. Steps, by the rank's
+`window_rule` (see `traceview.steps` and the Ascend parser):
+- gpu_annotation (Kineto GPU-side ProfilerStep#N): every task is clipped to the annotation window,
+  whatever step launched it (TraceLens' rule);
+- step_id (Ascend `Step Id`) and correlation (Kineto host step mapped through launches): the step's
+  tasks are its members (a task belongs to the step it was assigned to, e.g. the one in which it
+  starts), and W runs from their first start to their last end.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceview.analysis import intervals as iv
+
+#: device task kind -> interval set
+SET_OF_KIND = {"kernel": "comp", "memset": "comp", "communication": "comm", "memcpy": "mem"}
+SETS = ["comp", "comm", "mem"]
+
+#: Pipeline-parallel receive operations whose raw duration is the bubble (torch_npu's rule).
+RECEIVE_PATTERN = r"(?i)^hcom_receive"
+
+TERMS = [
+    "computing",
+    "communication",
+    "overlapped",
+    "communication_not_overlapped",
+    "exposed_memcpy",
+    "free",
+    "idle",
+    "busy",
+    "stage",
+    "bubble",
+    "communication_not_overlapped_exclude_receive",
+    "preparing",
+    "duration",
+    "start",
+]
+
+_BUSY = pl.col("comp") | pl.col("comm") | pl.col("mem")
+_MEASURES = {
+    "computing": pl.col("comp"),
+    "communication": pl.col("comm"),
+    "overlapped": pl.col("comp") & pl.col("comm"),
+    "communication_not_overlapped": pl.col("comm") & ~pl.col("comp"),
+    "exposed_memcpy": pl.col("mem") & ~pl.col("comp") & ~pl.col("comm"),
+    "busy": _BUSY,
+}
+
+
+def _labelled(device_tasks: pl.DataFrame) -> pl.DataFrame:
+    return device_tasks.select(
+        "rank", "step", "name", "start_ns", "end_ns", "dur_ns",
+        pl.col("kind").replace_strict(SET_OF_KIND, default=None).alias("set"),
+    ).filter(pl.col("set").is_not_null())
+
+
+def _measure(segs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Lengths of each term plus the first/last busy instants, per group (ns)."""
+    length = pl.col("seg_end_ns") - pl.col("seg_start_ns")
+    return segs.group_by(*by).agg(
+        *[length.filter(cond).sum().alias(f"{name}_ns") for name, cond in _MEASURES.items()],
+        pl.col("seg_start_ns").filter(_BUSY).min().alias("first_busy_ns"),
+        pl.col("seg_end_ns").filter(_BUSY).max().alias("last_busy_ns"),
+    )
+
+
+def _bubble(tasks: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Σ raw duration of receive ops per group, ns."""
+    return (
+        tasks.filter(pl.col("name").str.contains(RECEIVE_PATTERN))
+        .group_by(*by)
+        .agg(pl.col("dur_ns").sum().alias("bubble_ns"))
+    )
+
+
+def _finish(m: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Derived terms (free, idle, stage, ...) and conversion to µs."""
+    span = pl.col("last_busy_ns") - pl.col("first_busy_ns")
+    ns = m.with_columns(pl.col("bubble_ns").fill_null(0)).with_columns(
+        (span - pl.col("busy_ns")).alias("free_ns"),
+        (pl.col("win_end_ns") - pl.col("win_start_ns") - pl.col("busy_ns")).alias("idle_ns"),
+        (span - pl.col("bubble_ns")).alias("stage_ns"),
+        (pl.col("communication_not_overlapped_ns") - pl.col("bubble_ns")).alias(
+            "communication_not_overlapped_exclude_receive_ns"
+        ),
+        (pl.col("win_end_ns") - pl.col("win_start_ns")).alias("duration_ns"),
+        pl.col("win_start_ns").alias("start_ns"),
+    )
+    return ns.select(
+        *by,
+        *[(pl.col(f"{t}_ns") / 1000.0).alias(f"{t}_us") for t in TERMS],
+        "first_busy_ns",
+        "last_busy_ns",
+    )
+
+
+def trace_breakdown(device_tasks: pl.DataFrame) -> pl.DataFrame:
+    """Decomposition of each rank's whole trace (window: first device task start to last end).
+
+    Returns one row per rank: rank, then the `_us` columns of the module table (preparing_us is
+    null), first_busy_ns, last_busy_ns.
+    """
+    tasks = _labelled(device_tasks)
+    segs = iv.segments(tasks, ["rank"], SETS)
+    m = _measure(segs, ["rank"])
+    win = tasks.group_by("rank").agg(
+        pl.col("start_ns").min().alias("win_start_ns"), pl.col("end_ns").max().alias("win_end_ns")
+    )
+    m = m.join(win, on="rank").join(_bubble(tasks, ["rank"]), on="rank", how="left")
+    return _finish(m.with_columns(pl.lit(None, pl.Int64).alias("preparing_ns")), ["rank"]).sort("rank")
+
+
+def step_breakdown(device_tasks: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """Decomposition per rank and step (window rules in the module docstring).
+
+    Returns one row per (rank, step) with a device window: rank, step, the `_us` columns of the
+    module table, window_rule, first_busy_ns, last_busy_ns. Sorted by rank, step.
+    """
+    tasks = _labelled(device_tasks)
+    windows = steps.filter(pl.col("device_start_ns").is_not_null()).select(
+        "rank", "step", "window_rule", "host_start_ns",
+        pl.col("device_start_ns").alias("win_start_ns"),
+        pl.col("device_end_ns").alias("win_end_ns"),
+    )
+    clip_ranks = windows.filter(pl.col("window_rule") == "gpu_annotation")["rank"].unique()
+    parts = []
+
+    clip_windows = windows.filter(pl.col("rank").is_in(clip_ranks.implode()))
+    if clip_windows.height:
+        clip_tasks = tasks.filter(pl.col("rank").is_in(clip_ranks.implode()))
+        segs = iv.clip_to_windows(iv.segments(clip_tasks, ["rank"], SETS), clip_windows, ["rank"], "step")
+        m = _measure(segs, ["rank", "step"])
+        receive = _in_window_bubble(clip_tasks, clip_windows)
+        parts.append(m.join(clip_windows, on=["rank", "step"]).join(receive, on=["rank", "step"], how="left"))
+
+    member_windows = windows.filter(~pl.col("rank").is_in(clip_ranks.implode()))
+    if member_windows.height:
+        member_tasks = tasks.filter(pl.col("step").is_not_null() & ~pl.col("rank").is_in(clip_ranks.implode()))
+        segs = iv.segments(member_tasks, ["rank", "step"], SETS)
+        m = _measure(segs, ["rank", "step"])
+        parts.append(
+            m.join(member_windows, on=["rank", "step"]).join(
+                _bubble(member_tasks, ["rank", "step"]), on=["rank", "step"], how="left"
+            )
+        )
+    if not parts:
+        return pl.DataFrame(
+            schema={"rank": pl.Int64, "step": pl.Int64, **{f"{t}_us": pl.Float64 for t in TERMS},
+                    "window_rule": pl.String, "first_busy_ns": pl.Int64, "last_busy_ns": pl.Int64}
+        )
+    m = pl.concat(parts, how="diagonal_relaxed").with_columns(
+        (pl.col("first_busy_ns") - pl.col("host_start_ns")).alias("preparing_ns")
+    )
+    out = _finish(m, ["rank", "step"]).join(m.select("rank", "step", "window_rule"), on=["rank", "step"])
+    cols = ["rank", "step", *[f"{t}_us" for t in TERMS], "window_rule", "first_busy_ns", "last_busy_ns"]
+    return out.select(cols).sort("rank", "step")
+
+
+def _in_window_bubble(tasks: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """Receive-op bubble per clipped window: raw durations of receive ops starting inside it."""
+    recv = tasks.filter(pl.col("name").str.contains(RECEIVE_PATTERN)).drop("step")
+    if recv.is_empty():
+        return pl.DataFrame(schema={"rank": pl.Int64, "step": pl.Int64, "bubble_ns": pl.Int64})
+    hit = recv.sort("start_ns").join_asof(
+        windows.select("rank", "step", "win_start_ns", "win_end_ns").sort("win_start_ns"),
+        left_on="start_ns", right_on="win_start_ns", by="rank", strategy="backward", check_sortedness=False,
+    ).filter(pl.col("start_ns") < pl.col("win_end_ns"))
+    return hit.group_by("rank", "step").agg(pl.col("dur_ns").sum().alias("bubble_ns"))
