@@ -24,6 +24,13 @@ class Trace:
         self._frames = frames
         self.warnings = warnings
         self.failures = failures
+        self._memo: dict = {}
+
+    def _cached(self, key, compute):
+        """Analyses are pure functions of the frames: compute each (with its parameters) once."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     device_tasks = property(lambda self: self._frames["device_tasks"], doc="Device tasks of all ranks.")
     host_events = property(lambda self: self._frames["host_events"], doc="Host events of all ranks.")
@@ -37,6 +44,22 @@ class Trace:
     def frame(self, table: str) -> pl.DataFrame:
         """A canonical table by name (see `traceview.schema.TABLES`)."""
         return self.ranks if table == "ranks" else self._frames[table]
+
+    # ---- analyses (definitions in each function's docstring; units in column names) ----
+
+    def step_breakdown(self) -> pl.DataFrame:
+        """Per rank and step: computing, communication, overlapped, exposed communication, exposed
+        memcpy, free, idle, busy, stage, bubble, preparing, duration (µs) and the window rule.
+        See `traceview.analysis.breakdown` for the definitions."""
+        from traceview.analysis import breakdown
+
+        return self._cached("step_breakdown", lambda: breakdown.step_breakdown(self.device_tasks, self.steps))
+
+    def trace_breakdown(self) -> pl.DataFrame:
+        """The same terms as `step_breakdown` over each rank's whole trace (first to last device task)."""
+        from traceview.analysis import breakdown
+
+        return self._cached("trace_breakdown", lambda: breakdown.trace_breakdown(self.device_tasks))
 
     def info(self) -> pl.DataFrame:
         """One row per rank: what was loaded.

@@ -89,5 +89,23 @@ def info(path: Path, fmt: str, quiet: bool, jobs, no_cache: bool, cache_dir) -> 
         sys.exit(1)
 
 
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
+@click.option("--step", type=int, default=None, help="Only this step (ProfilerStep#N / Step Id).")
+@load_options
+@handle_errors
+def summary(path: Path, fmt: str, step, quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
+    """Where the step time went: per rank and step, computing, exposed communication, overlap,
+    exposed memcpy, free, bubble and preparing time (definitions: docs/metrics.md)."""
+    from traceview.cli.summary import render_summary
+    from traceview.summary import build_summary
+
+    trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
+    click.echo(render_summary(build_summary(trace, step=step), fmt))
+    if trace.failures:
+        sys.exit(1)
+
+
 def run() -> None:  # console-script entry point
     main(prog_name="traceview")
