@@ -71,10 +71,10 @@ def test_lengths_match_reference(rows):
 @given(st.lists(interval, max_size=25), st.integers(0, 50), st.integers(1, 40), st.integers(0, 30))
 def test_clipped_windows_match_reference(rows, w0, wlen, gap):
     windows = [(1, w0, w0 + wlen), (2, w0 + wlen + gap, w0 + 2 * wlen + gap)]
-    segs = iv.segments(_frame(rows), ["rank"], SETS)
     win = pl.DataFrame(
         {"rank": [0, 0], "step": [1, 2], "win_start_ns": [w[1] for w in windows], "win_end_ns": [w[2] for w in windows]}
     )
+    segs = iv.segments(_frame(rows), ["rank"], SETS, cuts=iv.window_cuts(win, ["rank"]))
     clipped = iv.clip_to_windows(segs, win, ["rank"], "step")
     got = {r["step"]: r for r in iv.lengths(clipped, ["rank", "step"], MEASURES).to_dicts()}
     for step, s, e in windows:

@@ -154,7 +154,8 @@ def step_breakdown(device_tasks: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFr
     clip_windows = windows.filter(pl.col("rank").is_in(clip_ranks.implode()))
     if clip_windows.height:
         clip_tasks = tasks.filter(pl.col("rank").is_in(clip_ranks.implode()))
-        segs = iv.clip_to_windows(iv.segments(clip_tasks, ["rank"], SETS), clip_windows, ["rank"], "step")
+        cuts = iv.window_cuts(clip_windows, ["rank"])
+        segs = iv.clip_to_windows(iv.segments(clip_tasks, ["rank"], SETS, cuts=cuts), clip_windows, ["rank"], "step")
         m = _measure(segs, ["rank", "step"])
         receive = _in_window_bubble(clip_tasks, clip_windows)
         parts.append(m.join(clip_windows, on=["rank", "step"]).join(receive, on=["rank", "step"], how="left"))

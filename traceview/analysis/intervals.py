@@ -12,8 +12,9 @@ to a window. Rather than merging each set and intersecting pairs, the engine swe
 
 Lengths of any combination are then plain filtered sums over segments, e.g.
 |U(COMM) - U(COMP)| = sum(length where comm & ~comp). Zero-length intervals cover nothing.
-`windows` optionally clips everything to per-group windows (a step's device window) by splitting
-segments at window boundaries and keeping the parts inside.
+`clip_to_windows` clips everything to per-group windows (a step's device window): the window
+boundaries are passed to `segments` as cut points, then each segment is assigned to the window
+holding it.
 
 All operations are vectorised (sorts, cumulative sums, joins): O(n log n) in the number of
 intervals, no Python loop over intervals. `tests/test_intervals.py` checks them against a slow
@@ -32,14 +33,17 @@ def segments(
     by: Sequence[str],
     sets: Sequence[str],
     set_col: str = "set",
+    cuts: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Elementary coverage segments of labelled intervals, per group.
 
     intervals: columns `by`..., `set_col` (which set the interval belongs to; values in `sets`),
     start_ns, end_ns (Int64, end >= start).
+    cuts: optional extra time points (`by`..., t) where segments must also be split, e.g. window
+    boundaries for `clip_to_windows`; they change no coverage.
     Returns: `by`..., seg_start_ns, seg_end_ns, and one Boolean column per name in `sets` (True
     where at least one interval of that set covers the segment). Only segments of positive length
-    between a group's first start and last end are returned, sorted by group and time.
+    between a group's first and last time point are returned, sorted by group and time.
     """
     by = list(by)
     deltas = [pl.when(pl.col(set_col) == s).then(pl.col("_d")).otherwise(0).alias(s) for s in sets]
@@ -50,16 +54,19 @@ def segments(
             base.select(*by, set_col, pl.col("end_ns").alias("t"), pl.lit(-1, pl.Int32).alias("_d")),
         ]
     )
-    points = (
-        events.select(*by, "t", *deltas)
-        .group_by(*by, "t")
-        .agg(pl.col(s).sum() for s in sets)
-        .sort(*by, "t")
-    )
-    over = by if by else None
-    counted = points.with_columns(
-        *[(pl.col(s).cum_sum().over(over) if over else pl.col(s).cum_sum()) > 0 for s in sets],
-        (pl.col("t").shift(-1).over(over) if over else pl.col("t").shift(-1)).alias("seg_end_ns"),
+    if cuts is not None:
+        extra = cuts.select(*by, pl.lit(None, pl.String).alias(set_col), pl.col("t").cast(pl.Int64), pl.lit(0, pl.Int32).alias("_d"))
+        events = pl.concat([events, extra.cast(events.schema)])
+    # Sorted by group then time, every group's deltas sum to zero, so a plain cumulative sum over
+    # the whole frame restarts at 0 at each group boundary: no per-group window needed. Several
+    # events at one time give zero-length segments, which the final filter drops.
+    ordered = events.select(*by, "t", *deltas).sort(*by, "t")
+    same_group = pl.lit(True)
+    for col in by:
+        same_group = same_group & (pl.col(col).shift(-1) == pl.col(col))
+    counted = ordered.with_columns(
+        *[pl.col(s).cum_sum() > 0 for s in sets],
+        pl.when(same_group).then(pl.col("t").shift(-1)).alias("seg_end_ns"),
     )
     return (
         counted.rename({"t": "seg_start_ns"})
@@ -68,53 +75,40 @@ def segments(
     )
 
 
+def window_cuts(windows: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
+    """The boundaries of `windows` (`by`..., win_start_ns, win_end_ns) as `segments` cut points."""
+    by = list(by)
+    return pl.concat(
+        [windows.select(*by, pl.col("win_start_ns").alias("t")), windows.select(*by, pl.col("win_end_ns").alias("t"))]
+    ).unique()
+
+
 def clip_to_windows(
     segs: pl.DataFrame,
     windows: pl.DataFrame,
     by: Sequence[str],
     label: str,
 ) -> pl.DataFrame:
-    """Cut segments at window boundaries and keep the parts inside a window, labelled with it.
+    """Keep the segments inside a window, labelled with it.
 
-    segs: output of `segments` grouped by `by`. windows: `by`..., `label`, win_start_ns, win_end_ns;
-    windows of one group must not overlap; `by` must name at least one column (e.g. rank).
-    Returns segs' columns plus `label`, and the window bounds.
+    segs: output of `segments` grouped by `by`, computed with `cuts=window_cuts(windows, by)` so
+    that no segment crosses a window boundary. windows: `by`..., `label`, win_start_ns,
+    win_end_ns; windows of one group must not overlap; `by` must name at least one column.
+    Returns segs' columns plus `label` and the window bounds. O(n log n): one as-of join.
     """
     by = list(by)
     if not by:
         raise ValueError("clip_to_windows needs at least one group column")
-    cuts = pl.concat(
-        [
-            windows.select(*by, pl.col("win_start_ns").alias("cut")),
-            windows.select(*by, pl.col("win_end_ns").alias("cut")),
-        ]
-    ).unique()
-    # Split each segment at the cut points inside it: a segment [a, b) with cuts c1 < c2 inside
-    # becomes [a, c1), [c1, c2), [c2, b). Done by joining each segment with the cuts of its group
-    # that fall strictly inside it (rare: only segments spanning a window boundary have any).
-    seg_ix = segs.with_row_index("_seg")
-    inside = (
-        seg_ix.select(*by, "_seg", "seg_start_ns", "seg_end_ns").join(cuts, on=by, how="inner")
-    ).filter((pl.col("cut") > pl.col("seg_start_ns")) & (pl.col("cut") < pl.col("seg_end_ns")))
-    if inside.height:
-        bounds = pl.concat(
-            [
-                seg_ix.select("_seg", pl.col("seg_start_ns").alias("p")),
-                seg_ix.select("_seg", pl.col("seg_end_ns").alias("p")),
-                inside.select("_seg", pl.col("cut").alias("p")),
-            ]
-        ).unique().sort("_seg", "p")
-        pieces = bounds.with_columns(pl.col("p").shift(-1).over("_seg").alias("q")).drop_nulls("q")
-        seg_ix = seg_ix.drop("seg_start_ns", "seg_end_ns").join(
-            pieces.rename({"p": "seg_start_ns", "q": "seg_end_ns"}), on="_seg"
-        )
-    seg_ix = seg_ix.sort(*by, "seg_start_ns")
     win = windows.select(*by, label, "win_start_ns", "win_end_ns").sort(*by, "win_start_ns")
-    hit = seg_ix.join_asof(
-        win, left_on="seg_start_ns", right_on="win_start_ns", by=by, strategy="backward",
+    hit = segs.sort(*by, "seg_start_ns").join_asof(
+        win,
+        left_on="seg_start_ns",
+        right_on="win_start_ns",
+        by=by,
+        strategy="backward",
         check_sortedness=False,  # sorted by group and time just above
     )
-    return hit.filter(pl.col("seg_start_ns") < pl.col("win_end_ns")).drop("_seg")
+    return hit.filter(pl.col("seg_start_ns") < pl.col("win_end_ns"))
 
 
 def lengths(segs: pl.DataFrame, by: Sequence[str], measures: dict[str, pl.Expr]) -> pl.DataFrame:
