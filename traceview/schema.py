@@ -39,6 +39,26 @@ DEVICE_TASKS: dict[str, tuple[pl.DataType, str]] = {
     "bytes": (pl.Int64, "Bytes moved (memcpy/memset), when recorded."),
     "aic_mac_ns": (pl.Int64, "Ascend cube (matrix) unit busy time, ns (`aic_mac_time(us)`); null if absent."),
     "aiv_vec_ns": (pl.Int64, "Ascend vector unit busy time, ns (`aiv_vec_time(us)`); null if absent."),
+    "collective": (
+        pl.String,
+        "Communication tasks: canonical collective (allreduce, allgather, reduce_scatter, alltoall, broadcast, "
+        "reduce, gather, scatter, send, recv, sendrecv, barrier, coalesced; else the recorded name, lower-cased), "
+        "from the Kineto 'Collective name' arg or the task name (Ascend hcom_*); null otherwise.",
+    ),
+    "process_group": (
+        pl.String,
+        "Communication tasks: process group (Kineto 'Process Group Name'; Ascend communicator group from "
+        "communication.json); null if not recorded.",
+    ),
+    "group_size": (
+        pl.Int64,
+        "Communication tasks: ranks in the process group (Kineto 'Group size'); null if not recorded.",
+    ),
+    "msg_bytes": (
+        pl.Int64,
+        "Communication tasks: message size in bytes = max(In msg nelems, Out msg nelems) x dtype size "
+        "(the nccl-tests size S); null if not recorded.",
+    ),
 }
 
 HOST_EVENTS: dict[str, tuple[pl.DataType, str]] = {

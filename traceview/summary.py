@@ -7,6 +7,9 @@ the dashboard and the reports render, so they always agree. Shape:
                                "trace": {<terms>_us},
                                "steps": [{"step": N, <terms>_us}],
                                "compute_classes": [{"class", "group", "time_us", "share", "count"}],
+                               "stream_idle": [{"stream", "idle_us", "host_wait_us", ..., "other_frac"}],
+                               "launch_delay": {count, mean_us, p50_us, p90_us, p99_us, max_us},
+                               "slow_steps": [{"step", "duration_us", "slowdown_ratio", "why", ...}],
                                ...}],
      "cross_rank": {...}, "warnings": [...], "failures": [...]}
 
@@ -22,14 +25,30 @@ import polars as pl
 from traceview.analysis.breakdown import TERMS
 
 TERM_COLUMNS = [f"{t}_us" for t in TERMS]
+STREAM_IDLE_COLUMNS = [
+    "rank", "stream", "tasks", "span_us", "busy_us", "idle_us", "host_wait_us", "kernel_wait_us", "other_us",
+    "idle_frac", "host_wait_frac", "kernel_wait_frac", "other_frac",
+]
 
 
-def _round(value):
-    return None if value is None else round(float(value), 3)
+def _round(value, digits: int = 3):
+    """µs values to the ns (3 decimals); shares and ratios (`digits`=6) finer."""
+    return None if value is None else round(float(value), digits)
 
 
 def _terms(row: dict) -> dict:
     return {col: _round(row.get(col)) for col in TERM_COLUMNS}
+
+
+def _rounded(row: dict) -> dict:
+    return {
+        k: _round(v, 6 if k.endswith(("_frac", "share", "_ratio")) else 3) if isinstance(v, float) else v
+        for k, v in row.items()
+    }
+
+
+def _per_rank(df: pl.DataFrame) -> dict[int, dict]:
+    return {r.pop("rank"): _rounded(r) for r in df.to_dicts()}
 
 
 def build_summary(trace, step: int | None = None) -> dict:
@@ -38,9 +57,18 @@ def build_summary(trace, step: int | None = None) -> dict:
     if step is not None:
         steps = steps.filter(pl.col("step") == step)
     whole = {r["rank"]: r for r in trace.trace_breakdown().to_dicts()}
+    gaps = {(r["rank"], r["step"]): r["gap_before_us"] for r in trace.iteration_gaps().to_dicts()}
     by_rank_steps: dict[int, list[dict]] = {}
     for row in steps.to_dicts():
-        by_rank_steps.setdefault(row["rank"], []).append({"step": row["step"], **_terms(row)})
+        entry = {"step": row["step"], **_terms(row), "gap_before_us": _round(gaps.get((row["rank"], row["step"])))}
+        by_rank_steps.setdefault(row["rank"], []).append(entry)
+    idle: dict[int, list[dict]] = {}
+    for row in trace.stream_idle().select(STREAM_IDLE_COLUMNS).to_dicts():
+        idle.setdefault(row.pop("rank"), []).append(_rounded(row))
+    launch = _per_rank(trace.launch_delays().drop("tasks"))
+    slow: dict[int, list[dict]] = {}
+    for row in trace.slow_steps().to_dicts():
+        slow.setdefault(row.pop("rank"), []).append(_rounded(row))
     rules = dict(steps.group_by("rank").agg(pl.col("window_rule").first()).iter_rows())
     ranks = []
     for meta in trace.ranks.to_dicts():
@@ -53,6 +81,9 @@ def build_summary(trace, step: int | None = None) -> dict:
                 "window_rule": rules.get(rank),
                 "trace": _terms(whole[rank]) if rank in whole else None,
                 "steps": by_rank_steps.get(rank, []),
+                "stream_idle": idle.get(rank, []),
+                "launch_delay": launch.get(rank),
+                "slow_steps": slow.get(rank, []),
             }
         )
     return {

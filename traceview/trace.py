@@ -61,6 +61,35 @@ class Trace:
 
         return self._cached("trace_breakdown", lambda: breakdown.trace_breakdown(self.device_tasks))
 
+    def iteration_gaps(self) -> pl.DataFrame:
+        """Per rank and step: host and device step length and the device gap before the step (µs).
+        See `traceview.analysis.gaps.step_times`."""
+        from traceview.analysis import gaps
+
+        return self._cached("step_times", lambda: gaps.step_times(self.steps, self.device_tasks))
+
+    def stream_idle(self, kernel_wait_threshold_us: float = 30.0, by_step: bool = False) -> pl.DataFrame:
+        """Per rank and stream: idle time split into host_wait / kernel_wait / other (HTA's rule).
+        See `traceview.analysis.gaps.stream_idle`."""
+        from traceview.analysis import gaps
+
+        return self._cached(
+            ("stream_idle", kernel_wait_threshold_us, by_step),
+            lambda: gaps.stream_idle(self.device_tasks, self.host_events, kernel_wait_threshold_us, by_step),
+        )
+
+    def launch_delays(self) -> pl.DataFrame:
+        """Per rank: launch delay (task start − launch call end) statistics, µs."""
+        from traceview.analysis import gaps
+
+        return self._cached("launch_delays", lambda: gaps.launch_delay_stats(self.device_tasks, self.host_events))
+
+    def slow_steps(self, factor: float = 1.2) -> pl.DataFrame:
+        """Steps longer than `factor` × the rank's median step, with the term that grew most."""
+        from traceview.analysis import gaps
+
+        return self._cached(("slow_steps", factor), lambda: gaps.slow_steps(self.step_breakdown(), factor))
+
     def info(self) -> pl.DataFrame:
         """One row per rank: what was loaded.
 

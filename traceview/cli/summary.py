@@ -31,6 +31,46 @@ def _ms(terms: dict) -> dict:
     return out
 
 
+IDLE_COLUMNS = [
+    ("stream", "stream"),
+    ("tasks", "tasks"),
+    ("busy_ms", "busy ms"),
+    ("idle_ms", "idle ms"),
+    ("host_wait_pct", "host wait %"),
+    ("kernel_wait_pct", "kernel wait %"),
+    ("other_pct", "other %"),
+]
+
+
+def _rank_details(r: dict) -> list[str]:
+    """Idle per stream, launch delays and slow steps of one rank, as text lines."""
+    out = []
+    if r.get("stream_idle"):
+        rows = [
+            {
+                "stream": "HCCL" if s["stream"] is None else s["stream"],
+                "tasks": s["tasks"],
+                "busy_ms": s["busy_us"] / 1000,
+                "idle_ms": s["idle_us"] / 1000,
+                **{f"{c}_pct": None if s[f"{c}_frac"] is None else 100 * s[f"{c}_frac"] for c in ("host_wait", "kernel_wait", "other")},
+            }
+            for s in r["stream_idle"]
+        ]
+        out += ["", "  idle per stream (host wait: the device waited for the launch):", table(rows, IDLE_COLUMNS)]
+    d = r.get("launch_delay")
+    if d and d.get("count"):
+        out.append(
+            f"  launch delay (task start - launch end): p50 {d['p50_us']:,.1f} us, p99 {d['p99_us']:,.1f} us, "
+            f"max {d['max_us']:,.1f} us over {d['count']:,} tasks"
+        )
+    for s in r.get("slow_steps", []):
+        out.append(
+            f"  slow step {s['step']}: {s['slowdown_ratio']:.2f}x the median step, {s['why']} "
+            f"(+{s['why_delta_us'] / 1000:,.3f} ms)"
+        )
+    return out
+
+
 def render_summary(doc: dict, fmt: str) -> str:
     if fmt == "json":
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
@@ -49,6 +89,7 @@ def render_summary(doc: dict, fmt: str) -> str:
             if r["trace"]:
                 rows.append({"step": "trace", **_ms(r["trace"])})
             parts.append(table(rows, STEP_COLUMNS) if rows else "  (no device tasks)")
+            parts += _rank_details(r)
     for title, items in (("Warnings", doc["warnings"]), ("Failed", doc["failures"])):
         block = bullet_list(title, items)
         if block:

@@ -1,0 +1,189 @@
+"""Training throughput and model FLOPs utilisation (MFU) from step times (DESIGN.md §3, "Throughput").
+
+Definitions, per step (s = step time in seconds, D = devices in the job, T = tokens per step over
+the whole job, i.e. seq_len x global_batch):
+- tokens_per_s = T / s; tokens_per_s_per_device = T / s / D.
+- model FLOPs per step F = 6 x params x T (forward 2 + backward 4 FLOPs per parameter and token;
+  8 x params x T with full activation recomputation, which repeats the forward pass), or
+  flops_per_token x T when the caller gives flops_per_token (then `params` and `recompute` are not
+  used: the caller's count is taken as complete, e.g. including attention FLOPs).
+- model_tflops_per_device = F / s / D / 1e12 (TFLOP/s).
+- mfu_frac = model_tflops_per_device / peak_tflops, the device's dense BF16/FP16 peak from
+  `traceview/rules/device_peaks.toml` (matched on the device name) or the caller's `peak_tflops`.
+These are "model" FLOPs: recomputation and padding count only through the 6/8 factor, never from
+the kernels actually run, so MFU is comparable across implementations (PaLM / Megatron convention).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+PEAKS_FILE = Path(__file__).resolve().parent.parent / "rules" / "device_peaks.toml"
+
+THROUGHPUT_SCHEMA = pl.Schema(
+    {
+        "step": pl.Int64,
+        "step_time_us": pl.Float64,
+        "devices": pl.Int64,
+        "tokens_per_step": pl.Float64,
+        "tokens_per_s": pl.Float64,
+        "tokens_per_s_per_device": pl.Float64,
+        "model_flops_per_step": pl.Float64,
+        "model_tflops_per_device": pl.Float64,
+        "peak_tflops": pl.Float64,
+        "peak_source": pl.String,
+        "mfu_frac": pl.Float64,
+    }
+)
+
+
+@functools.lru_cache(maxsize=4)
+def load_device_peaks(path: str | None = None) -> tuple[dict, ...]:
+    """The device peak table (`[[device]]` entries of device_peaks.toml, in order).
+
+    Each entry: name, match (regex), peak_tflops (per datasheet product), optional
+    devices_per_package (default 1), dtype, approximate (default False).
+    """
+    file = Path(path) if path else PEAKS_FILE
+    entries = tomllib.loads(file.read_text(encoding="utf-8")).get("device", [])
+    for e in entries:
+        if not {"name", "match", "peak_tflops"} <= set(e):
+            raise ValueError(f"{file}: a [[device]] entry needs name, match and peak_tflops: {e}")
+        re.compile(e["match"])
+    return tuple(entries)
+
+
+def device_peak(device_name: str | None, path: str | None = None) -> dict | None:
+    """The table entry for a device name, with `per_device_tflops` = peak_tflops /
+    devices_per_package added; None when no entry matches (or no name)."""
+    if not device_name:
+        return None
+    for entry in load_device_peaks(path):
+        if re.search(entry["match"], device_name, flags=re.IGNORECASE):
+            per_device = float(entry["peak_tflops"]) / int(entry.get("devices_per_package", 1))
+            return {**entry, "per_device_tflops": per_device}
+    return None
+
+
+def _step_times(step_durations_us) -> tuple[pl.DataFrame, int | None]:
+    """(frame of step, step_time_us; distinct ranks in the input or None)."""
+    if isinstance(step_durations_us, pl.DataFrame):
+        df = step_durations_us
+        if "duration_us" not in df.columns:
+            raise ValueError("step_durations_us frame needs a duration_us column (and optionally step, rank)")
+        ranks = df["rank"].drop_nulls().n_unique() if "rank" in df.columns else None
+        if "step" not in df.columns:
+            if ranks is not None and ranks > 1:
+                raise ValueError("a frame with several ranks needs a step column to tell steps apart")
+            df = df.with_row_index("step")
+        times = (
+            df.filter(pl.col("duration_us").is_not_null())
+            .group_by("step")
+            .agg(pl.col("duration_us").cast(pl.Float64).max().alias("step_time_us"))
+            .sort("step")
+        )
+        return times.with_columns(pl.col("step").cast(pl.Int64)), ranks or None
+    if isinstance(step_durations_us, numbers.Real):
+        values = [float(step_durations_us)]
+    elif isinstance(step_durations_us, (pl.Series, Sequence)) or hasattr(step_durations_us, "__iter__"):
+        values = [None if v is None else float(v) for v in step_durations_us]
+    else:
+        raise TypeError(f"step_durations_us: expected numbers or a frame, got {type(step_durations_us).__name__}")
+    return pl.DataFrame(
+        {"step": list(range(len(values))), "step_time_us": values},
+        schema={"step": pl.Int64, "step_time_us": pl.Float64},
+    ), None
+
+
+def throughput(
+    step_durations_us,
+    tokens_per_step: float | None = None,
+    seq_len: int | None = None,
+    global_batch: int | None = None,
+    params: float | None = None,
+    flops_per_token: float | None = None,
+    devices: int | None = None,
+    recompute: bool = False,
+    device_name: str | None = None,
+    peak_tflops: float | None = None,
+) -> pl.DataFrame:
+    """Tokens/s, model TFLOP/s per device and MFU per step (definitions in the module docstring).
+
+    step_durations_us: step times in µs: a number, a sequence / Series (steps numbered 0..), or a
+    frame with duration_us and optionally step and rank (e.g. the step breakdown). With several
+    ranks per step, the step time is the slowest rank's (max over ranks): a synchronous job's step
+    ends when its last rank finishes.
+    tokens_per_step: tokens of one step over the whole job; or give seq_len and global_batch
+    (sequences per step over the whole job), tokens_per_step = seq_len x global_batch.
+    params (parameter count) or flops_per_token: the model FLOPs (flops_per_token wins when both).
+    devices: devices in the job (world size); defaults to the number of distinct ranks of a frame
+    input: pass the world size when not every rank was loaded. Required for other inputs.
+    recompute: full activation recomputation (8 instead of 6 FLOPs per parameter and token).
+    device_name: matched against `traceview/rules/device_peaks.toml` for the peak; peak_tflops
+    (dense TFLOP/s per device) overrides it.
+
+    Columns (one row per step, sorted by step): step, step_time_us, devices, tokens_per_step,
+    tokens_per_s, tokens_per_s_per_device, model_flops_per_step (FLOPs), model_tflops_per_device
+    (TFLOP/s), peak_tflops (per device), peak_source ('given', the table entry name, with
+    ' (approximate)' when the table marks it so, or null), mfu_frac (0..1). Values that cannot be
+    computed (no tokens, no FLOPs, unknown device, step time <= 0) are null.
+    """
+    times, ranks = _step_times(step_durations_us)
+    if devices is None:
+        devices = ranks
+    if devices is None:
+        raise ValueError("devices (the job's device count / world size) is required for this input")
+    if not isinstance(devices, int) or devices < 1:
+        raise ValueError(f"devices must be a positive integer, got {devices!r}")
+    if tokens_per_step is None and (seq_len is None) != (global_batch is None):
+        raise ValueError("give tokens_per_step, or both seq_len and global_batch")
+    if tokens_per_step is None and seq_len is not None:
+        tokens_per_step = float(seq_len) * float(global_batch)
+    flops = None
+    if tokens_per_step is not None:
+        if flops_per_token is not None:
+            flops = float(flops_per_token) * tokens_per_step
+        elif params is not None:
+            flops = (8.0 if recompute else 6.0) * float(params) * tokens_per_step
+    source = None
+    if peak_tflops is not None:
+        peak, source = float(peak_tflops), "given"
+    else:
+        entry = device_peak(device_name)
+        peak = entry["per_device_tflops"] if entry else None
+        if entry:
+            source = entry["name"] + (" (approximate)" if entry.get("approximate") else "")
+    if peak is not None and not (math.isfinite(peak) and peak > 0):
+        raise ValueError(f"peak_tflops must be a positive number, got {peak_tflops!r}")
+
+    seconds = pl.when(pl.col("step_time_us") > 0).then(pl.col("step_time_us") / 1e6)
+    tokens = pl.lit(tokens_per_step, pl.Float64)
+    tflops = pl.lit(flops, pl.Float64) / seconds / devices / 1e12
+    return (
+        times.with_columns(
+            pl.lit(devices, pl.Int64).alias("devices"),
+            tokens.alias("tokens_per_step"),
+            (tokens / seconds).alias("tokens_per_s"),
+            (tokens / seconds / devices).alias("tokens_per_s_per_device"),
+            pl.lit(flops, pl.Float64).alias("model_flops_per_step"),
+            tflops.alias("model_tflops_per_device"),
+            pl.lit(peak, pl.Float64).alias("peak_tflops"),
+            pl.lit(source, pl.String).alias("peak_source"),
+            (tflops / pl.lit(peak, pl.Float64)).alias("mfu_frac"),
+        )
+        .select(list(THROUGHPUT_SCHEMA))
+        .cast(dict(THROUGHPUT_SCHEMA))
+        .sort("step")
+    )
