@@ -1,7 +1,7 @@
 """Parquet cache of parsed ranks, so a second open of an unchanged profile is near instant.
 
 Layout: `<root>/<key>/<table>.parquet` for each canonical table plus `meta.json` (the rank's
-metadata and warnings). `key` hashes the parser version, the source's format and absolute path,
+metadata and warnings). `key` hashes the parser version, the schema, the source's format and path,
 and the path, size and mtime (ns) of every file the parser reads, so any change to the profile or
 to traceview's parsers misses the cache. Entries are written to a temporary folder and renamed into
 place, so a crash never leaves a half entry. Only Parquet and JSON are written: never pickle.
@@ -22,6 +22,13 @@ import polars as pl
 
 from parsers.base import PARSER_VERSION, ParsedRank
 from parsers.detect import ASCEND_OUTPUT_DIR, Source
+from traceview import schema
+
+#: Changes whenever a canonical table gains, loses or retypes a column, so entries written with
+#: another schema are never read back (even if someone forgot to bump PARSER_VERSION).
+SCHEMA_DIGEST = hashlib.sha256(
+    repr([(t, [(c, str(d)) for c, (d, _) in cols.items()]) for t, cols in schema.TABLES.items()]).encode()
+).hexdigest()[:12]
 
 META_FILE = "meta.json"
 
@@ -50,7 +57,7 @@ def input_files(source: Source) -> list[Path]:
 def key(source: Source) -> str:
     """Cache key of a source (hex digest); changes when any file the parser reads changes."""
     h = hashlib.sha256()
-    h.update(f"v{PARSER_VERSION}|{source.format}|{source.path.resolve()}".encode())
+    h.update(f"v{PARSER_VERSION}|{SCHEMA_DIGEST}|{source.format}|{source.path.resolve()}".encode())
     for p in input_files(source):
         st = p.stat()
         h.update(f"|{p.name}|{st.st_size}|{st.st_mtime_ns}".encode())
