@@ -18,10 +18,11 @@ COMMUNICATION_KERNEL_PATTERNS: tuple[str, ...] = (
     r"^hcom_",
     r"cross_device_reduce",
     r"multimem_all_reduce",
-    r"all_?reduce",
-    r"all_?gather",
-    r"reduce_?scatter",
-    r"all_?to_?all",
+    # collective names, not inside a longer word (so `small_reduce_kernel` is no all-reduce)
+    r"(?:^|[^a-z])all_?reduce",
+    r"(?:^|[^a-z])all_?gather",
+    r"(?:^|[^a-z])reduce_?scatter",
+    r"(?:^|[^a-z])all_?to_?all",
     r"sendrecv",
 )
 

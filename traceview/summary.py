@@ -7,6 +7,8 @@ the dashboard and the reports render, so they always agree. Shape:
                                "trace": {<terms>_us},
                                "steps": [{"step": N, <terms>_us}],
                                "compute_classes": [{"class", "group", "time_us", "share", "count"}],
+                               "unclassified_share": share of device time in class "other",
+                               "top_kernels": [{"name", "class", "count", "total_us", "mean_us", "share"}],
                                "stream_idle": [{"stream", "idle_us", "host_wait_us", ..., "other_frac"}],
                                "launch_delay": {count, mean_us, p50_us, p90_us, p99_us, max_us},
                                "slow_steps": [{"step", "duration_us", "slowdown_ratio", "why", ...}],
@@ -51,8 +53,24 @@ def _per_rank(df: pl.DataFrame) -> dict[int, dict]:
     return {r.pop("rank"): _rounded(r) for r in df.to_dicts()}
 
 
-def build_summary(trace, step: int | None = None) -> dict:
-    """The summary of `trace` (optionally only step `step`), as JSON-ready dicts and lists."""
+def _listed(df: pl.DataFrame) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for row in df.to_dicts():
+        out.setdefault(row.pop("rank"), []).append(_rounded(row))
+    return out
+
+
+def _unclassified(classes: list[dict]) -> float:
+    """Share of the rank's device time that no compute-class rule matched (class "other")."""
+    return round(sum(c["share"] for c in classes if c["class"] == "other"), 6)
+
+
+def build_summary(trace, step: int | None = None, classes: str | None = None, top: int = 10) -> dict:
+    """The summary of `trace` (optionally only step `step`), as JSON-ready dicts and lists.
+
+    `classes`: a user's compute-class rules file (see `traceview.analysis.classes`); `top`: how
+    many kernels to list per rank.
+    """
     steps = trace.step_breakdown()
     if step is not None:
         steps = steps.filter(pl.col("step") == step)
@@ -66,9 +84,9 @@ def build_summary(trace, step: int | None = None) -> dict:
     for row in trace.stream_idle().select(STREAM_IDLE_COLUMNS).to_dicts():
         idle.setdefault(row.pop("rank"), []).append(_rounded(row))
     launch = _per_rank(trace.launch_delays().drop("tasks"))
-    slow: dict[int, list[dict]] = {}
-    for row in trace.slow_steps().to_dicts():
-        slow.setdefault(row.pop("rank"), []).append(_rounded(row))
+    slow = _listed(trace.slow_steps())
+    compute_classes = _listed(trace.compute_classes(classes))
+    top_kernels = _listed(trace.top_kernels(top, classes))
     rules = dict(steps.group_by("rank").agg(pl.col("window_rule").first()).iter_rows())
     ranks = []
     for meta in trace.ranks.to_dicts():
@@ -81,6 +99,9 @@ def build_summary(trace, step: int | None = None) -> dict:
                 "window_rule": rules.get(rank),
                 "trace": _terms(whole[rank]) if rank in whole else None,
                 "steps": by_rank_steps.get(rank, []),
+                "compute_classes": compute_classes.get(rank, []),
+                "unclassified_share": _unclassified(compute_classes.get(rank, [])),
+                "top_kernels": top_kernels.get(rank, []),
                 "stream_idle": idle.get(rank, []),
                 "launch_delay": launch.get(rank),
                 "slow_steps": slow.get(rank, []),

@@ -61,6 +61,30 @@ class Trace:
 
         return self._cached("trace_breakdown", lambda: breakdown.trace_breakdown(self.device_tasks))
 
+    def classified_tasks(self, classes: str | None = None) -> pl.DataFrame:
+        """device_tasks with compute_class, compute_group and launch_op columns.
+
+        `classes`: a user's rules file (TOML) whose rules come before the shipped ones.
+        See `traceview.analysis.classes`."""
+        from traceview.analysis import classes as cls
+
+        return self._cached(
+            ("classified", classes),
+            lambda: cls.classify(self.device_tasks, self.host_events, cls.load_rules(classes)),
+        )
+
+    def compute_classes(self, classes: str | None = None, by: tuple[str, ...] = ("rank",)) -> pl.DataFrame:
+        """Per rank (or `by`) and compute class: time_us, share of device time, count."""
+        from traceview.analysis import classes as cls
+
+        return self._cached(("class_summary", classes, by), lambda: cls.class_summary(self.classified_tasks(classes), by))
+
+    def top_kernels(self, n: int = 10, classes: str | None = None, by: tuple[str, ...] = ("rank",)) -> pl.DataFrame:
+        """The `n` kernels with the most device time per rank (or `by`): count, total, mean, share."""
+        from traceview.analysis import classes as cls
+
+        return self._cached(("top_kernels", n, classes, by), lambda: cls.top_kernels(self.classified_tasks(classes), n, by))
+
     def iteration_gaps(self) -> pl.DataFrame:
         """Per rank and step: host and device step length and the device gap before the step (µs).
         See `traceview.analysis.gaps.step_times`."""

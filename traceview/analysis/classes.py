@@ -28,11 +28,12 @@ anchored (`^`, `$`); look-around and back-references are not supported.
 Launching operator (`launch_op`), GPU traces: the innermost host operator (kind "operator",
 Kineto cat cpu_op) that is open on the launching thread when the launch call starts. The launch
 call is the runtime host event (cudaLaunchKernel, hipExtModuleLaunchKernel, cudaMemcpyAsync, ...)
-with the task's `correlation` on the same rank; "open" is start <= launch start < end. On traces
-since ~2023 this is the cpu_op whose `external_id` equals the kernel's (they agree on every task of
-the real-trace corpus); older traces (2021-2023: HTA, PARAM samples) give kernels an external id
-equal to their correlation id, so only the thread-and-time rule finds their operator. Tasks without
-a recorded launch call (CUDA-graph replays, GPU-only traces, Ascend) have a null launch_op.
+with the task's `correlation` on the same rank; "open" is start <= launch start < end. Wherever the
+kernel's `external_id` names a cpu_op, that op is the one found (they agree on every such task of
+the real-trace corpus); some traces (HTA's and PARAM's 2023 samples) give kernels an External id
+equal to their correlation id instead, and only the thread-and-time rule finds their operator.
+Tasks without a recorded launch call (CUDA-graph replays, GPU-only traces, Ascend) or launched
+outside any operator have a null launch_op.
 """
 
 from __future__ import annotations
@@ -67,7 +68,12 @@ _NULLS_EQUAL = {
     "nulls_equal" if "nulls_equal" in inspect.signature(pl.DataFrame.join).parameters else "join_nulls": True
 }
 
-#: Rule condition key -> (column of the classified frame, kind of test).
+#: Our as-of joins sort within their `by` groups; newer polars would warn it cannot check that.
+_ASOF_KW = (
+    {"check_sortedness": False} if "check_sortedness" in inspect.signature(pl.DataFrame.join_asof).parameters else {}
+)
+
+#: Rule condition keys -> the column they test: regex searches, and unit-busy flags (value > 0).
 _REGEX_KEYS = {"name": "name", "launch_op": "launch_op", "op_type": "op_type", "core_type": "core_type"}
 _FLAG_KEYS = {"cube": "aic_mac_ns", "vector": "aiv_vec_ns"}
 _RULE_KEYS = {"class", "note", *_REGEX_KEYS, *_FLAG_KEYS}
@@ -85,7 +91,6 @@ class Rule:
     cube: bool | None = None
     vector: bool | None = None
     note: str | None = None
-    where: str = ""  # "file: rule N" for messages
 
     def condition(self) -> pl.Expr:
         """Polars Boolean expression: the rule matches the row (nulls never match)."""
@@ -151,7 +156,7 @@ def _parse_rules(raw_rules: object, path: str, classes: set[str]) -> list[Rule]:
         cls = raw.get("class")
         if cls not in classes:
             raise ValueError(f"{where}: unknown class {cls!r} (one of: {', '.join(CLASSES)})")
-        fields: dict = {"cls": cls, "note": raw.get("note"), "where": f"{path}: rule {i}"}
+        fields: dict = {"cls": cls, "note": raw.get("note")}
         for key in _REGEX_KEYS:
             if key in raw:
                 fields[key] = _check_regex(raw[key], where, key)
@@ -229,7 +234,9 @@ def launch_ops(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.Seri
     Method (vectorised): the operators of each thread are swept as +1/-1 events; the nesting depth
     d at the launch time and each operator's own depth (level) are cumulative sums; the innermost
     open operator is then the latest-starting operator of level d (an as-of join per thread and
-    level), kept only if it indeed still runs at the launch time.
+    level), kept only if it indeed still runs at the launch time. Operators of one thread nest in
+    practice; if some overlapped without nesting, a task could get an outer open operator or null,
+    never one that is not open at its launch.
     """
     n = device_tasks.height
     empty = pl.Series("launch_op", [None] * n, dtype=pl.String)
@@ -278,12 +285,12 @@ def launch_ops(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.Seri
     # depth after every sweep event at or before the launch time (last row among equal times)
     at = tasks.join_asof(
         sweep.select(*_THREAD, "_x", "_depth"), left_on="_t", right_on="_x", by=_THREAD,
-        strategy="backward", check_sortedness=False,
+        strategy="backward", **_ASOF_KW,
     ).filter(pl.col("_depth") > 0)
     at = at.sort(*_THREAD, "_depth", "_t").join_asof(
         ops.select(*_THREAD, pl.col("_level").alias("_depth"), "start_ns", "end_ns", "name"),
         left_on="_t", right_on="start_ns", by=[*_THREAD, "_depth"],
-        strategy="backward", check_sortedness=False,
+        strategy="backward", **_ASOF_KW,
     ).filter(pl.col("end_ns") > pl.col("_t"))
     found = pl.DataFrame({"_i": pl.int_range(n, eager=True, dtype=pl.UInt32)}).join(
         at.select(pl.col("_i").cast(pl.UInt32), "name"), on="_i", how="left"
@@ -382,7 +389,7 @@ def class_summary(classified: pl.DataFrame, by: Sequence[str] = ("rank",)) -> pl
 
 
 def top_kernels(classified: pl.DataFrame, n: int = 10, by: Sequence[str] = ("rank",)) -> pl.DataFrame:
-    """The `n` device tasks (by name and class) with the most total time, per group-by key.
+    """The `n` task names (with their class) that took the most device time, per group-by key.
 
     Columns: `by`..., name, class, count (tasks), total_us (sum of durations, µs), mean_us
     (total_us / count), share (total_us / the key's total device-task time, 0-1). Sorted by key,

@@ -93,16 +93,27 @@ def info(path: Path, fmt: str, quiet: bool, jobs, no_cache: bool, cache_dir) -> 
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
 @click.option("--step", type=int, default=None, help="Only this step (ProfilerStep#N / Step Id).")
+@click.option("--classes", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Extra compute-class rules (TOML), tried before the shipped ones.")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Kernels listed per rank.")
 @load_options
 @handle_errors
-def summary(path: Path, fmt: str, step, quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
+def summary(path: Path, fmt: str, step, classes, top: int, quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
     """Where the step time went: per rank and step, computing, exposed communication, overlap,
     exposed memcpy, free, bubble and preparing time (definitions: docs/metrics.md)."""
+    from traceview.analysis.classes import load_rules
     from traceview.cli.summary import render_summary
+    from traceview.errors import TraceError
     from traceview.summary import build_summary
 
+    if classes is not None:
+        try:
+            load_rules(classes)  # check the user's rules before the (longer) load
+        except (ValueError, OSError) as exc:
+            raise TraceError(None, str(exc)) from None
     trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
-    click.echo(render_summary(build_summary(trace, step=step), fmt))
+    doc = build_summary(trace, step=step, classes=str(classes) if classes else None, top=top)
+    click.echo(render_summary(doc, fmt))
     if trace.failures:
         sys.exit(1)
 

@@ -42,9 +42,24 @@ IDLE_COLUMNS = [
 ]
 
 
+CLASS_COLUMNS = [("class", "class"), ("group", "group"), ("time_ms", "time ms"), ("pct", "% of device time"), ("count", "tasks")]
+KERNEL_COLUMNS = [("name", "kernel"), ("class", "class"), ("count", "count"), ("total_ms", "total ms"), ("mean_us", "mean us"), ("pct", "%")]
+NAME_WIDTH = 60
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= NAME_WIDTH else name[: NAME_WIDTH - 1] + "…"
+
+
 def _rank_details(r: dict) -> list[str]:
-    """Idle per stream, launch delays and slow steps of one rank, as text lines."""
+    """Compute classes, top kernels, idle per stream, launch delays and slow steps of one rank."""
     out = []
+    if r.get("compute_classes"):
+        rows = [dict(c, time_ms=c["time_us"] / 1000, pct=100 * c["share"]) for c in r["compute_classes"]]
+        out += ["", f"  compute classes (unclassified {100 * r['unclassified_share']:.2f} %):", table(rows, CLASS_COLUMNS)]
+    if r.get("top_kernels"):
+        rows = [dict(k, name=_short(k["name"]), total_ms=k["total_us"] / 1000, pct=100 * k["share"]) for k in r["top_kernels"]]
+        out += ["", "  top kernels:", table(rows, KERNEL_COLUMNS)]
     if r.get("stream_idle"):
         rows = [
             {
