@@ -9,7 +9,67 @@ import polars as pl
 from traceview import schema
 
 #: Bumped whenever a parser's output changes, so cached Parquet from an older version is not reused.
-PARSER_VERSION = 2
+PARSER_VERSION = 4
+
+#: Canonical collective of a communication task, from its "Collective name" (Kineto args) or, when
+#: there is none, from the task name (Ascend `hcom_allReduce__712_0_1`, NCCL kernel names, symmetric-
+#: memory kernels). Ordered (first match wins) case-insensitive regexes matched against the text
+#: lower-cased with every non-alphanumeric character removed (`_allgather_base` -> `allgatherbase`).
+COLLECTIVE_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"allreduce|crossdevicereduce", "allreduce"),
+    (r"reducescatter", "reduce_scatter"),
+    (r"allgather", "allgather"),
+    (r"alltoall", "alltoall"),
+    (r"sendrecv", "sendrecv"),
+    (r"broadcast", "broadcast"),
+    (r"barrier", "barrier"),
+    (r"coalesced", "coalesced"),
+    (r"send", "send"),
+    (r"recv|receive", "recv"),
+    (r"reduce", "reduce"),
+    (r"gather", "gather"),
+    (r"scatter", "scatter"),
+)
+
+
+def collective_of(text: pl.Expr, keep_unmatched: bool) -> pl.Expr:
+    """Canonical collective (see COLLECTIVE_PATTERNS) of a name; unmatched text stays as written
+    (lower-cased) when `keep_unmatched`, else null."""
+    key = text.str.to_lowercase().str.replace_all(r"[^a-z0-9]", "")
+    out = pl.when(text.is_null()).then(pl.lit(None, pl.String))
+    for pattern, canonical in COLLECTIVE_PATTERNS:
+        out = out.when(key.str.contains(pattern)).then(pl.lit(canonical))
+    return out.otherwise(text.str.to_lowercase() if keep_unmatched else pl.lit(None, pl.String))
+
+
+def fill_collective(tasks: pl.DataFrame, communication: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Communication tasks without a `collective` get it from their name; Ascend tasks without a
+    `process_group` get the communicator group of the same op in communication.json (`comm_group`).
+    """
+    if tasks.is_empty() or "name" not in tasks.columns or "kind" not in tasks.columns:
+        return tasks
+    for col in ("collective", "process_group"):
+        if col not in tasks.columns:
+            tasks = tasks.with_columns(pl.lit(None, pl.String).alias(col))
+    is_comm = pl.col("kind") == "communication"
+    tasks = tasks.with_columns(
+        pl.when(is_comm).then(pl.coalesce("collective", collective_of(pl.col("name"), False))).alias("collective")
+    )
+    if communication is not None and communication.height and "op_name" in communication.columns:
+        groups = (
+            communication.drop_nulls(["op_name", "comm_group"])
+            .unique(["rank", "op_name"], keep="first", maintain_order=True)
+            .select(
+                pl.col("rank").alias("_rank"), pl.col("op_name").alias("name"), pl.col("comm_group").alias("_group")
+            )
+        )
+        tasks = tasks.with_columns(pl.col("rank").alias("_rank")).join(
+            groups, on=["_rank", "name"], how="left", nulls_equal=True, maintain_order="left"
+        ).with_columns(
+            pl.when(is_comm).then(pl.coalesce("process_group", "_group")).otherwise("process_group")
+            .alias("process_group")
+        ).drop("_rank", "_group")
+    return tasks
 
 
 @dataclass
@@ -40,5 +100,8 @@ class ParsedRank:
             if "rank" not in df.columns or df["rank"].null_count() == df.height:
                 df = df.with_columns(pl.lit(rank, dtype=pl.Int64).alias("rank"))
             out[table] = schema.conform(df, table)
+        out["device_tasks"] = schema.conform(
+            fill_collective(out["device_tasks"], out["ascend_communication"]), "device_tasks"
+        )
         full_meta = {col: meta.get(col) for col in schema.RANKS}
         return cls(frames=out, meta=full_meta, warnings=list(warnings))

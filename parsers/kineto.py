@@ -6,9 +6,15 @@ args `external id` (2021) or `External id`; `deviceProperties` or `computeProper
 or float microsecond timestamps; ROCm traces (hip* runtime calls); traces without
 `distributedInfo`; CPU-only traces; MTIA traces (host side only).
 
+Collective metadata (`Collective name`, `Process Group Name`, `Group size`, `In/Out msg nelems`,
+`dtype`; recent PyTorch writes them on `record_param_comms` and copies them onto NCCL kernels) fills
+the collective / process_group / group_size / msg_bytes columns of communication tasks, from the
+kernel's own args or else from the host op that launched it (see `_finish_comm`).
+
 How it stays fast: orjson parses the document, polars builds the columns of all events in one
 call (only the fields we use), and everything after that is polars expressions. The only
-per-event Python work is collecting the `args` dicts of complete (`ph: X`) events.
+per-event Python work is collecting the `args` dicts of complete (`ph: X`) events; keys are read
+from the args of kernels and collective ops only.
 
 Timestamps: `ts`/`dur` are µs numbers; converted to Int64 ns by rounding (exact for integer µs and
 for 3-decimal µs below ~9e12 µs, which covers every trace we know of).
@@ -20,7 +26,7 @@ from pathlib import Path
 
 import polars as pl
 
-from parsers.base import ParsedRank
+from parsers.base import ParsedRank, collective_of
 from parsers.jsonio import gc_paused, loads, read_bytes
 from parsers.timeconv import us_float_to_ns
 from traceview import kinds, steps
@@ -78,6 +84,7 @@ def _parse(path: Path, warn: Warnings) -> ParsedRank:
 
     frame = _event_frame(events, warn)
     device_tasks, host_events, annotations = _split(frame, warn)
+    device_tasks = _finish_comm(device_tasks, host_events)
     step_frame, device_tasks = steps.kineto_steps(device_tasks, host_events, annotations)
     meta = _metadata(doc, path, device_tasks, host_events, warn)
     return ParsedRank.build(
@@ -131,7 +138,7 @@ def _event_frame(events: list, warn: Warnings) -> pl.DataFrame:
         pl.coalesce("External id", "external id").alias("external_id"),
         (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
     )
-    return _with_launch_dims(x, args)
+    return _with_task_args(x, args)
 
 
 _EMPTY: dict = {}
@@ -172,12 +179,14 @@ def _split(x: pl.DataFrame, warn: Warnings) -> tuple[pl.DataFrame, pl.DataFrame,
     return tasks, host, annotations
 
 
-def _with_launch_dims(x: pl.DataFrame, args: list) -> pl.DataFrame:
-    """Add grid/block ('x,y,z' text) of kernels, read from the args of kernel events only.
+def _with_task_args(x: pl.DataFrame, args: list) -> pl.DataFrame:
+    """Add grid/block ('x,y,z' text) of kernels and the collective metadata of communication
+    kernels and collective host ops, read from the args of those events only.
 
     `args` holds the args of the rows of `x`, in order.
     """
-    pos = x.with_row_index("_pos").filter(pl.col("cat_lc") == "kernel")["_pos"].to_list()
+    x = x.with_row_index("_pos")
+    pos = x.filter(pl.col("cat_lc") == "kernel")["_pos"].to_list()
     kernel_args = [args[p] if isinstance(args[p], dict) else _EMPTY for p in pos]
 
     def dims(key: str) -> pl.Series:
@@ -185,7 +194,132 @@ def _with_launch_dims(x: pl.DataFrame, args: list) -> pl.DataFrame:
         return values.list.eval(pl.element().cast(pl.String)).list.join(",").replace("", None)
 
     launch = pl.DataFrame({"_pos": pl.Series(pos, dtype=pl.UInt32), "grid": dims("grid"), "block": dims("block")})
-    return x.with_row_index("_pos").join(launch, on="_pos", how="left", maintain_order="left").drop("_pos")
+    comm = _comm_args(x, args)
+    extra = launch.join(comm, on="_pos", how="full", coalesce=True)
+    return x.join(extra, on="_pos", how="left", maintain_order="left").drop("_pos")
+
+
+#: Collective metadata args (recent PyTorch: on `record_param_comms` and copied onto NCCL kernels).
+COMM_ARGS = pl.Schema(
+    {
+        "Collective name": pl.String,
+        "Process Group Name": pl.String,
+        "Group size": pl.Int64,
+        "In msg nelems": pl.Int64,
+        "Out msg nelems": pl.Int64,
+        "dtype": pl.String,
+    }
+)
+#: Canonical column of each collective arg (`_`-prefixed ones are intermediate).
+COMM_COLUMNS = {
+    "Collective name": "_collective_raw",
+    "Process Group Name": "process_group",
+    "Group size": "group_size",
+    "In msg nelems": "_in_nelems",
+    "Out msg nelems": "_out_nelems",
+    "dtype": "_dtype",
+}
+#: Bytes per element of the c10 scalar type names written in the `dtype` arg (lower-cased).
+DTYPE_BYTES: dict[str, int] = {
+    "double": 8, "float": 4, "half": 2, "bfloat16": 2, "long": 8, "int": 4, "short": 2, "char": 1,
+    "byte": 1, "bool": 1, "complexdouble": 16, "complexfloat": 8, "complexhalf": 4,
+    "uint16": 2, "uint32": 4, "uint64": 8, "qint8": 1, "quint8": 1, "qint32": 4, "quint4x2": 1,
+    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1, "float8_e8m0fnu": 1,
+}
+#: Host ops that carry (or may carry) collective metadata.
+COLLECTIVE_OP = (pl.col("name") == "record_param_comms") | pl.col("name").str.starts_with("nccl:")
+
+
+def _comm_args(x: pl.DataFrame, args: list) -> pl.DataFrame:
+    """Collective metadata (_pos, collective columns) of communication kernels and collective ops."""
+    is_kernel = pl.col("cat_lc") == "kernel"
+    comm_kernels = x.filter(is_kernel).filter(pl.col("name").str.contains(kinds.communication_regex()))
+    pos = sorted(comm_kernels["_pos"].to_list() + x.filter(~is_kernel & COLLECTIVE_OP)["_pos"].to_list())
+    rows = [args[p] if isinstance(args[p], dict) else _EMPTY for p in pos]
+    cols = {"_pos": pl.Series(pos, dtype=pl.UInt32)}
+    for key, dtype in COMM_ARGS.items():
+        cols[COMM_COLUMNS[key]] = pl.Series([a.get(key) for a in rows], dtype=pl.String, strict=False).cast(
+            dtype, strict=False
+        )
+    return pl.DataFrame(cols)
+
+
+def _finish_comm(tasks: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
+    """Fill collective / process_group / group_size / msg_bytes of communication tasks.
+
+    From the kernel's own args when present; else from the launching collective op: first the
+    ops with a `Collective name` (record_param_comms), then, for what is still missing, `nccl:*`
+    annotations (collective from their name, e.g. `nccl:all_to_all`; nothing else). An op launches a
+    kernel when it has the kernel's External id, or else when it is the innermost such op that
+    contains the kernel's launch (the runtime call with the same correlation) on the same thread.
+    msg_bytes = max(In msg nelems, Out msg nelems) x bytes per element of `dtype` (nccl-tests' S).
+    """
+    is_comm = pl.col("kind") == "communication"
+    if tasks.filter(is_comm & pl.col("_collective_raw").is_null()).height:
+        unnamed = pl.col("_collective_raw").is_null() & (pl.col("name") != "record_param_comms")
+        named = host.filter(COLLECTIVE_OP & unnamed)
+        for ops in (
+            host.filter(pl.col("_collective_raw").is_not_null()),
+            named.with_columns(pl.col("name").str.strip_prefix("nccl:").alias("_collective_raw")),
+        ):
+            if ops.height:
+                tasks = _fill_from_ops(tasks, host, ops)
+    size = pl.col("_dtype").str.strip_prefix("c10::").str.to_lowercase().replace_strict(
+        DTYPE_BYTES, default=None, return_dtype=pl.Int64
+    )
+    comm = pl.when(is_comm)
+    return tasks.with_columns(
+        comm.then(collective_of(pl.col("_collective_raw"), True)).alias("collective"),
+        comm.then(pl.col("process_group")).alias("process_group"),
+        comm.then(pl.col("group_size")).alias("group_size"),
+        comm.then(pl.max_horizontal("_in_nelems", "_out_nelems") * size).alias("msg_bytes"),
+    )
+
+
+def _fill_from_ops(tasks: pl.DataFrame, host: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
+    """Collective columns of communication tasks that have none, from the op that launched them."""
+    meta = list(COMM_COLUMNS.values())
+    tasks = tasks.with_row_index("_t")
+    need = tasks.filter((pl.col("kind") == "communication") & pl.col("_collective_raw").is_null()).select(
+        "_t", "external_id", "correlation"
+    )
+    by_ext = ops.drop_nulls("external_id").unique("external_id", keep="last", maintain_order=True)
+    found = need.join(by_ext.select("external_id", *meta), on="external_id", how="inner").select("_t", *meta)
+    launches = (
+        host.filter((pl.col("kind") == "runtime") & pl.col("correlation").is_not_null())
+        .unique("correlation", keep="first")
+        .select("correlation", "pid", "tid", pl.col("start_ns").alias("_launch_ns"))
+    )
+    probe = (
+        need.join(found.select("_t"), on="_t", how="anti")
+        .join(launches, on="correlation", how="inner")
+        .drop_nulls(["pid", "tid"])
+        .sort("pid", "tid", "_launch_ns")
+    )
+    if probe.height:
+        right = (
+            ops.drop_nulls(["pid", "tid"])
+            .select("pid", "tid", "start_ns", pl.col("end_ns").alias("_op_end"), *meta)
+            .sort("pid", "tid", "start_ns")
+        )
+        enclosing = (
+            probe.join_asof(
+                right, left_on="_launch_ns", right_on="start_ns", by=["pid", "tid"], strategy="backward",
+                check_sortedness=False,
+            )
+            .filter(pl.col("_op_end") >= pl.col("_launch_ns"))
+            .select("_t", *meta)
+        )
+        found = pl.concat([found, enclosing], how="vertical_relaxed")
+    fill = found.rename({c: f"{c}_op" for c in meta})
+    return (
+        tasks.join(fill, on="_t", how="left", maintain_order="left")
+        .with_columns(
+            pl.when(pl.col("_collective_raw").is_null()).then(pl.col(f"{c}_op")).otherwise(pl.col(c)).alias(c)
+            for c in meta
+        )
+        .drop("_t", *(f"{c}_op" for c in meta))
+    )
 
 
 def _metadata(doc: dict, path: Path, tasks: pl.DataFrame, host: pl.DataFrame, warn: Warnings) -> dict:

@@ -1,0 +1,155 @@
+"""Throughput and MFU: hand-computed values, and the device peak table on real device names."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+import pytest
+
+import traceview as tv
+from traceview.analysis.throughput import PEAKS_FILE, device_peak, load_device_peaks, throughput
+from tests.conftest import SHARED_TRACES, needs_shared
+
+# 7B parameters, 4,096 x 256 = 1,048,576 tokens per step, 64 devices, 1 s steps:
+#   tokens/s = 1,048,576; per device 16,384
+#   model FLOPs = 6 x 7e9 x 1,048,576 = 4.4040192e16 per step -> / 1 s / 64 / 1e12 = 688.128 TFLOP/s
+#   MFU on an H100 SXM (989) = 688.128 / 989 = 0.695781...; with recomputation 8/6 x 688.128 = 917.504
+TOKENS = 4096 * 256
+
+
+def test_hand_computed_tokens_tflops_and_mfu():
+    out = throughput([1_000_000.0, 2_000_000.0], seq_len=4096, global_batch=256, params=7e9, devices=64,
+                     device_name="NVIDIA H100 80GB HBM3")
+    assert out["step"].to_list() == [0, 1]
+    assert out["tokens_per_step"].to_list() == [TOKENS, TOKENS]
+    assert out["tokens_per_s"].to_list() == pytest.approx([1_048_576, 524_288])
+    assert out["tokens_per_s_per_device"].to_list() == pytest.approx([16_384, 8_192])
+    assert out["model_flops_per_step"][0] == pytest.approx(4.4040192e16)
+    assert out["model_tflops_per_device"].to_list() == pytest.approx([688.128, 344.064])
+    assert out["peak_tflops"].to_list() == [989.0, 989.0]
+    assert out["peak_source"][0] == "NVIDIA H100 SXM"
+    assert out["mfu_frac"].to_list() == pytest.approx([688.128 / 989, 344.064 / 989])
+
+    rec = throughput(1_000_000.0, tokens_per_step=TOKENS, params=7e9, devices=64, recompute=True, peak_tflops=1000)
+    assert rec["model_tflops_per_device"][0] == pytest.approx(917.504)
+    assert rec["mfu_frac"][0] == pytest.approx(0.917504)
+    assert rec["peak_source"][0] == "given"
+
+
+def test_flops_per_token_wins_and_missing_inputs_give_nulls():
+    # 2,000 tokens per step on 2 devices, 0.5 s steps, 1e12 FLOPs per token: 2e15 / 0.5 / 2 / 1e12 = 2,000
+    out = throughput([500_000.0], tokens_per_step=2_000, flops_per_token=1e12, params=1e9, recompute=True, devices=2,
+                     peak_tflops=4_000)
+    assert out["model_tflops_per_device"][0] == pytest.approx(2_000.0)
+    assert out["mfu_frac"][0] == pytest.approx(0.5)
+    bare = throughput([500_000.0, 0.0], devices=8, device_name="some unknown accelerator")
+    assert bare["step_time_us"].to_list() == [500_000.0, 0.0]
+    for col in ("tokens_per_s", "model_tflops_per_device", "peak_tflops", "peak_source", "mfu_frac"):
+        assert bare[col].null_count() == 2, col
+    no_flops = throughput([500_000.0, 0.0], tokens_per_step=1_000, devices=1, device_name="NVIDIA A100-SXM4-80GB")
+    assert no_flops["tokens_per_s"].to_list() == [2_000.0, None]  # a step time of 0 gives null, not inf
+    assert no_flops["mfu_frac"].null_count() == 2 and no_flops["peak_tflops"][0] == 312.0
+
+
+def test_frame_input_takes_the_slowest_rank_and_counts_devices():
+    steps = pl.DataFrame({"rank": [0, 1, 0, 1], "step": [5, 5, 6, 6],
+                          "duration_us": [900_000.0, 1_000_000.0, 1_200_000.0, 1_100_000.0]})
+    out = throughput(steps, tokens_per_step=8_192, params=1e9)
+    assert out["step"].to_list() == [5, 6]
+    assert out["step_time_us"].to_list() == [1_000_000.0, 1_200_000.0]
+    assert out["devices"].to_list() == [2, 2]
+    # 6 x 1e9 x 8,192 / 1 s / 2 devices = 24.576 TFLOP/s per device
+    assert out["model_tflops_per_device"][0] == pytest.approx(24.576)
+    assert throughput(steps, tokens_per_step=8_192, devices=16)["tokens_per_s_per_device"][0] == pytest.approx(512.0)
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="devices"):
+        throughput([1.0], tokens_per_step=1)
+    with pytest.raises(ValueError, match="seq_len and global_batch"):
+        throughput([1.0], seq_len=4096, devices=1)
+    with pytest.raises(ValueError, match="positive"):
+        throughput([1.0], devices=0)
+    with pytest.raises(ValueError, match="peak_tflops"):
+        throughput([1.0], devices=1, peak_tflops=-5)
+    with pytest.raises(ValueError, match="duration_us"):
+        throughput(pl.DataFrame({"x": [1.0]}), devices=1)
+
+
+# Real device names (the `device` column of ../shared/traces/INDEX.md and the deviceProperties of the
+# traces) -> the device_peaks.toml entry they must match (None: no peak known; MFU stays null).
+REAL_NAMES = {
+    "NVIDIA H100 80GB HBM3": ("NVIDIA H100 SXM", 989.0),
+    "NVIDIA A100-PG509-200": ("NVIDIA A100", 312.0),
+    "NVIDIA B200": ("NVIDIA B200", 2250.0),
+    "Tesla V100-SXM2-32GB": ("NVIDIA V100 SXM2", 125.0),
+    "Tesla V100-DGXS-32GB": ("NVIDIA V100 SXM2", 125.0),
+    "AMD Instinct MI300X": ("AMD Instinct MI300X", 1307.4),
+    "AMD Instinct MI300X VF": ("AMD Instinct MI300X", 1307.4),
+    "AMD Instinct MI210": ("AMD Instinct MI210", 181.0),
+    "NVIDIA GeForce RTX 2080 Ti": None,  # consumer part: not in the table
+    "AMD Radeon Graphics": None,  # what ROCm 6.2 wrote for an MI250 (says nothing about the model)
+    "ARTEMIS": None,  # Meta MTIA
+}
+OTHER_NAMES = {
+    "NVIDIA H100 PCIe": ("NVIDIA H100 PCIe", 756.0),
+    "NVIDIA H100 NVL": None,  # neither the SXM nor the PCIe number
+    "NVIDIA H200": ("NVIDIA H200", 989.0),
+    "NVIDIA H800": ("NVIDIA H100 SXM", 989.0),
+    "NVIDIA A100-SXM4-80GB": ("NVIDIA A100", 312.0),
+    "NVIDIA A100 80GB PCIe": ("NVIDIA A100", 312.0),
+    "Tesla V100-PCIE-32GB": ("NVIDIA V100 PCIe", 112.0),
+    "Tesla V100S-PCIE-32GB": ("NVIDIA V100S PCIe", 130.0),
+    "NVIDIA GB200": None,
+    "AMD Instinct MI250X": ("AMD Instinct MI250X", 191.5),  # 383 per package of 2 GCDs
+    "Ascend910B3": ("Huawei Ascend 910B", 313.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted({**REAL_NAMES, **OTHER_NAMES}))
+def test_device_name_matching(name):
+    want = {**REAL_NAMES, **OTHER_NAMES}[name]
+    got = device_peak(name)
+    assert (got and (got["name"], got["per_device_tflops"])) == (want or None)
+
+
+def test_ascend_peak_is_marked_approximate():
+    out = throughput([1e6], tokens_per_step=1, params=1, devices=1, device_name="Ascend910B2")
+    assert out["peak_source"][0] == "Huawei Ascend 910B (approximate)"
+
+
+def test_peak_table_cites_a_source_for_every_entry():
+    entries = load_device_peaks()
+    assert len(entries) >= 10
+    blocks = PEAKS_FILE.read_text(encoding="utf-8").split("[[device]]")[1:]
+    assert len(blocks) == len(entries)
+    for block, entry in zip(blocks, entries):
+        comments = " ".join(line for line in block.splitlines() if line.lstrip().startswith("#"))
+        assert re.search(r"datasheet|spec", comments, re.IGNORECASE), entry["name"]
+        assert entry.get("approximate", False) == ("Approximate" in comments), entry["name"]
+        assert 50 < entry["peak_tflops"] < 5_000, entry["name"]
+
+
+@needs_shared
+def test_every_gpu_name_in_the_corpus_index_is_known():
+    index = (SHARED_TRACES / "INDEX.md").read_text(encoding="utf-8")
+    rows = [line.split("|") for line in index.splitlines() if line.startswith("| `")]
+    names = {cells[6].strip() for cells in rows if len(cells) > 7}
+    gpu_like = {n for n in names if re.match(r"(NVIDIA|Tesla|AMD|ARTEMIS)", n)}
+    assert gpu_like, "INDEX.md layout changed"
+    assert gpu_like <= set(REAL_NAMES), f"device names without an expectation: {gpu_like - set(REAL_NAMES)}"
+
+
+@needs_shared
+@pytest.mark.parametrize("trace, peak", [
+    ("tracelens/tests/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz", 989.0),
+    ("tracelens/tests/traces/mi300/gaunernst_bert-small-uncased__1016001.json.gz", 1307.4),
+    ("tracelens/tests/traces/b200/eager_trace.json.gz", 2250.0),
+])
+def test_peak_from_a_real_trace_device_name(trace, peak):
+    t = tv.load(SHARED_TRACES / trace, use_cache=False)
+    name = t.ranks["device_name"][0]
+    out = throughput([1e6], tokens_per_step=1e6, params=1e8, devices=1, device_name=name)
+    assert out["peak_tflops"][0] == peak
+    assert out["mfu_frac"][0] == pytest.approx(600.0 / peak)  # 6 x 1e8 x 1e6 / 1 s / 1e12 = 600
