@@ -157,3 +157,19 @@ def test_dp4_sample_steps_equal_construction():
                 assert row[f"{term}_us"] * 1000 == pytest.approx(want[f"{term}_ns"], abs=0.5), (rank, step, term)
             assert row["duration_us"] * 1000 == pytest.approx(want["window_ns"], abs=0.5)
     _check_identities(got)
+
+
+def test_gpu_pipeline_bubble_in_step_breakdown():
+    """On the 1F1B sample every stage's bubble is the pipeline step minus its compute, and stage +
+    bubble = the pipeline step; a data-parallel profile has no bubble."""
+    exp = json.loads((SAMPLES / "pp4_1f1b" / "expected.json").read_text())
+    got = tv.load(SAMPLES / "pp4_1f1b").step_breakdown()
+    assert set(got["bubble_rule"]) == {"pipeline"}
+    for step_name, step in exp["steps"].items():
+        n = int(step_name.split("#")[1])
+        for rank, e in step["ranks"].items():
+            row = got.filter((pl.col("rank") == int(rank)) & (pl.col("step") == n)).row(0, named=True)
+            assert row["bubble_us"] * 1000 == pytest.approx(e["bubble_ns"], abs=0.5)
+            assert (row["stage_us"] + row["bubble_us"]) * 1000 == pytest.approx(step["step_duration_ns"], abs=0.5)
+    dp = tv.load(SAMPLES / "dp4_nccl").step_breakdown()
+    assert set(dp["bubble_rule"]) == {"none"} and (dp["bubble_us"] == 0).all()

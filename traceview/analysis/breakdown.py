@@ -13,9 +13,9 @@ and window W (one step, or the whole trace), all sets clipped to W, U = union ov
 | busy_us                                            | abs(U(COMP ∪ COMM ∪ MEM))                       |
 | free_us                                            | gaps between merged busy intervals inside W: (last busy end − first busy start) − busy |
 | idle_us                                            | W's length − busy (TraceLens' idle: also counts time before the first / after the last task) |
-| bubble_us                                          | Σ duration of pipeline receive ops (Ascend `hcom_receive*`, raw sum, not merged) |
-| stage_us                                           | (last busy end − first busy start) − bubble     |
-| communication_not_overlapped_exclude_receive_us    | communication_not_overlapped − bubble           |
+| bubble_us                                          | Ascend: Σ duration of pipeline receive ops (`hcom_receive*`, raw sum, not merged); GPU: the pipeline step minus the rank's compute time (`traceview.analysis.bubbles`) |
+| stage_us                                           | (last busy end − first busy start) − bubble; GPU pipeline ranks: pipeline step − bubble, so stage + bubble = the pipeline step |
+| communication_not_overlapped_exclude_receive_us    | communication_not_overlapped − receive time: − bubble (Ascend), − exposed P2P (GPU) |
 | preparing_us                                       | first device task start in the step − host ProfilerStep#N start (null without a host step) |
 | duration_us                                        | W's length                                      |
 | start_us                                           | W's start on the rank's clock                   |
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.analysis import intervals as iv
+from traceview.analysis import bubbles, intervals as iv
 
 #: device task kind -> interval set
 SET_OF_KIND = {"kernel": "comp", "memset": "comp", "communication": "comm", "memcpy": "mem"}
@@ -173,14 +173,44 @@ def step_breakdown(device_tasks: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFr
     if not parts:
         return pl.DataFrame(
             schema={"rank": pl.Int64, "step": pl.Int64, **{f"{t}_us": pl.Float64 for t in TERMS},
-                    "window_rule": pl.String, "first_busy_ns": pl.Int64, "last_busy_ns": pl.Int64}
+                    "bubble_rule": pl.String, "window_rule": pl.String, "first_busy_ns": pl.Int64, "last_busy_ns": pl.Int64}
         )
     m = pl.concat(parts, how="diagonal_relaxed").with_columns(
         (pl.col("first_busy_ns") - pl.col("host_start_ns")).alias("preparing_ns")
     )
     out = _finish(m, ["rank", "step"]).join(m.select("rank", "step", "window_rule"), on=["rank", "step"])
-    cols = ["rank", "step", *[f"{t}_us" for t in TERMS], "window_rule", "first_busy_ns", "last_busy_ns"]
+    out = _with_gpu_bubbles(out, device_tasks, steps, tasks)
+    cols = ["rank", "step", *[f"{t}_us" for t in TERMS], "bubble_rule", "window_rule", "first_busy_ns", "last_busy_ns"]
     return out.select(cols).sort("rank", "step")
+
+
+def _with_gpu_bubbles(out: pl.DataFrame, device_tasks: pl.DataFrame, steps: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
+    """Use the GPU pipeline bubble on pipeline ranks that have no Ascend receive ops.
+
+    bubble_rule: "receive" (Σ receive ops), "pipeline" (`bubbles.gpu_bubbles`), or "none" (no
+    pipeline communication: bubble 0). stage and the exclude-receive term follow the bubble used:
+    the GPU bubble counts idle time before the rank's first and after its last task too (waiting
+    for the other stages), so there stage = pipeline step − bubble rather than own span − bubble.
+    """
+    receive_ranks = tasks.filter(pl.col("name").str.contains(RECEIVE_PATTERN))["rank"].unique().implode()
+    gpu = bubbles.gpu_bubbles(device_tasks, steps).select(
+        "rank", "step", pl.col("bubble_us").alias("_gpu_bubble"), pl.col("exposed_p2p_us").alias("_p2p"),
+        pl.col("step_us").alias("_pipeline_step"), "pipeline",
+    )
+    joined = out.join(gpu, on=["rank", "step"], how="left")
+    use_gpu = ~pl.col("rank").is_in(receive_ranks) & pl.col("pipeline").fill_null(False)
+    span_us = (pl.col("last_busy_ns") - pl.col("first_busy_ns")) / 1000.0
+    return joined.with_columns(
+        pl.when(use_gpu).then(pl.col("_gpu_bubble")).otherwise(pl.col("bubble_us")).alias("bubble_us"),
+        pl.when(pl.col("rank").is_in(receive_ranks)).then(pl.lit("receive"))
+        .when(use_gpu).then(pl.lit("pipeline")).otherwise(pl.lit("none")).alias("bubble_rule"),
+    ).with_columns(
+        pl.when(use_gpu).then(pl.col("_pipeline_step")).otherwise(span_us).sub(pl.col("bubble_us")).alias("stage_us"),
+        pl.when(use_gpu)
+        .then(pl.col("communication_not_overlapped_us") - pl.col("_p2p"))
+        .otherwise(pl.col("communication_not_overlapped_us") - pl.col("bubble_us"))
+        .alias("communication_not_overlapped_exclude_receive_us"),
+    )
 
 
 def _in_window_bubble(tasks: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
