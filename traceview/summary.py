@@ -13,7 +13,10 @@ the dashboard and the reports render, so they always agree. Shape:
                                "launch_delay": {count, mean_us, p50_us, p90_us, p99_us, max_us},
                                "slow_steps": [{"step", "duration_us", "slowdown_ratio", "why", ...}],
                                ...}],
-     "cross_rank": {...}, "warnings": [...], "failures": [...]}
+     "cross_rank": {"slow_rank", "ranks": [{rank, mean_wait_us, ...}], "step_skew": [...],
+                    "collectives": [{collective, process_group, instances, transfer_us, wait_us, busbw_gbps}]},
+     "throughput": [{step, tokens_per_s_per_device, model_tflops_per_device, mfu_frac, ...}] (when asked),
+     "warnings": [...], "failures": [...]}
 
 Terms: computing, communication, overlapped, communication_not_overlapped, exposed_memcpy, free,
 idle, busy, stage, bubble, communication_not_overlapped_exclude_receive, preparing, duration,
@@ -65,11 +68,38 @@ def _unclassified(classes: list[dict]) -> float:
     return round(sum(c["share"] for c in classes if c["class"] == "other"), 6)
 
 
-def build_summary(trace, step: int | None = None, classes: str | None = None, top: int = 10) -> dict:
+def _cross_rank(trace) -> dict:
+    """Slow rank, per-rank waits, step skew and per-collective totals (ranks > 1 only)."""
+    slow = trace.slow_ranks()
+    slow_rank = slow.filter(pl.col("is_slow"))["rank"].to_list()
+    matched = trace.collectives()
+    per_collective = (
+        matched.filter(pl.col("n_ranks") >= 2)
+        .group_by("collective", "process_group")
+        .agg(
+            pl.col("collective_id").n_unique().alias("instances"),
+            pl.col("transfer_us").sum().truediv(pl.col("n_ranks").mean()).alias("transfer_us"),
+            pl.col("wait_us").sum().alias("wait_us"),
+            pl.col("busbw_gbps").mean().alias("busbw_gbps"),
+        )
+        .sort("wait_us", descending=True, nulls_last=True)
+    )
+    return {
+        "slow_rank": slow_rank[0] if slow_rank else None,
+        "ranks": [_rounded(r) for r in slow.to_dicts()],
+        "step_skew": [_rounded(r) for r in trace.step_skew().to_dicts()],
+        "collectives": [_rounded(r) for r in per_collective.to_dicts()],
+    }
+
+
+def build_summary(
+    trace, step: int | None = None, classes: str | None = None, top: int = 10, throughput: dict | None = None
+) -> dict:
     """The summary of `trace` (optionally only step `step`), as JSON-ready dicts and lists.
 
     `classes`: a user's compute-class rules file (see `traceview.analysis.classes`); `top`: how
-    many kernels to list per rank.
+    many kernels to list per rank; `throughput`: keyword arguments of `Trace.throughput` (adds the
+    "throughput" section when given).
     """
     steps = trace.step_breakdown()
     if step is not None:
@@ -107,9 +137,16 @@ def build_summary(trace, step: int | None = None, classes: str | None = None, to
                 "slow_steps": slow.get(rank, []),
             }
         )
+    doc = {"source": trace.source, "ranks": ranks}
+    if trace.ranks.height > 1:
+        doc["cross_rank"] = _cross_rank(trace)
+    if throughput:
+        rows = trace.throughput(**throughput)
+        if step is not None:
+            rows = rows.filter(pl.col("step") == step)
+        doc["throughput"] = [_rounded(r) for r in rows.to_dicts()]
     return {
-        "source": trace.source,
-        "ranks": ranks,
+        **doc,
         "warnings": list(trace.warnings),
         "failures": list(trace.failures),
     }

@@ -114,6 +114,58 @@ class Trace:
 
         return self._cached(("slow_steps", factor), lambda: gaps.slow_steps(self.step_breakdown(), factor))
 
+    def bubbles(self) -> pl.DataFrame:
+        """Per rank and step: GPU pipeline bubble, pipeline step, exposed P2P (µs).
+        See `traceview.analysis.bubbles` (Ascend's receive-op bubble is in `step_breakdown`)."""
+        from traceview.analysis import bubbles
+
+        return self._cached("bubbles", lambda: bubbles.gpu_bubbles(self.device_tasks, self.steps))
+
+    def pipeline_stages(self) -> pl.DataFrame:
+        """Per rank: pipeline group and stage when the trace allows inferring them (else null)."""
+        from traceview.analysis import bubbles
+
+        return self._cached(
+            "pipeline_stages", lambda: bubbles.pipeline_stages(self.device_tasks, self.host_events, self.ranks)
+        )
+
+    def collectives(self) -> pl.DataFrame:
+        """One row per collective instance and rank, matched across ranks: transfer (min duration
+        over ranks), wait, start skew, bandwidths. See `traceview.analysis.collectives`."""
+        from traceview.analysis import collectives
+
+        return self._cached("collectives", lambda: collectives.match_collectives(self.device_tasks))
+
+    def slow_ranks(self) -> pl.DataFrame:
+        """Per rank: waits in collectives and `is_slow` for the rank the others wait for."""
+        from traceview.analysis import collectives
+
+        return self._cached("slow_ranks", lambda: collectives.slow_ranks(self.collectives()))
+
+    def step_skew(self) -> pl.DataFrame:
+        """Per step: spread of step duration over ranks and the slowest rank."""
+        from traceview.analysis import collectives
+
+        return self._cached(
+            "step_skew", lambda: collectives.step_skew(self.step_breakdown().select("rank", "step", "duration_us"))
+        )
+
+    def throughput(self, **kwargs) -> pl.DataFrame:
+        """Tokens/s per device, model TFLOP/s per device and MFU per step.
+
+        Keyword arguments as `traceview.analysis.throughput.throughput` (tokens_per_step or
+        seq_len + global_batch; params or flops_per_token; recompute; peak_tflops; devices).
+        Defaults: devices = the recorded world size (else the ranks loaded), device_name = the
+        first rank's device."""
+        from traceview.analysis import throughput
+
+        world = self.ranks["world_size"].drop_nulls()
+        kwargs.setdefault("devices", int(world.max()) if world.len() else self.ranks.height)
+        names = self.ranks["device_name"].drop_nulls()
+        kwargs.setdefault("device_name", names[0] if names.len() else None)
+        durations = self.step_breakdown().select("rank", "step", "duration_us")
+        return throughput.throughput(durations, **kwargs)
+
     def info(self) -> pl.DataFrame:
         """One row per rank: what was loaded.
 

@@ -96,9 +96,18 @@ def info(path: Path, fmt: str, quiet: bool, jobs, no_cache: bool, cache_dir) -> 
 @click.option("--classes", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Extra compute-class rules (TOML), tried before the shipped ones.")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Kernels listed per rank.")
+@click.option("--tokens-per-step", type=click.FloatRange(min=0, min_open=True), help="Tokens per step, whole job (for throughput/MFU).")
+@click.option("--seq-len", type=click.IntRange(min=1), help="Sequence length (with --global-batch, instead of --tokens-per-step).")
+@click.option("--global-batch", type=click.IntRange(min=1), help="Sequences per step, whole job.")
+@click.option("--params", type=click.FloatRange(min=0, min_open=True), help="Model parameters (model FLOPs = 6 x params x tokens).")
+@click.option("--flops-per-token", type=click.FloatRange(min=0, min_open=True), help="Model FLOPs per token (instead of --params).")
+@click.option("--recompute", is_flag=True, help="Full activation recomputation (8 x params x tokens).")
+@click.option("--devices", type=click.IntRange(min=1), help="Devices in the job (default: recorded world size).")
+@click.option("--peak-tflops", type=click.FloatRange(min=0, min_open=True), help="Dense peak TFLOP/s per device (default: from the device name).")
 @load_options
 @handle_errors
-def summary(path: Path, fmt: str, step, classes, top: int, quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
+def summary(path: Path, fmt: str, step, classes, top: int, tokens_per_step, seq_len, global_batch, params,
+            flops_per_token, recompute: bool, devices, peak_tflops, quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
     """Where the step time went: per rank and step, computing, exposed communication, overlap,
     exposed memcpy, free, bubble and preparing time (definitions: docs/metrics.md)."""
     from traceview.analysis.classes import load_rules
@@ -111,8 +120,15 @@ def summary(path: Path, fmt: str, step, classes, top: int, quiet: bool, jobs, no
             load_rules(classes)  # check the user's rules before the (longer) load
         except (ValueError, OSError) as exc:
             raise TraceError(None, str(exc)) from None
+    if (seq_len is None) != (global_batch is None):
+        raise click.UsageError("give --seq-len and --global-batch together (or --tokens-per-step)")
+    wanted = dict(tokens_per_step=tokens_per_step, seq_len=seq_len, global_batch=global_batch, params=params,
+                  flops_per_token=flops_per_token, devices=devices, peak_tflops=peak_tflops)
+    throughput = {k: v for k, v in wanted.items() if v is not None}
+    if throughput:
+        throughput["recompute"] = recompute
     trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
-    doc = build_summary(trace, step=step, classes=str(classes) if classes else None, top=top)
+    doc = build_summary(trace, step=step, classes=str(classes) if classes else None, top=top, throughput=throughput or None)
     click.echo(render_summary(doc, fmt))
     if trace.failures:
         sys.exit(1)

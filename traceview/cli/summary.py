@@ -86,6 +86,45 @@ def _rank_details(r: dict) -> list[str]:
     return out
 
 
+SKEW_COLUMNS = [("step", "step"), ("min_ms", "min ms"), ("max_ms", "max ms"), ("skew_pct", "skew %"), ("slowest_rank", "slowest rank")]
+COLL_COLUMNS = [("collective", "collective"), ("process_group", "group"), ("instances", "instances"),
+                ("transfer_ms", "transfer ms"), ("wait_ms", "wait ms (all ranks)"), ("busbw_gbps", "bus GB/s")]
+TPUT_COLUMNS = [("step", "step"), ("step_time_ms", "step ms"), ("tokens_per_s_per_device", "tokens/s/device"),
+                ("model_tflops_per_device", "TFLOP/s/device"), ("peak_tflops", "peak"), ("mfu_pct", "MFU %")]
+
+
+def _cross_rank_text(cross: dict | None) -> list[str]:
+    if not cross:
+        return []
+    out = ["", "Across ranks:"]
+    slow = cross.get("slow_rank")
+    waits = {r["rank"]: r for r in cross.get("ranks", [])}
+    if slow is not None:
+        others = [r["mean_wait_us"] for k, r in waits.items() if k != slow and r["mean_wait_us"] is not None]
+        mean_other = sum(others) / len(others) if others else 0.0
+        out.append(f"  slow rank: {slow} (the others wait {mean_other / 1000:,.3f} ms per collective on average; it waits "
+                   f"{waits[slow]['mean_wait_us'] / 1000:,.3f} ms)")
+    else:
+        out.append("  slow rank: none found (no matched collective with waits)")
+    if cross.get("step_skew"):
+        rows = [dict(r, min_ms=r["min_us"] / 1000, max_ms=r["max_us"] / 1000,
+                     skew_pct=None if r["skew_frac"] is None else 100 * r["skew_frac"]) for r in cross["step_skew"]]
+        out += ["  step time across ranks:", table(rows, SKEW_COLUMNS)]
+    if cross.get("collectives"):
+        rows = [dict(r, transfer_ms=r["transfer_us"] / 1000, wait_ms=r["wait_us"] / 1000) for r in cross["collectives"]]
+        out += ["  collectives:", table(rows, COLL_COLUMNS)]
+    return out
+
+
+def _throughput_text(rows: list[dict] | None) -> list[str]:
+    if not rows:
+        return []
+    shown = [dict(r, step_time_ms=r["step_time_us"] / 1000, mfu_pct=None if r["mfu_frac"] is None else 100 * r["mfu_frac"])
+             for r in rows]
+    source = rows[0].get("peak_source") or "unknown device: give --peak-tflops"
+    return ["", f"Throughput (peak: {source}):", table(shown, TPUT_COLUMNS)]
+
+
 def render_summary(doc: dict, fmt: str) -> str:
     if fmt == "json":
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
@@ -105,6 +144,8 @@ def render_summary(doc: dict, fmt: str) -> str:
                 rows.append({"step": "trace", **_ms(r["trace"])})
             parts.append(table(rows, STEP_COLUMNS) if rows else "  (no device tasks)")
             parts += _rank_details(r)
+    parts += _cross_rank_text(doc.get("cross_rank"))
+    parts += _throughput_text(doc.get("throughput"))
     for title, items in (("Warnings", doc["warnings"]), ("Failed", doc["failures"])):
         block = bullet_list(title, items)
         if block:
