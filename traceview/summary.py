@@ -115,6 +115,7 @@ def build_summary(
         idle.setdefault(row.pop("rank"), []).append(_rounded(row))
     launch = _per_rank(trace.launch_delays().drop("tasks"))
     slow = _listed(trace.slow_steps())
+    stages = {r["rank"]: r for r in trace.pipeline_stages().to_dicts()}
     compute_classes = _listed(trace.compute_classes(classes))
     top_kernels = _listed(trace.top_kernels(top, classes))
     rules = dict(steps.group_by("rank").agg(pl.col("window_rule").first()).iter_rows())
@@ -127,6 +128,8 @@ def build_summary(
                 "device": meta["device_name"],
                 "format": meta["format"],
                 "window_rule": rules.get(rank),
+                "pipeline_stage": (stages.get(rank) or {}).get("stage"),
+                "pipeline_stages": (stages.get(rank) or {}).get("n_stages"),
                 "trace": _terms(whole[rank]) if rank in whole else None,
                 "steps": by_rank_steps.get(rank, []),
                 "compute_classes": compute_classes.get(rank, []),

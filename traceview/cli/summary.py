@@ -138,6 +138,8 @@ def render_summary(doc: dict, fmt: str) -> str:
             head = f"rank {r['rank']} · {r['device'] or 'unknown device'} · {r['format']}"
             if r["window_rule"]:
                 head += f" · step window: {r['window_rule']}"
+            if r.get("pipeline_stage") is not None:
+                head += f" · pipeline stage {r['pipeline_stage']} of {r.get('pipeline_stages') or '?'}"
             parts += ["", head]
             rows = [{"step": s["step"], **_ms(s)} for s in r["steps"]]
             if r["trace"]:
