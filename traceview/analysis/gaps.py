@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceview.analysis import intervals as iv
+
 #: idle categories of `stream_idle`, in the order they are tested
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
 
@@ -66,26 +68,6 @@ def _with_launch(device_tasks: pl.DataFrame, host_events: pl.DataFrame, how: str
 
 # --------------------------------------------------------------------------------------------
 # 1. step times and the gaps between steps
-
-
-def _merged(tasks: pl.DataFrame) -> pl.DataFrame:
-    """U(tasks) per rank as disjoint intervals: rank, s, e (ns), sorted, with before_ns = the
-    busy length of the rank's earlier merged intervals. Zero-length tasks cover nothing."""
-    t = (
-        tasks.filter(pl.col("end_ns") > pl.col("start_ns"))
-        .select("rank", "start_ns", "end_ns")
-        .sort("rank", "start_ns")
-    )
-    run = (pl.col("start_ns") > pl.col("end_ns").cum_max().shift(1)).fill_null(True).cum_sum()
-    merged = (
-        t.with_columns(run.over("rank").alias("_run"))
-        .group_by("rank", "_run")
-        .agg(pl.col("start_ns").min().alias("s"), pl.col("end_ns").max().alias("e"))
-        .sort("rank", "s")
-    )
-    return merged.with_columns(
-        (pl.col("e") - pl.col("s")).cum_sum().shift(1, fill_value=0).over("rank").alias("before_ns")
-    ).drop("_run")
 
 
 def _busy_before(merged: pl.DataFrame, points: pl.DataFrame, at: str) -> pl.Series:
@@ -136,7 +118,7 @@ def step_times(steps: pl.DataFrame, device_tasks: pl.DataFrame) -> pl.DataFrame:
     ).with_columns((pl.col("device_start_ns") - pl.col("_prev_end_ns")).alias("_gap_ns"))
 
     gaps_ = base.filter(pl.col("_gap_ns") > 0).select("rank", "step", "_prev_end_ns", "device_start_ns")
-    merged = _merged(device_tasks.filter(pl.col("rank").is_in(gaps_["rank"].unique().implode())))
+    merged = iv.merged(device_tasks.filter(pl.col("rank").is_in(gaps_["rank"].unique().implode())))
     # busy inside the gap [prev_end, start) = B(start) − B(prev_end), B(t) = |U(tasks) ∩ (−∞, t)|
     inside = _busy_before(merged, gaps_, "device_start_ns") - _busy_before(merged, gaps_, "_prev_end_ns")
     busy = gaps_.select("rank", "step").with_columns(inside.alias("_busy_ns"))

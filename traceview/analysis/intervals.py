@@ -16,6 +16,9 @@ Lengths of any combination are then plain filtered sums over segments, e.g.
 boundaries are passed to `segments` as cut points, then each segment is assigned to the window
 holding it.
 
+`merged` gives U(S) itself as disjoint intervals (with the busy time before each), for point
+lookups such as "how much was busy between t0 and t1".
+
 All operations are vectorised (sorts, cumulative sums, joins): O(n log n) in the number of
 intervals, no Python loop over intervals. `tests/test_intervals.py` checks them against a slow
 pure-Python reference with hypothesis.
@@ -122,6 +125,26 @@ def lengths(segs: pl.DataFrame, by: Sequence[str], measures: dict[str, pl.Expr])
     length = pl.col("seg_end_ns") - pl.col("seg_start_ns")
     aggs = [length.filter(cond).sum().alias(name) for name, cond in measures.items()]
     return segs.group_by(*by).agg(*aggs) if by else segs.select(*aggs)
+
+
+def merged(tasks: pl.DataFrame) -> pl.DataFrame:
+    """U(tasks) per rank as disjoint intervals: rank, s, e (ns), sorted, with before_ns = the
+    busy length of the rank's earlier merged intervals. Zero-length tasks cover nothing."""
+    t = (
+        tasks.filter(pl.col("end_ns") > pl.col("start_ns"))
+        .select("rank", "start_ns", "end_ns")
+        .sort("rank", "start_ns")
+    )
+    run = (pl.col("start_ns") > pl.col("end_ns").cum_max().shift(1)).fill_null(True).cum_sum()
+    merged = (
+        t.with_columns(run.over("rank").alias("_run"))
+        .group_by("rank", "_run")
+        .agg(pl.col("start_ns").min().alias("s"), pl.col("end_ns").max().alias("e"))
+        .sort("rank", "s")
+    )
+    return merged.with_columns(
+        (pl.col("e") - pl.col("s")).cum_sum().shift(1, fill_value=0).over("rank").alias("before_ns")
+    ).drop("_run")
 
 
 def union_length(intervals: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
