@@ -7,7 +7,7 @@ the dashboard and the reports render, so they always agree. Shape:
                                "trace": {<terms>_us},
                                "steps": [{"step": N, <terms>_us}],
                                "compute_classes": [{"class", "group", "time_us", "share", "count"}],
-                               "unclassified_share": share of device time in class "other",
+                               "unclassified_share": share of device time no class rule matched,
                                "top_kernels": [{"name", "class", "count", "total_us", "mean_us", "share"}],
                                "stream_idle": [{"stream", "idle_us", "host_wait_us", ..., "other_frac"}],
                                "launch_delay": {count, mean_us, p50_us, p90_us, p99_us, max_us},
@@ -63,11 +63,6 @@ def _listed(df: pl.DataFrame) -> dict[int, list[dict]]:
     return out
 
 
-def _unclassified(classes: list[dict]) -> float:
-    """Share of the rank's device time that no compute-class rule matched (class "other")."""
-    return round(sum(c["share"] for c in classes if c["class"] == "other"), 6)
-
-
 def _cross_rank(trace) -> dict:
     """Slow rank, per-rank waits, step skew and per-collective totals (ranks > 1 only)."""
     slow = trace.slow_ranks()
@@ -117,6 +112,7 @@ def build_summary(
     slow = _listed(trace.slow_steps())
     stages = {r["rank"]: r for r in trace.pipeline_stages().to_dicts()}
     compute_classes = _listed(trace.compute_classes(classes))
+    unclassified = dict(trace.unclassified_share(classes).select("rank", "unclassified_share").iter_rows())
     top_kernels = _listed(trace.top_kernels(top, classes))
     rules = dict(steps.group_by("rank").agg(pl.col("window_rule").first()).iter_rows())
     ranks = []
@@ -133,7 +129,7 @@ def build_summary(
                 "trace": _terms(whole[rank]) if rank in whole else None,
                 "steps": by_rank_steps.get(rank, []),
                 "compute_classes": compute_classes.get(rank, []),
-                "unclassified_share": _unclassified(compute_classes.get(rank, [])),
+                "unclassified_share": _round(unclassified.get(rank, 0.0), 6),
                 "top_kernels": top_kernels.get(rank, []),
                 "stream_idle": idle.get(rank, []),
                 "launch_delay": launch.get(rank),

@@ -79,6 +79,12 @@ class Trace:
 
         return self._cached(("class_summary", classes, by), lambda: cls.class_summary(self.classified_tasks(classes), by))
 
+    def unclassified_share(self, classes: str | None = None) -> pl.DataFrame:
+        """Per rank: device time no compute-class rule matched, and its share of all device time."""
+        from traceview.analysis import classes as cls
+
+        return self._cached(("unclassified", classes), lambda: cls.unclassified_share(self.classified_tasks(classes)))
+
     def top_kernels(self, n: int = 10, classes: str | None = None, by: tuple[str, ...] = ("rank",)) -> pl.DataFrame:
         """The `n` kernels with the most device time per rank (or `by`): count, total, mean, share."""
         from traceview.analysis import classes as cls

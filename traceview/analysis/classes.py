@@ -312,8 +312,8 @@ def _class_expr(rules: Rules) -> pl.Expr:
         cond = rule.condition()
         expr = pl.when(cond).then(pl.lit(rule.cls)) if expr is None else expr.when(cond).then(pl.lit(rule.cls))
     if expr is None:
-        return pl.lit("other")
-    return expr.otherwise(pl.lit("other"))
+        return pl.lit(None, pl.String)
+    return expr.otherwise(pl.lit(None, pl.String))  # null: no kind entry and no rule matched
 
 
 def classify(device_tasks: pl.DataFrame, host_events: pl.DataFrame | None, rules: Rules) -> pl.DataFrame:
@@ -322,14 +322,17 @@ def classify(device_tasks: pl.DataFrame, host_events: pl.DataFrame | None, rules
     - `launch_op` (String): the launching host operator (see `launch_ops`), null when unknown;
     - `compute_class` (String): the fine class (`CLASSES`): `rules.kinds[kind]` when the task kind
       is in that table, else the class of the first rule that matches, else "other";
-    - `compute_group` (String): the class's group (`rules.groups`).
+    - `compute_group` (String): the class's group (`rules.groups`);
+    - `classified` (Boolean): a kind entry or a rule matched. False means unclassified (class
+      "other" by default); a rule may also put a task in "other" on purpose (e.g. a sleep kernel),
+      which is classified.
 
     The rules are evaluated once per distinct (kind, name, launch_op, op_type, core_type, cube>0,
     vector>0) combination and joined back, so the cost grows with distinct kernels, not tasks.
     """
     if host_events is None:
         host_events = pl.DataFrame()
-    added = ("launch_op", "compute_class", "compute_group")
+    added = ("launch_op", "compute_class", "compute_group", "classified")
     tasks = device_tasks.drop([c for c in added if c in device_tasks.columns])  # classified before
     tasks = tasks.with_columns(launch_ops(tasks, host_events))
     flags = [
@@ -345,8 +348,11 @@ def classify(device_tasks: pl.DataFrame, host_events: pl.DataFrame | None, rules
         pl.when(pl.col("_vector")).then(1).otherwise(0).alias("aiv_vec_ns"),
     ).with_columns(_class_expr(rules).alias("compute_class"))
     keys = keys.with_columns(
+        pl.col("compute_class").is_not_null().alias("classified"), pl.col("compute_class").fill_null("other")
+    )
+    keys = keys.with_columns(
         pl.col("compute_class").replace_strict(rules.groups, return_dtype=pl.String).alias("compute_group")
-    ).select(*_KEY_COLS, "compute_class", "compute_group")
+    ).select(*_KEY_COLS, "compute_class", "compute_group", "classified")
     out = keyed.join(keys, on=_KEY_COLS, how="left", maintain_order="left", **_NULLS_EQUAL)
     return out.drop("_cube", "_vector", *[c.meta.output_name() for c in missing])
 
@@ -421,13 +427,14 @@ def top_kernels(classified: pl.DataFrame, n: int = 10, by: Sequence[str] = ("ran
 def unclassified_share(classified: pl.DataFrame) -> pl.DataFrame:
     """Per rank: how much device time no rule classified.
 
-    Columns: rank, other_us (sum of durations of class "other" tasks, µs), total_us (sum of all
-    device-task durations, µs), unclassified_share (other_us / total_us, 0-1; 0 when total is 0).
+    Columns: rank, other_us (sum of durations of unclassified tasks, µs: class "other" because no
+    rule matched, not by a rule's choice), total_us (sum of all device-task durations, µs),
+    unclassified_share (other_us / total_us, 0-1; 0 when total is 0).
     """
     return (
         classified.group_by("rank")
         .agg(
-            pl.col("dur_ns").filter(pl.col("compute_class") == "other").sum().alias("_o"),
+            pl.col("dur_ns").filter(~pl.col("classified")).sum().alias("_o"),
             pl.col("dur_ns").sum().alias("_t"),
         )
         .select(
