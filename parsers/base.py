@@ -52,9 +52,16 @@ def fill_collective(tasks: pl.DataFrame, communication: pl.DataFrame | None = No
         if col not in tasks.columns:
             tasks = tasks.with_columns(pl.lit(None, pl.String).alias(col))
     is_comm = pl.col("kind") == "communication"
-    tasks = tasks.with_columns(
-        pl.when(is_comm).then(pl.coalesce("collective", collective_of(pl.col("name"), False))).alias("collective")
+    # Match the (few, long) names of communication tasks once each, not every task's name.
+    from_name = (
+        tasks.filter(is_comm & pl.col("collective").is_null())
+        .select("name")
+        .unique()
+        .with_columns(collective_of(pl.col("name"), False).alias("_from_name"))
     )
+    tasks = tasks.join(from_name, on="name", how="left", maintain_order="left").with_columns(
+        pl.when(is_comm).then(pl.coalesce("collective", "_from_name")).alias("collective")
+    ).drop("_from_name")
     if communication is not None and communication.height and "op_name" in communication.columns:
         groups = (
             communication.drop_nulls(["op_name", "comm_group"])

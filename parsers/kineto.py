@@ -144,6 +144,13 @@ def _event_frame(events: list, warn: Warnings) -> pl.DataFrame:
 _EMPTY: dict = {}
 
 
+def _dims(value) -> str | None:
+    """A launch grid/block list [x, y, z] as 'x,y,z' text; None if absent or not a list."""
+    if type(value) is list and value:
+        return ",".join(map(str, value))
+    return None
+
+
 def _int_of(col: str) -> pl.Expr:
     """A pid/tid/stream column as Int64: plain integers, or the digits of 'stream 7'; else null."""
     return pl.col(col).str.extract(r"(-?\d+)\s*$", 1).cast(pl.Int64, strict=False)
@@ -190,8 +197,7 @@ def _with_task_args(x: pl.DataFrame, args: list) -> pl.DataFrame:
     kernel_args = [args[p] if isinstance(args[p], dict) else _EMPTY for p in pos]
 
     def dims(key: str) -> pl.Series:
-        values = pl.Series([a.get(key) for a in kernel_args], dtype=pl.List(pl.Int64), strict=False)
-        return values.list.eval(pl.element().cast(pl.String)).list.join(",").replace("", None)
+        return pl.Series([_dims(a.get(key)) for a in kernel_args], dtype=pl.String)
 
     launch = pl.DataFrame({"_pos": pl.Series(pos, dtype=pl.UInt32), "grid": dims("grid"), "block": dims("block")})
     comm = _comm_args(x, args)
