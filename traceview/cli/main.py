@@ -134,5 +134,31 @@ def summary(path: Path, fmt: str, step, classes, top: int, tokens_per_step, seq_
         sys.exit(1)
 
 
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (127.0.0.1: this machine only).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8050, show_default=True, help="Port (the next free one if taken).")
+@click.option("--open", "open_browser", is_flag=True, help="Open the dashboard in a web browser.")
+@load_options
+@handle_errors
+def serve(path: Path, host: str, port: int, open_browser: bool, quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
+    """Interactive dashboard of a profile (Dash): step breakdown, step times, compute classes, kernels."""
+    from dashboards.app import create_app
+    from dashboards.server import pick_port, serve as run_server, url_for
+    from traceview.errors import TraceError
+    from traceview.summary import build_summary
+
+    trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
+    for line in [*trace.warnings, *trace.failures]:
+        click.echo(f"traceview: warning: {line}", err=True)
+    app = create_app(trace, build_summary(trace))
+    try:
+        port = pick_port(host, port)
+    except OSError as exc:
+        raise TraceError(None, str(exc)) from None
+    click.echo(f"Serving {path} at {url_for(host, port)} (Ctrl+C to stop)")
+    run_server(app, host, port, open_browser)
+
+
 def run() -> None:  # console-script entry point
     main(prog_name="traceview")

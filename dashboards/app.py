@@ -1,0 +1,192 @@
+"""The Dash app of `traceview serve`: a header, a navigation and the Overview page.
+
+`create_app(trace, summary)` builds it. The filters (ranks, step) live in the URL query string
+(`?rank=0,2&step=4`), so a view can be shared by its address. Callbacks run on the server from the
+summary and the Trace's memoised analyses; the browser only receives figures and table rows.
+Everything from the trace (kernel names, paths, warnings) goes into components as text/data, which
+React and plotly escape; nothing is formatted into HTML.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlencode
+
+import dash
+from dash import Input, Output, dash_table, dcc, html
+
+from dashboards import figures
+from dashboards.colors import class_color
+
+TABLE_TOP = 50  # kernels per rank in the table (the CLI's --top defaults to 10)
+
+FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif"
+STYLE_HEADER = {"background": "#1f2937", "color": "white", "padding": "10px 20px", "fontFamily": FONT}
+STYLE_NAV = {"width": "150px", "padding": "20px", "borderRight": "1px solid #e5e7eb", "fontFamily": FONT}
+STYLE_MAIN = {"flex": "1", "padding": "20px", "minWidth": "0", "fontFamily": FONT}
+
+
+def parse_query(search: str | None, ranks: list[int], steps: list[int]) -> tuple[list[int] | None, int | None]:
+    """(`rank` list or None for all, `step` or None for all) from a query string; unknown values dropped."""
+    query = parse_qs((search or "").lstrip("?"))
+    picked: list[int] = []
+    for part in ",".join(query.get("rank", [])).split(","):
+        if part.strip().lstrip("-").isdigit() and int(part) in ranks and int(part) not in picked:
+            picked.append(int(part))
+    step_text = (query.get("step") or [""])[0].strip()
+    step = int(step_text) if step_text.lstrip("-").isdigit() and int(step_text) in steps else None
+    return (sorted(picked) or None), step
+
+
+def make_query(ranks: list[int] | None, step: int | None) -> str:
+    params = {}
+    if ranks:
+        params["rank"] = ",".join(str(r) for r in sorted(ranks))
+    if step is not None:
+        params["step"] = str(step)
+    return ("?" + urlencode(params)) if params else ""
+
+
+def _header(trace, summary: dict) -> html.Header:
+    devices = sorted({r["device"] for r in summary["ranks"] if r.get("device")})
+    n = len(summary["ranks"])
+    return html.Header(
+        style=STYLE_HEADER,
+        children=[
+            html.Strong("traceview", style={"marginRight": "20px", "fontSize": "18px"}),
+            html.Span(str(summary.get("source", trace.source)), id="profile-path", style={"marginRight": "20px"}),
+            html.Span(f"{n} rank{'s' if n != 1 else ''}", id="profile-ranks", style={"marginRight": "20px"}),
+            html.Span(", ".join(devices) or "device unknown", id="profile-device"),
+        ],
+    )
+
+
+def _findings(summary: dict) -> html.Div:
+    """Slow rank, slow steps, warnings and failed ranks as visible lists (text only)."""
+    items = []
+    cross = summary.get("cross_rank")
+    if cross and cross.get("slow_rank") is not None:
+        slow = cross["slow_rank"]
+        waits = {r["rank"]: r.get("mean_wait_us") for r in cross.get("ranks", [])}
+        others = [w for r, w in waits.items() if r != slow and w is not None]
+        detail = f" (the others wait for it in collectives: mean wait {sum(others) / len(others):.1f} µs)" if others else ""
+        items.append(html.Li(f"Slow rank: rank {slow}{detail}", id="slow-rank"))
+    elif len(summary["ranks"]) > 1:
+        items.append(html.Li("No slow rank: no rank is waited for in collectives.", id="slow-rank"))
+    for r in summary["ranks"]:
+        for s in r["slow_steps"]:
+            items.append(html.Li(
+                f"Slow step: rank {r['rank']} step {s['step']}, {figures.ms(s['duration_us']):.3f} ms "
+                f"({s.get('slowdown_ratio', 0):.2f}x median; grew most: {s.get('why')})"
+            ))
+    children = [html.H3("Findings"), html.Ul(items or [html.Li("No slow rank or slow step found.")])]
+    if summary.get("failures"):
+        children += [html.H4("Failed ranks", style={"color": "#b91c1c"}),
+                     html.Ul([html.Li(line) for line in summary["failures"]], id="failures")]
+    if summary.get("warnings"):
+        children += [html.H4("Warnings", style={"color": "#b45309"}),
+                     html.Ul([html.Li(line) for line in summary["warnings"]], id="warnings")]
+    return html.Div(children, id="findings")
+
+
+KERNEL_COLUMNS = [
+    {"name": "rank", "id": "rank", "type": "numeric"},
+    {"name": "kernel", "id": "name", "type": "text"},
+    {"name": "class", "id": "class", "type": "text"},
+    {"name": "count", "id": "count", "type": "numeric"},
+    {"name": "total (ms)", "id": "total_ms", "type": "numeric"},
+    {"name": "mean (µs)", "id": "mean_us", "type": "numeric"},
+    {"name": "share (% of device time)", "id": "share_pct", "type": "numeric"},
+]
+
+
+def kernel_rows(trace, ranks: list[int] | None) -> list[dict]:
+    """Top kernels per rank from the memoised `Trace.top_kernels` (same function as the summary)."""
+    frame = trace.top_kernels(TABLE_TOP)
+    rows = []
+    for row in frame.to_dicts():
+        if ranks is not None and row["rank"] not in ranks:
+            continue
+        rows.append({
+            "rank": row["rank"], "name": row["name"], "class": row["class"], "count": row["count"],
+            "total_ms": round(row["total_us"] / 1000.0, 6), "mean_us": round(row["mean_us"], 3),
+            "share_pct": round(row["share"] * 100.0, 4),
+        })
+    return rows
+
+
+def create_app(trace, summary: dict) -> dash.Dash:
+    """The dashboard of one loaded profile; `summary` is `build_summary(trace)`."""
+    rank_ids = [r["rank"] for r in summary["ranks"]]
+    step_ids = sorted({s["step"] for r in summary["ranks"] for s in r["steps"]})
+    app = dash.Dash(__name__, serve_locally=True, title="traceview", update_title=None,
+                    suppress_callback_exceptions=False)
+    graph = {"displaylogo": False}
+    classes = sorted({c["class"] for r in summary["ranks"] for c in r["compute_classes"]})
+    app.layout = html.Div([
+        dcc.Location(id="url", refresh=False),
+        _header(trace, summary),
+        html.Div(style={"display": "flex"}, children=[
+            html.Nav(style=STYLE_NAV, children=[dcc.Link("Overview", href="/", id="nav-overview")]),
+            html.Main(style=STYLE_MAIN, id="page-overview", children=[
+                html.H2("Overview"),
+                html.Div(style={"display": "flex", "gap": "20px", "maxWidth": "700px"}, children=[
+                    html.Div(style={"flex": "1"}, children=[
+                        html.Label("Ranks", htmlFor="rank-select"),
+                        dcc.Dropdown(id="rank-select", options=[{"label": f"rank {r}", "value": r} for r in rank_ids],
+                                     multi=True, placeholder="all ranks"),
+                    ]),
+                    html.Div(style={"flex": "1"}, children=[
+                        html.Label("Step", htmlFor="step-select"),
+                        dcc.Dropdown(id="step-select", options=[{"label": f"step {s}", "value": s} for s in step_ids],
+                                     placeholder="all steps"),
+                    ]),
+                ]),
+                _findings(summary),
+                dcc.Graph(id="fig-breakdown", config=graph),
+                dcc.Graph(id="fig-step-time", config=graph),
+                dcc.Graph(id="fig-heatmap", config=graph),
+                dcc.Graph(id="fig-classes", config=graph),
+                html.H3("Top kernels (whole trace)"),
+                dash_table.DataTable(
+                    id="kernel-table", columns=KERNEL_COLUMNS, data=[], sort_action="native", filter_action="native",
+                    page_size=20, sort_by=[{"column_id": "total_ms", "direction": "desc"}],
+                    style_cell={"fontFamily": FONT, "fontSize": "13px", "textAlign": "left", "maxWidth": "600px",
+                                "overflow": "hidden", "textOverflow": "ellipsis"},
+                    style_data_conditional=[{"if": {"filter_query": f'{{class}} = "{c}"', "column_id": "class"},
+                                             "color": class_color(c)} for c in classes],
+                    tooltip_duration=None,
+                ),
+            ]),
+        ]),
+    ])
+
+    def sync_filters(search, ranks, step):
+        """URL <-> filter widgets: the URL wins on page load, the widgets when the user picks."""
+        if dash.ctx.triggered_id in ("rank-select", "step-select"):
+            return make_query(ranks or None, step), dash.no_update, dash.no_update
+        picked, picked_step = parse_query(search, rank_ids, step_ids)
+        return dash.no_update, picked or [], picked_step
+
+    def update_overview(search):
+        """Figures and table rows for the filters in the query string `search`."""
+        ranks, step = parse_query(search, rank_ids, steps=step_ids)
+        steps = None if step is None else [step]
+        return (
+            figures.step_breakdown_figure(summary, ranks, steps),
+            figures.step_time_figure(summary, ranks, selected_step=step),
+            figures.step_heatmap_figure(summary, ranks, steps),
+            figures.compute_classes_figure(summary, ranks),
+            kernel_rows(trace, ranks),
+        )
+
+    app.callback(
+        Output("url", "search"), Output("rank-select", "value"), Output("step-select", "value"),
+        Input("url", "search"), Input("rank-select", "value"), Input("step-select", "value"),
+    )(sync_filters)
+    app.callback(
+        Output("fig-breakdown", "figure"), Output("fig-step-time", "figure"), Output("fig-heatmap", "figure"),
+        Output("fig-classes", "figure"), Output("kernel-table", "data"),
+        Input("url", "search"),
+    )(update_overview)
+    app.traceview_update_overview = update_overview  # the plain function, for tests and reports
+    return app

@@ -1,0 +1,56 @@
+"""One colour per step-time term, per compute class and per rank, used by every figure and table.
+
+Terms are the keys of the summary's step entries without the `_us` suffix; classes are the fine
+compute classes of `traceview.analysis.classes` (see docs/metrics.md).
+"""
+
+from __future__ import annotations
+
+TERM_COLORS: dict[str, str] = {
+    "computing": "#4C78A8",  # blue: useful device work not hidden behind anything
+    "overlapped": "#72B7B2",  # teal: compute and communication at the same time
+    "communication_not_overlapped": "#E45756",  # red: exposed communication
+    "exposed_memcpy": "#F58518",  # orange
+    "free": "#BAB0AC",  # grey: device idle inside the step
+    "bubble": "#B279A2",  # purple: pipeline bubble
+}
+
+TERM_LABELS: dict[str, str] = {
+    "computing": "computing (not overlapped)",
+    "overlapped": "overlapped (compute ∥ communication)",
+    "communication_not_overlapped": "exposed communication",
+    "exposed_memcpy": "exposed memcpy",
+    "free": "free",
+    "bubble": "bubble (inside the bars)",
+}
+
+CLASS_COLORS: dict[str, str] = {
+    "gemm": "#1F77B4",
+    "attention": "#17BECF",
+    "convolution": "#AEC7E8",
+    "normalization": "#2CA02C",
+    "softmax": "#98DF8A",
+    "elementwise": "#FF7F0E",
+    "reduction": "#FFBB78",
+    "optimizer": "#9467BD",
+    "embedding": "#C5B0D5",
+    "communication": TERM_COLORS["communication_not_overlapped"],
+    "memcpy": TERM_COLORS["exposed_memcpy"],
+    "memset": "#8C564B",
+    "other": "#7F7F7F",
+}
+FALLBACK_CLASS_COLOR = "#C7C7C7"  # a class a user's rules file added
+
+RANK_COLORS: list[str] = [
+    "#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#EECA3B", "#B279A2", "#FF9DA6",
+    "#9D755D", "#BAB0AC", "#1F77B4", "#2CA02C", "#9467BD", "#8C564B", "#E377C2", "#17BECF",
+]
+SLOW_COLOR = "#D62728"
+
+
+def class_color(name: str) -> str:
+    return CLASS_COLORS.get(name, FALLBACK_CLASS_COLOR)
+
+
+def rank_color(rank: int) -> str:
+    return RANK_COLORS[rank % len(RANK_COLORS)]

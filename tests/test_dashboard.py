@@ -1,0 +1,308 @@
+"""`traceview serve` and the dashboards package: figures carry the summary's numbers, the Dash app
+builds and serves its layout, filters in the URL change the figures, trace text is escaped, and the
+command picks a free port, fails cleanly on a bad path and serves a real profile.
+
+No browser here (playwright tests of the rendered page come with the timeline page).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import orjson
+import pytest
+
+import traceview as tv
+from dashboards import figures
+from dashboards.app import create_app, make_query, parse_query
+from dashboards.colors import CLASS_COLORS, TERM_COLORS
+from dashboards.server import pick_port, port_is_free
+from tests.conftest import DATA, ROOT, SAMPLES
+from traceview.summary import build_summary
+
+HOSTILE = "</script><img src=x onerror=alert(1)>"
+
+
+@pytest.fixture(scope="module")
+def dp4(tmp_path_factory):
+    trace = tv.load(SAMPLES / "dp4_nccl", cache_dir=tmp_path_factory.mktemp("cache"))
+    return trace, build_summary(trace)
+
+
+@pytest.fixture(scope="module")
+def dp4_app(dp4):
+    return create_app(*dp4)
+
+
+def by_meta(fig, meta):
+    (trace,) = [t for t in fig.data if t.meta == meta]
+    return trace
+
+
+# ---- figures carry the summary's numbers ----
+
+def test_breakdown_bars_are_the_summary_ms(dp4):
+    _, doc = dp4
+    fig = figures.step_breakdown_figure(doc)
+    rows = [(r["rank"], s) for r in doc["ranks"] for s in r["steps"]]
+    assert len(rows) == 12  # 4 ranks x 3 steps
+    for term in ("overlapped", "communication_not_overlapped", "exposed_memcpy", "free"):
+        bar = by_meta(fig, term)
+        assert list(bar.y) == [s[f"{term}_us"] / 1000 for _, s in rows]
+        assert bar.marker.color == TERM_COLORS[term]
+    computing = by_meta(fig, "computing")
+    overlapped = by_meta(fig, "overlapped")
+    assert [c + o for c, o in zip(computing.y, overlapped.y)] == pytest.approx([s["computing_us"] / 1000 for _, s in rows], abs=1e-9)
+    assert list(computing.x[0]) == [f"rank {r}" for r, _ in rows]
+    assert list(computing.x[1]) == [f"step {s['step']}" for _, s in rows]
+    # the stack is the step's busy span: computing + exposed comm + exposed memcpy + free
+    stacks = [sum(by_meta(fig, t).y[i] for t in figures.STACKED_TERMS) for i in range(len(rows))]
+    spans = [(s["computing_us"] + s["communication_not_overlapped_us"] + s["exposed_memcpy_us"] + s["free_us"]) / 1000
+             for _, s in rows]
+    assert stacks == pytest.approx(spans, abs=1e-9)
+    assert fig.layout.barmode == "stack"
+    assert fig.layout.yaxis.title.text == "time (ms)"
+
+
+def test_bubble_marker_on_pipeline_sample():
+    trace = tv.load(SAMPLES / "pp4_1f1b")
+    doc = build_summary(trace)
+    bubble = by_meta(figures.step_breakdown_figure(doc), "bubble")
+    want = [s["bubble_us"] / 1000 for r in doc["ranks"] for s in r["steps"]]
+    assert any(want) and list(bubble.y) == want
+    assert bubble.marker.color == TERM_COLORS["bubble"]
+
+
+def test_step_time_heatmap_and_classes_are_the_summary_ms(dp4):
+    _, doc = dp4
+    fig = figures.step_time_figure(doc)
+    for r in doc["ranks"]:
+        line = by_meta(fig, r["rank"])
+        assert list(line.x) == [s["step"] for s in r["steps"]]
+        assert list(line.y) == [s["duration_us"] / 1000 for s in r["steps"]]
+    assert fig.layout.yaxis.title.text == "step time (ms)" and fig.layout.xaxis.title.text == "step"
+
+    heat = figures.step_heatmap_figure(doc).data[0]
+    assert [list(row) for row in heat.z] == [[s["duration_us"] / 1000 for s in r["steps"]] for r in doc["ranks"]]
+    assert heat.colorbar.title.text == "step time (ms)"
+
+    classes = figures.compute_classes_figure(doc)
+    for r in doc["ranks"]:
+        for c in r["compute_classes"]:
+            bar = by_meta(classes, c["class"])
+            assert bar.y[r["rank"]] == c["time_us"] / 1000
+            assert bar.marker.color == CLASS_COLORS[c["class"]]
+    assert classes.layout.yaxis.title.text == "device time (ms)"
+
+
+def test_slow_steps_are_marked():
+    doc = {"ranks": [{"rank": 0, "compute_classes": [], "slow_steps": [
+        {"step": 2, "duration_us": 3000.0, "slowdown_ratio": 3.0, "why": "communication_not_overlapped"}],
+        "steps": [{"step": s, "duration_us": d} for s, d in ((1, 1000.0), (2, 3000.0), (3, 1000.0))]}]}
+    slow = by_meta(figures.step_time_figure(doc), "slow")
+    assert list(slow.x) == [2] and list(slow.y) == [3.0]
+
+
+def test_filters_select_ranks_and_steps(dp4):
+    _, doc = dp4
+    fig = figures.step_breakdown_figure(doc, ranks=[2], steps=[4])
+    free = by_meta(fig, "free")
+    want = next(s for s in doc["ranks"][2]["steps"] if s["step"] == 4)
+    assert list(free.x[0]) == ["rank 2"] and list(free.y) == [want["free_us"] / 1000]
+    assert figures.step_breakdown_figure(doc, steps=[999]).data == ()
+    # many ranks: bars capped, heatmap complete
+    many = {"ranks": [{**doc["ranks"][0], "rank": i} for i in range(40)]}
+    assert len({x for x in by_meta(figures.step_breakdown_figure(many), "free").x[0]}) == figures.MAX_BAR_RANKS
+    assert len(figures.step_heatmap_figure(many).data[0].y) == 40
+
+
+# ---- the app ----
+
+def test_query_string_round_trip():
+    assert parse_query(make_query([2, 0], 4), [0, 1, 2, 3], [3, 4, 5]) == ([0, 2], 4)
+    assert parse_query("", [0, 1], [3]) == (None, None)
+    assert parse_query("?rank=7,x,1&step=nope", [0, 1], [3]) == ([1], None)
+    assert make_query(None, None) == ""
+
+
+def test_create_app_layout(dp4_app, dp4):
+    _, doc = dp4
+    layout = json.dumps(dp4_app.layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
+    for component_id in ("url", "rank-select", "step-select", "fig-breakdown", "fig-step-time", "fig-heatmap",
+                         "fig-classes", "kernel-table", "findings", "profile-path"):
+        assert f'"{component_id}"' in layout
+    assert "Slow rank: rank 2" in layout  # dp4_nccl's rank 2 is slow by construction
+    assert doc["cross_rank"]["slow_rank"] == 2
+    assert "NVIDIA H100 80GB HBM3" in layout and "4 ranks" in layout
+    assert dp4_app.config.serve_locally is True
+
+
+def test_overview_callback_follows_the_query(dp4_app, dp4):
+    _, doc = dp4
+    update = dp4_app.traceview_update_overview
+    everything = update("")
+    picked = update("?rank=1&step=4")
+    assert len(everything[0].data[0].y) == 12 and len(picked[0].data[0].y) == 1
+    step4 = next(s for s in doc["ranks"][1]["steps"] if s["step"] == 4)
+    assert by_meta(picked[0], "free").y == (step4["free_us"] / 1000,)
+    assert [t.meta for t in picked[1].data] == [1]
+    assert list(picked[2].data[0].x) == ["4"] and list(picked[2].data[0].y) == ["1"]
+    rows = picked[4]
+    assert rows and {r["rank"] for r in rows} == {1}
+    top = doc["ranks"][1]["top_kernels"][0]
+    assert rows[0]["name"] == top["name"] and rows[0]["total_ms"] == pytest.approx(top["total_us"] / 1000)
+    assert {r["rank"] for r in everything[4]} == {0, 1, 2, 3}
+
+
+def test_served_pages(dp4_app):
+    client = dp4_app.server.test_client()
+    index = client.get("/")
+    assert index.status_code == 200 and b"<title>traceview</title>" in index.data
+    assert b"cdn.plot.ly" not in index.data and b"unpkg.com" not in index.data  # plotly.js served locally
+    for url in ("/_dash-layout", "/_dash-dependencies"):
+        resp = client.get(url)
+        assert resp.status_code == 200 and resp.content_type.startswith("application/json")
+        assert orjson.loads(resp.data)
+    deps = orjson.loads(client.get("/_dash-dependencies").data)
+    outputs = " ".join(d["output"] for d in deps)
+    assert "fig-breakdown.figure" in outputs and "url.search" in outputs
+
+
+def test_overview_callback_over_http(dp4_app):
+    client = dp4_app.server.test_client()
+    deps = orjson.loads(client.get("/_dash-dependencies").data)
+    (dep,) = [d for d in deps if "fig-breakdown.figure" in d["output"]]
+    payload = {"output": dep["output"], "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]}
+                                                    for o in dep["output"].strip(".").split("...")],
+               "inputs": [{"id": "url", "property": "search", "value": "?rank=3&step=5"}],
+               "changedPropIds": ["url.search"], "state": []}
+    resp = client.post("/_dash-update-component", json=payload)
+    assert resp.status_code == 200, resp.data[:500]
+    body = orjson.loads(resp.data)["response"]
+    assert body["fig-breakdown"]["figure"]["data"][0]["x"] == [["rank 3"], ["step 5"]]
+    assert {r["rank"] for r in body["kernel-table"]["data"]} == {3}
+
+
+@pytest.fixture()
+def hostile_trace(tmp_path):
+    doc = json.loads((DATA / "kineto_minimal.json").read_text())
+    for event in doc["traceEvents"]:
+        if event.get("cat") == "kernel" and event["name"].startswith("sm90"):
+            event["name"] = HOSTILE
+    path = tmp_path / "rank0.pt.trace.json"
+    path.write_text(json.dumps(doc))
+    return tv.load(path, use_cache=False)
+
+
+def test_hostile_kernel_name_is_only_data(hostile_trace):
+    doc = build_summary(hostile_trace)
+    assert any(k["name"] == HOSTILE for r in doc["ranks"] for k in r["top_kernels"])
+    app = create_app(hostile_trace, doc)
+    client = app.server.test_client()
+    assert HOSTILE.encode() not in client.get("/").data and b"onerror" not in client.get("/").data
+    rows = app.traceview_update_overview("")[4]
+    assert HOSTILE in [r["name"] for r in rows]  # passed as table data, a text cell
+    table_column = next(c for c in app.layout["kernel-table"].columns if c["id"] == "name")
+    assert table_column.get("presentation") in (None, "input")  # never markdown/HTML
+    # over the wire the name is a JSON string value (application/json), never markup in HTML
+    deps = orjson.loads(client.get("/_dash-dependencies").data)
+    (dep,) = [d for d in deps if "kernel-table.data" in d["output"]]
+    payload = {"output": dep["output"], "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]}
+                                                    for o in dep["output"].strip(".").split("...")],
+               "inputs": [{"id": "url", "property": "search", "value": ""}], "changedPropIds": ["url.search"]}
+    resp = client.post("/_dash-update-component", json=payload)
+    assert resp.status_code == 200 and resp.content_type.startswith("application/json")
+    assert HOSTILE in [r["name"] for r in orjson.loads(resp.data)["response"]["kernel-table"]["data"]]
+
+
+# ---- the command ----
+
+def test_pick_port_skips_a_busy_port():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert not port_is_free("127.0.0.1", port)
+        picked = pick_port("127.0.0.1", port)
+        assert picked > port and port_is_free("127.0.0.1", picked)
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "traceview", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout)
+
+
+def test_serve_bad_path_exits_1_with_one_line(tmp_path):
+    out = run_cli("serve", str(tmp_path / "missing"), "-q", timeout=30)
+    assert out.returncode == 1
+    assert out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("traceview: error: ") and "missing" in lines[0]
+
+
+def test_serve_help_lists_options():
+    out = run_cli("serve", "--help", timeout=30)
+    assert out.returncode == 0 and all(o in out.stdout for o in ("--host", "--port", "--open"))
+
+
+def test_serve_starts_a_real_server_on_the_next_free_port(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "traceview", "serve", "sample_traces/dp4_nccl", "-q", "--port", str(port),
+             "--cache-dir", str(tmp_path)],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            line = proc.stdout.readline()  # printed before the server starts
+            assert line.startswith("Serving sample_traces/dp4_nccl at http://127.0.0.1:"), line
+            served = int(line.split("127.0.0.1:")[1].split("/")[0])
+            assert served > port and line.rstrip().endswith("(Ctrl+C to stop)")
+            deadline, status = time.monotonic() + 20, None
+            while time.monotonic() < deadline and status is None:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{served}/", timeout=2) as resp:
+                        status = resp.status
+                except OSError:
+                    assert proc.poll() is None, proc.stderr.read()
+                    time.sleep(0.2)
+            assert status == 200
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _post_sync(client, search, ranks, step, changed):
+    deps = orjson.loads(client.get("/_dash-dependencies").data)
+    (dep,) = [d for d in deps if "url.search" in d["output"]]
+    payload = {"output": dep["output"], "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]}
+                                                    for o in dep["output"].strip(".").split("...")],
+               "inputs": [{"id": "url", "property": "search", "value": search},
+                          {"id": "rank-select", "property": "value", "value": ranks},
+                          {"id": "step-select", "property": "value", "value": step}],
+               "changedPropIds": [changed]}
+    resp = client.post("/_dash-update-component", json=payload)
+    assert resp.status_code in (200, 204), resp.data[:300]
+    return orjson.loads(resp.data)["response"] if resp.status_code == 200 else {}
+
+
+def test_filters_and_url_stay_in_sync(dp4_app):
+    client = dp4_app.server.test_client()
+    # a shared address sets the widgets ...
+    body = _post_sync(client, "?rank=2&step=5", None, None, "url.search")
+    assert body["rank-select"]["value"] == [2] and body["step-select"]["value"] == 5 and "url" not in body
+    # ... and picking in the widgets writes the address
+    body = _post_sync(client, "", [3, 1], 4, "rank-select.value")
+    assert body["url"]["search"] == "?rank=1%2C3&step=4"
+    assert parse_query(body["url"]["search"], [0, 1, 2, 3], [3, 4, 5]) == ([1, 3], 4)
