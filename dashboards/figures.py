@@ -37,8 +37,10 @@ def select_steps(rank: dict, steps: Iterable[int] | None = None) -> list[dict]:
 
 def _layout(fig: go.Figure, title: str, **kwargs) -> go.Figure:
     fig.update_layout(
-        title=title, template="plotly_white", margin=dict(l=60, r=20, t=50, b=50),
-        legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), **kwargs,
+        title=dict(text=title, y=0.98, yanchor="top"), template="plotly_white",
+        margin=dict(l=60, r=20, t=90, b=50),
+        # the legend sits between the title and the plot, never over the title
+        legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0), **kwargs,
     )
     return fig
 
