@@ -1,4 +1,4 @@
-"""The Dash app of `traceview serve`: a header, a navigation and the Overview page.
+"""The Dash app of `traceview serve`: a header, a navigation, the Overview and the Timeline page (/timeline).
 
 `create_app(trace, summary)` builds it. The filters (ranks, step) live in the URL query string
 (`?rank=0,2&step=4`), so a view can be shared by its address. Callbacks run on the server from the
@@ -16,7 +16,9 @@ from dash import Input, Output, dash_table, dcc, html
 
 from dashboards import figures
 from dashboards.colors import class_color
+from dashboards.timeline_page import TimelineData
 
+TIMELINE_PATH = "/timeline"
 TABLE_TOP = 50  # kernels per rank in the table (the CLI's --top defaults to 10)
 
 FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif"
@@ -35,6 +37,10 @@ def parse_query(search: str | None, ranks: list[int], steps: list[int]) -> tuple
     step_text = (query.get("step") or [""])[0].strip()
     step = int(step_text) if step_text.lstrip("-").isdigit() and int(step_text) in steps else None
     return (sorted(picked) or None), step
+
+
+def is_timeline(pathname: str | None) -> bool:
+    return (pathname or "/").rstrip("/").endswith(TIMELINE_PATH)
 
 
 def make_query(ranks: list[int] | None, step: int | None) -> str:
@@ -122,40 +128,71 @@ def create_app(trace, summary: dict) -> dash.Dash:
                     suppress_callback_exceptions=False)
     graph = {"displaylogo": False}
     classes = sorted({c["class"] for r in summary["ranks"] for c in r["compute_classes"]})
+    timeline_state: dict = {}
+
+    def timeline_data() -> TimelineData:
+        """The sorted tasks, lanes and step windows, built once per app on first use."""
+        if "data" not in timeline_state:
+            timeline_state["data"] = TimelineData.from_trace(trace)
+        return timeline_state["data"]
+
+    app.traceview_timeline_data = timeline_data
+    overview = html.Div(id="page-overview", children=[
+        _findings(summary),
+        dcc.Graph(id="fig-breakdown", config=graph),
+        dcc.Graph(id="fig-step-time", config=graph),
+        dcc.Graph(id="fig-heatmap", config=graph),
+        dcc.Graph(id="fig-classes", config=graph),
+        html.H3("Top kernels (whole trace)"),
+        dash_table.DataTable(
+            id="kernel-table", columns=KERNEL_COLUMNS, data=[], sort_action="native", filter_action="native",
+            page_size=20, sort_by=[{"column_id": "total_ms", "direction": "desc"}],
+            style_cell={"fontFamily": FONT, "fontSize": "13px", "textAlign": "left", "maxWidth": "600px",
+                        "overflow": "hidden", "textOverflow": "ellipsis"},
+            style_data_conditional=[{"if": {"filter_query": f'{{class}} = "{c}"', "column_id": "class"},
+                                     "color": class_color(c)} for c in classes],
+            tooltip_duration=None,
+        ),
+    ])
+    timeline_page = html.Div(id="page-timeline", style={"display": "none"}, children=[
+        html.Div(style={"display": "flex", "gap": "20px", "alignItems": "flex-end", "maxWidth": "700px",
+                        "marginTop": "10px"}, children=[
+            html.Div(style={"flex": "1"}, children=[
+                html.Label("Jump to step", htmlFor="tl-step"),
+                dcc.Dropdown(id="tl-step", options=[{"label": f"step {s}", "value": s} for s in step_ids],
+                             placeholder="whole trace"),
+            ]),
+            html.Button("Reset view", id="tl-reset", n_clicks=0),
+        ]),
+        html.P(id="tl-note", style={"color": "#4b5563"}),
+        dcc.Graph(id="tl-graph", config={**graph, "scrollZoom": True}),
+        html.H3("Task details"),
+        html.Div(id="tl-details"),
+    ])
     app.layout = html.Div([
         dcc.Location(id="url", refresh=False),
         _header(trace, summary),
         html.Div(style={"display": "flex"}, children=[
-            html.Nav(style=STYLE_NAV, children=[dcc.Link("Overview", href="/", id="nav-overview")]),
-            html.Main(style=STYLE_MAIN, id="page-overview", children=[
-                html.H2("Overview"),
+            html.Nav(style=STYLE_NAV, children=[
+                html.Div(dcc.Link("Overview", href="/", id="nav-overview")),
+                html.Div(dcc.Link("Timeline", href=TIMELINE_PATH, id="nav-timeline"), style={"marginTop": "8px"}),
+            ]),
+            html.Main(style=STYLE_MAIN, children=[
+                html.H2("Overview", id="page-title"),
                 html.Div(style={"display": "flex", "gap": "20px", "maxWidth": "700px"}, children=[
                     html.Div(style={"flex": "1"}, children=[
                         html.Label("Ranks", htmlFor="rank-select"),
                         dcc.Dropdown(id="rank-select", options=[{"label": f"rank {r}", "value": r} for r in rank_ids],
                                      multi=True, placeholder="all ranks"),
                     ]),
-                    html.Div(style={"flex": "1"}, children=[
+                    html.Div(style={"flex": "1"}, id="step-filter", children=[
                         html.Label("Step", htmlFor="step-select"),
                         dcc.Dropdown(id="step-select", options=[{"label": f"step {s}", "value": s} for s in step_ids],
                                      placeholder="all steps"),
                     ]),
                 ]),
-                _findings(summary),
-                dcc.Graph(id="fig-breakdown", config=graph),
-                dcc.Graph(id="fig-step-time", config=graph),
-                dcc.Graph(id="fig-heatmap", config=graph),
-                dcc.Graph(id="fig-classes", config=graph),
-                html.H3("Top kernels (whole trace)"),
-                dash_table.DataTable(
-                    id="kernel-table", columns=KERNEL_COLUMNS, data=[], sort_action="native", filter_action="native",
-                    page_size=20, sort_by=[{"column_id": "total_ms", "direction": "desc"}],
-                    style_cell={"fontFamily": FONT, "fontSize": "13px", "textAlign": "left", "maxWidth": "600px",
-                                "overflow": "hidden", "textOverflow": "ellipsis"},
-                    style_data_conditional=[{"if": {"filter_query": f'{{class}} = "{c}"', "column_id": "class"},
-                                             "color": class_color(c)} for c in classes],
-                    tooltip_duration=None,
-                ),
+                overview,
+                timeline_page,
             ]),
         ]),
     ])
@@ -189,4 +226,57 @@ def create_app(trace, summary: dict) -> dash.Dash:
         Input("url", "search"),
     )(update_overview)
     app.traceview_update_overview = update_overview  # the plain function, for tests and reports
+
+    def show_page(pathname, search):
+        """Which page the path shows; the navigation links keep the query string (rank/step state)."""
+        on_timeline = is_timeline(pathname)
+        hidden, shown = {"display": "none"}, {}
+        return (
+            hidden if on_timeline else shown, shown if on_timeline else hidden,
+            {"flex": "1", "display": "none"} if on_timeline else {"flex": "1"},
+            "Timeline" if on_timeline else "Overview",
+            "/" + (search or ""), TIMELINE_PATH + (search or ""),
+        )
+
+    def update_timeline(pathname, search, relayout, jump_step, reset_clicks, trigger=None):
+        """(figure, note) of the timeline for the window the trigger asks for.
+
+        trigger (the id of the input that fired): "tl-graph" -> the zoomed/panned x range of
+        `relayout` (autorange -> whole trace; no x change -> no update); "tl-step" -> that step's
+        device window (whole trace when cleared); "tl-reset", "url" or None -> whole trace."""
+        if not is_timeline(pathname):
+            raise dash.exceptions.PreventUpdate
+        data = timeline_data()
+        ranks, _ = parse_query(search, rank_ids, step_ids)
+        window = data.full_window()
+        if trigger == "tl-graph":
+            asked = data.window_from_relayout(relayout)
+            if asked is None:
+                raise dash.exceptions.PreventUpdate
+            if asked != "full":
+                window = asked
+        elif trigger == "tl-step" and jump_step is not None:
+            window = data.step_window(jump_step, ranks) or window
+        fig, note, _ = data.figure(*window, ranks=ranks, ui_key=f"{ranks}|{reset_clicks or 0}")
+        return fig, note
+
+    def timeline_details(click):
+        """The clicked task's fields as plain text components."""
+        points = (click or {}).get("points") or []
+        key = points[0].get("customdata") if points else None
+        return timeline_data().details(key if isinstance(key, str) else None)
+
+    app.callback(
+        Output("page-overview", "style"), Output("page-timeline", "style"), Output("step-filter", "style"),
+        Output("page-title", "children"), Output("nav-overview", "href"), Output("nav-timeline", "href"),
+        Input("url", "pathname"), Input("url", "search"),
+    )(show_page)
+    app.callback(
+        Output("tl-graph", "figure"), Output("tl-note", "children"),
+        Input("url", "pathname"), Input("url", "search"), Input("tl-graph", "relayoutData"),
+        Input("tl-step", "value"), Input("tl-reset", "n_clicks"),
+    )(lambda *args: update_timeline(*args, trigger=dash.ctx.triggered_id))
+    app.callback(Output("tl-details", "children"), Input("tl-graph", "clickData"))(timeline_details)
+    app.traceview_update_timeline = update_timeline
+    app.traceview_timeline_details = timeline_details
     return app

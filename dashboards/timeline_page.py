@@ -1,0 +1,227 @@
+"""The Timeline page: one lane per (rank, stream), level of detail chosen on the server.
+
+`TimelineData` holds the classified device tasks sorted once by start (`timeline.sort_tasks`), the
+lanes and the step windows; the app builds it lazily, once, on the first timeline request. For the
+visible window it asks `timeline.view` (limit 20,000 raw tasks, ~800 bins): raw mode draws one
+`Scattergl` line trace per compute class, a task being a None-separated segment [start, end] on its
+lane; binned mode draws a heatmap of each lane's busy fraction per bin. The x axis is ms from the
+first task start (`t0_ns`); the browser's zoom/pan (relayoutData, ms) maps back to ns here.
+
+Trace text (kernel names) only goes out as data: hover text is entity-escaped so plotly's hover
+label never interprets a `<tag>` in a name, and the details panel uses plain text components.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import polars as pl
+from dash import html
+
+from dashboards.colors import class_color
+from traceview.analysis import timeline as tl
+
+LIMIT = 20_000  # raw tasks the browser may receive at most
+BINS = 800
+TITLE = "Timeline"
+X_TITLE = "time (ms, relative to the first task start)"
+
+
+def hover_safe(text) -> str:
+    """`text` for a plotly hover label: & < > as entities, so no tag in a kernel name is interpreted."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def task_key(rank, stream, start_ns, end_ns) -> str:
+    """A task's id in the browser (ns as decimal strings: they exceed JavaScript's 2**53)."""
+    return f"{'' if rank is None else rank}|{'' if stream is None else stream}|{start_ns}|{end_ns}"
+
+
+class TimelineData:
+    """Sorted tasks, lanes and step windows of one profile (all times Int64 ns)."""
+
+    def __init__(self, tasks: pl.DataFrame, steps: pl.DataFrame | None = None):
+        self.tasks = tl.sort_tasks(tasks)
+        self.lanes = tl.lanes(self.tasks)
+        self.cls = tl.class_column(self.tasks)
+        if self.tasks.height:
+            self.t0_ns = int(self.tasks["start_ns"].min())
+            self.t1_ns = max(int(self.tasks["end_ns"].max()), self.t0_ns + 1)
+        else:
+            self.t0_ns, self.t1_ns = 0, 1
+        self.steps = steps if steps is not None else pl.DataFrame()
+
+    @classmethod
+    def from_trace(cls, trace) -> "TimelineData":
+        return cls(trace.classified_tasks(), trace.steps)
+
+    # ---- windows ----
+
+    def full_window(self) -> tuple[int, int]:
+        return self.t0_ns, self.t1_ns
+
+    def step_window(self, step: int, ranks: list[int] | None = None) -> tuple[int, int] | None:
+        """The step's device window [min device_start_ns, max device_end_ns) over the selected ranks."""
+        if self.steps.is_empty() or "device_start_ns" not in self.steps.columns:
+            return None
+        rows = self.steps.filter(pl.col("step") == step)
+        if ranks:
+            rows = rows.filter(pl.col("rank").is_in(ranks))
+        rows = rows.filter(pl.col("device_start_ns").is_not_null() & pl.col("device_end_ns").is_not_null())
+        if rows.is_empty():
+            return None
+        start, end = int(rows["device_start_ns"].min()), int(rows["device_end_ns"].max())
+        return start, max(end, start + 1)
+
+    def to_ms(self, ns: int) -> float:
+        return (ns - self.t0_ns) / 1e6
+
+    def window_from_relayout(self, relayout: dict | None) -> tuple[int, int] | str | None:
+        """(start_ns, end_ns) from a plotly relayoutData; "full" on autorange; None when x did not change."""
+        if not relayout:
+            return None
+        if relayout.get("xaxis.autorange"):
+            return "full"
+        if "xaxis.range[0]" in relayout and "xaxis.range[1]" in relayout:
+            lo, hi = relayout["xaxis.range[0]"], relayout["xaxis.range[1]"]
+        elif isinstance(relayout.get("xaxis.range"), (list, tuple)) and len(relayout["xaxis.range"]) == 2:
+            lo, hi = relayout["xaxis.range"]
+        else:
+            return None
+        try:
+            lo, hi = sorted((float(lo), float(hi)))
+        except (TypeError, ValueError):
+            return None
+        start = self.t0_ns + int(round(lo * 1e6))
+        end = self.t0_ns + int(round(hi * 1e6))
+        return start, max(end, start + 1)
+
+    # ---- figures ----
+
+    def figure(self, start_ns: int, end_ns: int, ranks: list[int] | None = None,
+               ui_key: str = "") -> tuple[go.Figure, str, str]:
+        """(figure, note, mode) for the window [start_ns, end_ns) and the selected ranks."""
+        lanes = self.lanes if not ranks else self.lanes.filter(pl.col("rank").is_in(ranks))
+        labels = lanes["label"].to_list()
+        if not self.tasks.height or not labels:
+            fig = go.Figure()
+            fig.add_annotation(text="no device tasks", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
+            return self._layout(fig, labels, start_ns, end_ns, ui_key), "no device tasks", "empty"
+        v = tl.view(self.tasks, self.lanes, start_ns, end_ns, ranks=ranks or None, limit=LIMIT, bins=BINS)
+        if v["mode"] == "raw":
+            fig = self._raw_figure(v["tasks"], labels)
+            note = f"raw: {v['n_tasks']:,} tasks in view (click a task for details)"
+        else:
+            fig = self._binned_figure(v["bins"], lanes)
+            note = f"binned: {v['n_tasks']:,} tasks in view, zoom in for individual tasks"
+        return self._layout(fig, labels, start_ns, end_ns, ui_key), note, v["mode"]
+
+    def _layout(self, fig: go.Figure, labels: list[str], start_ns: int, end_ns: int, ui_key: str) -> go.Figure:
+        fig.update_layout(
+            title=dict(text=TITLE, y=0.98, yanchor="top"), template="plotly_white",
+            height=max(320, 26 * len(labels) + 160), margin=dict(l=150, r=20, t=80, b=50),
+            legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0), hovermode="closest",
+            # a Scattergl line is hit-tested at its vertices only: no distance cutoff, so a click on
+            # a long bar picks its own nearest end (tasks on a lane do not overlap in x)
+            hoverdistance=-1,
+            uirevision="timeline",
+        )
+        # x follows the server's window (a new uirevision per window); y keeps the user's zoom
+        fig.update_xaxes(title_text=X_TITLE, range=[self.to_ms(start_ns), self.to_ms(end_ns)],
+                         uirevision=f"{start_ns}-{end_ns}", showgrid=True, zeroline=False)
+        fig.update_yaxes(type="category", categoryorder="array", categoryarray=labels, autorange="reversed",
+                         uirevision=ui_key)
+        return fig
+
+    def _raw_figure(self, raw: pl.DataFrame, labels: list[str]) -> go.Figure:
+        fig = go.Figure()
+        label_of = dict(zip(self.lanes["lane"].to_list(), self.lanes["label"].to_list()))
+        width = max(3, min(18, 360 // max(len(labels), 1)))
+        cls = tl.class_column(raw)
+        raw = raw.with_columns(pl.col(cls).cast(pl.String).fill_null("other").alias("_cls"))
+        for name in sorted(raw["_cls"].unique().to_list()):
+            part = raw.filter(pl.col("_cls") == name)
+            n = part.height
+            s = (part["start_ns"].to_numpy() - self.t0_ns) / 1e6
+            e = (part["end_ns"].to_numpy() - self.t0_ns) / 1e6
+            x = np.full((n, 3), np.nan)
+            x[:, 0], x[:, 1] = s, e
+            y = np.empty((n, 3), dtype=object)
+            y[:, 0] = y[:, 1] = [label_of[lane] for lane in part["lane"].to_list()]
+            hover = [
+                f"{hover_safe(nm)}<br>class: {hover_safe(name)}<br>duration: {d / 1000:.3f} µs"
+                f"<br>step: {'-' if st is None else st}<br>stream: {'HCCL' if sm is None else sm}"
+                for nm, d, st, sm in zip(part["name"].to_list(), part["dur_ns"].to_list(),
+                                         part["step"].to_list(), part["stream"].to_list())
+            ]
+            keys = [task_key(r, sm, a, b) for r, sm, a, b in zip(part["rank"].to_list(), part["stream"].to_list(),
+                                                                  part["start_ns"].to_list(), part["end_ns"].to_list())]
+            text = np.empty((n, 3), dtype=object)
+            text[:, 0] = text[:, 1] = hover
+            custom = np.empty((n, 3), dtype=object)
+            custom[:, 0] = custom[:, 1] = keys
+            fig.add_trace(go.Scattergl(
+                x=x.ravel(), y=y.ravel().tolist(), mode="lines", name=name, meta=name,
+                line=dict(color=class_color(name), width=width), connectgaps=False,
+                hovertext=text.ravel().tolist(), hoverinfo="text", customdata=custom.ravel().tolist(),
+            ))
+        return fig
+
+    def _binned_figure(self, bins: pl.DataFrame, lanes: pl.DataFrame) -> go.Figure:
+        lane_ids = lanes["lane"].to_list()
+        nb = int(bins["bin"].max()) + 1 if bins.height else 0
+        bins = bins.filter(pl.col("lane").is_in(lane_ids)).sort("lane", "bin")
+        frac = bins["busy_frac"].to_numpy().reshape(len(lane_ids), nb)
+        top = np.array(bins["top_class"].fill_null("idle").to_list(), dtype=object).reshape(len(lane_ids), nb)
+        mids = ((bins["bin_start_ns"].head(nb).to_numpy() + bins["bin_end_ns"].head(nb).to_numpy()) / 2 - self.t0_ns) / 1e6
+        pct = np.round(frac * 100, 1)
+        custom = np.dstack([top, pct.astype(object)])
+        fig = go.Figure(go.Heatmap(
+            z=frac.tolist(), x=mids.tolist(), y=lanes["label"].to_list(), zmin=0, zmax=1, meta="busy_frac",
+            colorscale="Blues", colorbar=dict(title=dict(text="busy fraction")), customdata=custom.tolist(),
+            hovertemplate="%{y}<br>%{x:.3f} ms<br>top class: %{customdata[0]}<br>busy: %{customdata[1]}%<extra></extra>",
+        ))
+        return fig
+
+    # ---- details ----
+
+    def find(self, key: str) -> dict | None:
+        """The task row of a `task_key` (None when not found)."""
+        try:
+            rank_t, stream_t, start_t, end_t = str(key).split("|")
+            start, end = int(start_t), int(end_t)
+            rank = int(rank_t) if rank_t else None
+            stream = int(stream_t) if stream_t else None
+        except ValueError:
+            return None
+        starts = self.tasks["start_ns"]
+        lo = int(starts.search_sorted(start, side="left"))
+        hi = int(starts.search_sorted(start, side="right"))
+        cand = self.tasks.slice(lo, hi - lo).filter(pl.col("end_ns") == end)
+        for row in cand.to_dicts():
+            if row.get("rank") == rank and row.get("stream") == stream:
+                return row
+        return None
+
+    def details(self, key: str | None) -> list:
+        """Plain-text components listing the task's fields (never HTML)."""
+        if not key:
+            return [html.P("Click a task (zoom in until the tasks are drawn individually) to see its details.")]
+        row = self.find(key)
+        if row is None:
+            return [html.P("Task not found.")]
+
+        def ns_ms(ns):
+            return "-" if ns is None else f"{(ns - self.t0_ns) / 1e6:.6f} ms (+ t0) · {ns} ns"
+
+        fields = [
+            ("name", row.get("name")), ("class", row.get(self.cls)), ("kind", row.get("kind")),
+            ("rank", row.get("rank")), ("stream", "HCCL" if row.get("stream") is None else row.get("stream")),
+            ("start", ns_ms(row["start_ns"])), ("end", ns_ms(row["end_ns"])),
+            ("duration", f"{(row['end_ns'] - row['start_ns']) / 1000:.3f} µs"),
+            ("step", row.get("step")), ("correlation", row.get("correlation")), ("launch_op", row.get("launch_op")),
+        ]
+        return [html.Table(html.Tbody([
+            html.Tr([html.Th(k, style={"textAlign": "left", "paddingRight": "12px"}),
+                     html.Td("-" if v is None else str(v), id=f"tl-detail-{k}")]) for k, v in fields
+        ]))]

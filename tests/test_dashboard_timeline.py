@@ -1,0 +1,252 @@
+"""The dashboard's Timeline page: level of detail from the zoom window, jump to step, task details,
+served through Dash's HTTP endpoints, kernel names kept as text. No browser here."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import orjson
+import plotly
+import polars as pl
+import pytest
+from dash.exceptions import PreventUpdate
+
+import traceview as tv
+from dashboards.app import create_app
+from dashboards.colors import CLASS_COLORS
+from dashboards.timeline_page import LIMIT, X_TITLE, TimelineData, hover_safe
+from tests.conftest import SAMPLES
+from tests.test_dashboard import HOSTILE, hostile_trace  # noqa: F401  (fixture)
+from traceview.analysis import timeline as tl
+from traceview.summary import build_summary
+
+T = "/timeline"
+
+
+@pytest.fixture(scope="module")
+def dp4(tmp_path_factory):
+    trace = tv.load(SAMPLES / "dp4_nccl", cache_dir=tmp_path_factory.mktemp("cache"))
+    return trace, create_app(trace, build_summary(trace))
+
+
+class FakeTrace:
+    """Just what the timeline needs: classified tasks and steps."""
+
+    source = "synthetic"
+
+    def __init__(self, tasks, steps):
+        self._tasks, self.steps = tasks, steps
+
+    def classified_tasks(self):
+        return self._tasks
+
+
+@pytest.fixture(scope="module")
+def big_app():
+    n, ranks, streams = 30_000, 2, 2
+    rng = np.random.default_rng(0)
+    start = np.sort(rng.integers(0, 300_000_000, n)).astype(np.int64)  # 300 ms
+    dur = rng.integers(1_000, 20_000, n).astype(np.int64)
+    classes = ["gemm", "attention", "communication", "elementwise"]
+    tasks = pl.DataFrame({
+        "rank": np.arange(n) % ranks, "stream": (np.arange(n) // ranks) % streams + 7,
+        "name": [f"k{i}" for i in range(n)], "kind": "kernel",
+        "start_ns": start + 10**15, "end_ns": start + dur + 10**15, "dur_ns": dur,
+        "step": (start // 100_000_000).astype(np.int64), "correlation": np.arange(n),
+        "launch_op": "aten::mm", "compute_class": [classes[i % 4] for i in range(n)],
+    })
+    steps = pl.DataFrame({"rank": [0, 0, 0], "step": [0, 1, 2],
+                          "device_start_ns": [10**15 + k * 100_000_000 for k in range(3)],
+                          "device_end_ns": [10**15 + (k + 1) * 100_000_000 for k in range(3)]})
+    summary = {"source": "synthetic", "ranks": [
+        {"rank": r, "device": None, "steps": [{"step": s} for s in range(3)], "compute_classes": [], "slow_steps": []}
+        for r in range(ranks)]}
+    return create_app(FakeTrace(tasks, steps), summary), tasks
+
+
+def segments(fig):
+    """Task segments drawn: each is [start, end, None] in one Scattergl lines trace."""
+    total = 0
+    for trace in fig.data:
+        assert trace.type == "scattergl" and trace.mode == "lines"
+        assert len(trace.x) % 3 == 0 and all(y is None for y in trace.y[2::3])
+        total += len(trace.x) // 3
+    return total
+
+
+def test_full_range_of_a_big_profile_is_binned(big_app):
+    app, tasks = big_app
+    fig, note = app.traceview_update_timeline(T, "", {"xaxis.autorange": True}, None, 0, trigger="tl-graph")
+    (heat,) = fig.data
+    assert heat.type == "heatmap" and heat.zmin == 0 and heat.zmax == 1
+    assert list(heat.y) == ["rank 0 · stream 7", "rank 0 · stream 8", "rank 1 · stream 7", "rank 1 · stream 8"]
+    assert len(heat.z) == 4 and len(heat.z[0]) == 800
+    assert all(0 <= v <= 1 for row in heat.z for v in row) and max(max(r) for r in heat.z) > 0
+    assert note == f"binned: {tasks.height:,} tasks in view, zoom in for individual tasks"
+    assert "top class" in heat.hovertemplate and heat.customdata[0][0][0] in (*CLASS_COLORS, "idle")
+    assert fig.layout.xaxis.title.text == X_TITLE
+    assert tuple(fig.layout.xaxis.range) == (0.0, pytest.approx(int(tasks["end_ns"].max() - tasks["start_ns"].min()) / 1e6))
+    # the same window through an explicit relayout range, and the rank filter from the query string
+    full_ms = fig.layout.xaxis.range[1]
+    fig, _ = app.traceview_update_timeline(T, "?rank=1", {"xaxis.range[0]": 0, "xaxis.range[1]": full_ms}, None, 0,
+                                           trigger="tl-graph")
+    # one rank holds 15,000 tasks, under the limit: the same window is now drawn raw, rank 1 only
+    assert segments(fig) == tasks.filter(pl.col("rank") == 1).height
+    assert {y for t in fig.data for y in t.y if y} == {"rank 1 · stream 7", "rank 1 · stream 8"}
+
+
+def test_zoomed_big_profile_is_raw_and_never_over_the_limit(big_app):
+    app, tasks = big_app
+    fig, note = app.traceview_update_timeline(T, "", {"xaxis.range[0]": 100, "xaxis.range[1]": 101}, None, 0,
+                                              trigger="tl-graph")
+    t0 = int(tasks["start_ns"].min())
+    want = tasks.filter((pl.col("start_ns") < t0 + 101_000_000) & (pl.col("end_ns") > t0 + 100_000_000)).height
+    assert 0 < segments(fig) == want <= LIMIT and note.startswith(f"raw: {want:,} tasks")
+    for trace in fig.data:
+        assert trace.line.color == CLASS_COLORS[trace.name]
+
+
+def test_narrow_range_on_dp4_draws_each_task(dp4):
+    trace, app = dp4
+    data = app.traceview_timeline_data()
+    tasks = tl.sort_tasks(trace.classified_tasks())
+    t0 = int(tasks["start_ns"].min())
+    assert data.t0_ns == t0 and data.tasks.height == tasks.height
+    lo, hi = 50.0, 52.5  # ms from the first task start
+    fig, note = app.traceview_update_timeline(T, "", {"xaxis.range[0]": lo, "xaxis.range[1]": hi}, None, 0,
+                                              trigger="tl-graph")
+    s, e = t0 + int(lo * 1e6), t0 + int(hi * 1e6)
+    want = tasks.filter((pl.col("start_ns") < e) & ((pl.col("end_ns") > s) | (
+        (pl.col("end_ns") == pl.col("start_ns")) & (pl.col("start_ns") >= s))))
+    assert 0 < segments(fig) == want.height and note.startswith(f"raw: {want.height} tasks")
+    by_class = want.group_by("compute_class").len()
+    assert {t.name: len(t.x) // 3 for t in fig.data} == dict(zip(by_class["compute_class"], by_class["len"]))
+    assert tuple(fig.layout.xaxis.range) == pytest.approx((lo, hi))
+    assert list(fig.layout.yaxis.categoryarray) == tl.lanes(tasks)["label"].to_list()
+    # whole trace (initial load, reset): 1,608 tasks are few enough to be raw
+    fig, note = app.traceview_update_timeline(T, "", None, None, 1, trigger="tl-reset")
+    assert segments(fig) == tasks.height and fig.layout.xaxis.range[0] == 0
+    # a relayout that does not move x (e.g. autosize) changes nothing
+    with pytest.raises(PreventUpdate):
+        app.traceview_update_timeline(T, "", {"autosize": True}, None, 0, trigger="tl-graph")
+    with pytest.raises(PreventUpdate):
+        app.traceview_update_timeline("/", "", None, None, 0, trigger="url")  # overview: no timeline work
+
+
+def test_jump_to_step_sets_the_step_window(dp4):
+    trace, app = dp4
+    data = app.traceview_timeline_data()
+    rows = trace.steps.filter(pl.col("step") == 4)
+    fig, _ = app.traceview_update_timeline(T, "", None, 4, 0, trigger="tl-step")
+    want = (data.to_ms(int(rows["device_start_ns"].min())), data.to_ms(int(rows["device_end_ns"].max())))
+    assert tuple(fig.layout.xaxis.range) == pytest.approx(want)
+    one = rows.filter(pl.col("rank") == 2)
+    fig, _ = app.traceview_update_timeline(T, "?rank=2", None, 4, 0, trigger="tl-step")
+    assert tuple(fig.layout.xaxis.range) == pytest.approx(
+        (data.to_ms(int(one["device_start_ns"][0])), data.to_ms(int(one["device_end_ns"][0]))))
+    assert {y.split(" · ")[0] for t in fig.data for y in t.y if y} == {"rank 2"}
+
+
+def test_details_of_a_clicked_task(dp4):
+    trace, app = dp4
+    fig, _ = app.traceview_update_timeline(T, "?rank=3", {"xaxis.range[0]": 20, "xaxis.range[1]": 21}, None, 0,
+                                           trigger="tl-graph")
+    gemm = next(t for t in fig.data if t.name == "gemm") if any(t.name == "gemm" for t in fig.data) else fig.data[0]
+    key = gemm.customdata[0]
+    panel = app.traceview_timeline_details({"points": [{"curveNumber": 0, "pointNumber": 0, "customdata": key}]})
+    text = {td.id.removeprefix("tl-detail-"): td.children for td in _cells(panel)}
+    rank, stream, start, end = key.split("|")
+    (row,) = trace.classified_tasks().filter(
+        (pl.col("rank") == int(rank)) & (pl.col("stream") == int(stream)) & (pl.col("start_ns") == int(start))
+        & (pl.col("end_ns") == int(end))).to_dicts()
+    assert text["name"] == row["name"] and text["class"] == row["compute_class"] == gemm.name
+    assert text["kind"] == row["kind"] and text["rank"] == "3" and text["stream"] == str(row["stream"])
+    assert text["step"] == str(row["step"]) and text["correlation"] == str(row["correlation"])
+    assert text["launch_op"] == str(row["launch_op"]) and str(row["start_ns"]) in text["start"]
+    assert text["duration"] == f"{row['dur_ns'] / 1000:.3f} µs"
+    assert all(isinstance(v, str) for v in text.values())
+    assert "Click a task" in str(app.traceview_timeline_details(None))
+
+
+def _cells(children):
+    out = []
+    stack = list(children)
+    while stack:
+        c = stack.pop()
+        if getattr(c, "id", "") and str(c.id).startswith("tl-detail-"):
+            out.append(c)
+        kids = getattr(c, "children", None)
+        if isinstance(kids, list):
+            stack += kids
+        elif kids is not None and not isinstance(kids, str):
+            stack.append(kids)
+    return out
+
+
+def _dep(client, output):
+    deps = orjson.loads(client.get("/_dash-dependencies").data)
+    (dep,) = [d for d in deps if output in d["output"]]
+    return dep
+
+
+def _outputs(dep):
+    return [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in dep["output"].strip(".").split("...")]
+
+
+def test_timeline_page_over_http(dp4):
+    _, app = dp4
+    client = app.server.test_client()
+    page = client.get("/timeline?rank=1")
+    assert page.status_code == 200 and b"<title>traceview</title>" in page.data
+    layout = client.get("/_dash-layout").data
+    assert b'"nav-timeline"' in layout and b'"\\u002ftimeline"' in layout and b'"tl-graph"' in layout
+    dep = _dep(client, "tl-graph.figure")
+    payload = {"output": dep["output"], "outputs": _outputs(dep),
+               "inputs": [{"id": "url", "property": "pathname", "value": "/timeline"},
+                          {"id": "url", "property": "search", "value": "?rank=1"},
+                          {"id": "tl-graph", "property": "relayoutData",
+                           "value": {"xaxis.range[0]": 30, "xaxis.range[1]": 32}},
+                          {"id": "tl-step", "property": "value", "value": None},
+                          {"id": "tl-reset", "property": "n_clicks", "value": 0}],
+               "changedPropIds": ["tl-graph.relayoutData"], "state": []}
+    resp = client.post("/_dash-update-component", json=payload)
+    assert resp.status_code == 200, resp.data[:500]
+    body = orjson.loads(resp.data)["response"]
+    fig = body["tl-graph"]["figure"]
+    assert fig["layout"]["xaxis"]["range"] == pytest.approx([30, 32])
+    assert all(t["type"] == "scattergl" for t in fig["data"]) and body["tl-note"]["children"].startswith("raw: ")
+    # the page switch keeps the query string in the navigation
+    dep = _dep(client, "page-timeline.style")
+    payload = {"output": dep["output"], "outputs": _outputs(dep),
+               "inputs": [{"id": "url", "property": "pathname", "value": "/timeline"},
+                          {"id": "url", "property": "search", "value": "?rank=1"}],
+               "changedPropIds": ["url.pathname"], "state": []}
+    body = orjson.loads(client.post("/_dash-update-component", json=payload).data)["response"]
+    assert body["page-timeline"]["style"] == {} and body["page-overview"]["style"] == {"display": "none"}
+    assert body["nav-overview"]["href"] == "/?rank=1" and body["nav-timeline"]["href"] == "/timeline?rank=1"
+
+
+def test_hostile_kernel_name_stays_text(hostile_trace):  # noqa: F811
+    app = create_app(hostile_trace, build_summary(hostile_trace))
+    fig, _ = app.traceview_update_timeline(T, "", None, None, 0, trigger="url")
+    texts = [h for t in fig.data for h in t.hovertext if h]
+    assert any(hover_safe(HOSTILE) in h for h in texts)
+    assert not any("<img" in h or "</script>" in h for h in texts)  # entities only in the hover label
+    key = next(c for t in fig.data for c, h in zip(t.customdata, t.hovertext) if h and hover_safe(HOSTILE) in h)
+    panel = app.traceview_timeline_details({"points": [{"customdata": key}]})
+    (name,) = [c for c in _cells(panel) if c.id == "tl-detail-name"]
+    assert name.children == HOSTILE  # a text child of a <td>: React renders it as text
+    dumped = json.dumps([c.to_plotly_json() for c in panel], cls=plotly.utils.PlotlyJSONEncoder)
+    assert "dangerously" not in dumped.lower()
+    assert HOSTILE.encode() not in app.server.test_client().get("/timeline").data
+
+
+def test_timeline_data_without_steps_or_tasks():
+    empty = pl.DataFrame(schema={"rank": pl.Int64, "stream": pl.Int64, "name": pl.String, "kind": pl.String,
+                                 "start_ns": pl.Int64, "end_ns": pl.Int64, "dur_ns": pl.Int64, "step": pl.Int64,
+                                 "correlation": pl.Int64})
+    data = TimelineData(empty)
+    fig, note, mode = data.figure(*data.full_window())
+    assert mode == "empty" and note == "no device tasks" and data.step_window(1) is None
+    assert data.find("x|y") is None and data.window_from_relayout({"xaxis.range[0]": "a", "xaxis.range[1]": 1}) is None
