@@ -88,29 +88,36 @@ def _cross_rank(trace) -> dict:
 
 
 def build_summary(
-    trace, step: int | None = None, classes: str | None = None, top: int = 10, throughput: dict | None = None
+    trace,
+    step: int | None = None,
+    classes: str | None = None,
+    top: int = 10,
+    throughput: dict | None = None,
+    details: bool = True,
 ) -> dict:
     """The summary of `trace` (optionally only step `step`), as JSON-ready dicts and lists.
 
     `classes`: a user's compute-class rules file (see `traceview.analysis.classes`); `top`: how
     many kernels to list per rank; `throughput`: keyword arguments of `Trace.throughput` (adds the
-    "throughput" section when given).
+    "throughput" section when given); `details`: False leaves out the per-stream idle, launch
+    delays, iteration gaps and pipeline stages (the dashboard's first page does not show them and
+    they cost most on large profiles).
     """
     steps = trace.step_breakdown()
     if step is not None:
         steps = steps.filter(pl.col("step") == step)
     whole = {r["rank"]: r for r in trace.trace_breakdown().to_dicts()}
-    gaps = {(r["rank"], r["step"]): r["gap_before_us"] for r in trace.iteration_gaps().to_dicts()}
+    gaps = {(r["rank"], r["step"]): r["gap_before_us"] for r in trace.iteration_gaps().to_dicts()} if details else {}
     by_rank_steps: dict[int, list[dict]] = {}
     for row in steps.to_dicts():
         entry = {"step": row["step"], **_terms(row), "gap_before_us": _round(gaps.get((row["rank"], row["step"])))}
         by_rank_steps.setdefault(row["rank"], []).append(entry)
     idle: dict[int, list[dict]] = {}
-    for row in trace.stream_idle().select(STREAM_IDLE_COLUMNS).to_dicts():
+    for row in (trace.stream_idle().select(STREAM_IDLE_COLUMNS).to_dicts() if details else []):
         idle.setdefault(row.pop("rank"), []).append(_rounded(row))
-    launch = _per_rank(trace.launch_delays().drop("tasks"))
+    launch = _per_rank(trace.launch_delays().drop("tasks")) if details else {}
     slow = _listed(trace.slow_steps())
-    stages = {r["rank"]: r for r in trace.pipeline_stages().to_dicts()}
+    stages = {r["rank"]: r for r in trace.pipeline_stages().to_dicts()} if details else {}
     compute_classes = _listed(trace.compute_classes(classes))
     unclassified = dict(trace.unclassified_share(classes).select("rank", "unclassified_share").iter_rows())
     top_kernels = _listed(trace.top_kernels(top, classes))

@@ -53,7 +53,9 @@ class Trace:
         See `traceview.analysis.breakdown` for the definitions."""
         from traceview.analysis import breakdown
 
-        return self._cached("step_breakdown", lambda: breakdown.step_breakdown(self.device_tasks, self.steps))
+        return self._cached(
+            "step_breakdown", lambda: breakdown.step_breakdown(self.device_tasks, self.steps, self.bubbles())
+        )
 
     def trace_breakdown(self) -> pl.DataFrame:
         """The same terms as `step_breakdown` over each rank's whole trace (first to last device task)."""

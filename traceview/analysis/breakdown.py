@@ -136,8 +136,13 @@ def trace_breakdown(device_tasks: pl.DataFrame) -> pl.DataFrame:
     return _finish(m.with_columns(pl.lit(None, pl.Int64).alias("preparing_ns")), ["rank"]).sort("rank")
 
 
-def step_breakdown(device_tasks: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+def step_breakdown(
+    device_tasks: pl.DataFrame, steps: pl.DataFrame, gpu_bubbles: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Decomposition per rank and step (window rules in the module docstring).
+
+    `gpu_bubbles`: `bubbles.gpu_bubbles(device_tasks, steps)` when the caller already has it
+    (computed here otherwise).
 
     Returns one row per (rank, step) with a device window: rank, step, the `_us` columns of the
     module table, window_rule, first_busy_ns, last_busy_ns. Sorted by rank, step.
@@ -179,12 +184,14 @@ def step_breakdown(device_tasks: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFr
         (pl.col("first_busy_ns") - pl.col("host_start_ns")).alias("preparing_ns")
     )
     out = _finish(m, ["rank", "step"]).join(m.select("rank", "step", "window_rule"), on=["rank", "step"])
-    out = _with_gpu_bubbles(out, device_tasks, steps, tasks)
+    if gpu_bubbles is None:
+        gpu_bubbles = bubbles.gpu_bubbles(device_tasks, steps)
+    out = _with_gpu_bubbles(out, gpu_bubbles, tasks)
     cols = ["rank", "step", *[f"{t}_us" for t in TERMS], "bubble_rule", "window_rule", "first_busy_ns", "last_busy_ns"]
     return out.select(cols).sort("rank", "step")
 
 
-def _with_gpu_bubbles(out: pl.DataFrame, device_tasks: pl.DataFrame, steps: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
+def _with_gpu_bubbles(out: pl.DataFrame, gpu_bubbles: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
     """Use the GPU pipeline bubble on pipeline ranks that have no Ascend receive ops.
 
     bubble_rule: "receive" (Σ receive ops), "pipeline" (`bubbles.gpu_bubbles`), or "none" (no
@@ -193,7 +200,7 @@ def _with_gpu_bubbles(out: pl.DataFrame, device_tasks: pl.DataFrame, steps: pl.D
     for the other stages), so there stage = pipeline step − bubble rather than own span − bubble.
     """
     receive_ranks = tasks.filter(pl.col("name").str.contains(RECEIVE_PATTERN))["rank"].unique().implode()
-    gpu = bubbles.gpu_bubbles(device_tasks, steps).select(
+    gpu = gpu_bubbles.select(
         "rank", "step", pl.col("bubble_us").alias("_gpu_bubble"), pl.col("exposed_p2p_us").alias("_p2p"),
         pl.col("step_us").alias("_pipeline_step"), "pipeline",
     )

@@ -151,7 +151,7 @@ def serve(path: Path, host: str, port: int, open_browser: bool, quiet: bool, job
     trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
     for line in [*trace.warnings, *trace.failures]:
         click.echo(f"traceview: warning: {line}", err=True)
-    app = create_app(trace, build_summary(trace))
+    app = create_app(trace, build_summary(trace, details=False))
     try:
         port = pick_port(host, port)
     except OSError as exc:
