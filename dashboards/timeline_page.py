@@ -50,6 +50,9 @@ class TimelineData:
         else:
             self.t0_ns, self.t1_ns = 0, 1
         self.steps = steps if steps is not None else pl.DataFrame()
+        # The whole-trace view (first open, reset, zoom back out) re-bins every task: keep it per
+        # rank selection, so only the first request for a selection pays for it.
+        self._full_views: dict[tuple, dict] = {}
 
     @classmethod
     def from_trace(cls, trace) -> "TimelineData":
@@ -107,7 +110,7 @@ class TimelineData:
             fig = go.Figure()
             fig.add_annotation(text="no device tasks", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
             return self._layout(fig, labels, start_ns, end_ns, ui_key), "no device tasks", "empty"
-        v = tl.view(self.tasks, self.lanes, start_ns, end_ns, ranks=ranks or None, limit=LIMIT, bins=BINS)
+        v = self._view(start_ns, end_ns, ranks)
         if v["mode"] == "raw":
             fig = self._raw_figure(v["tasks"], labels)
             note = f"raw: {v['n_tasks']:,} tasks in view (click a task for details)"
@@ -115,6 +118,17 @@ class TimelineData:
             fig = self._binned_figure(v["bins"], lanes)
             note = f"binned: {v['n_tasks']:,} tasks in view, zoom in for individual tasks"
         return self._layout(fig, labels, start_ns, end_ns, ui_key), note, v["mode"]
+
+    def _view(self, start_ns: int, end_ns: int, ranks: list[int] | None) -> dict:
+        """`timeline.view` of the window; the whole-trace window is memoised per rank selection."""
+        if (start_ns, end_ns) != self.full_window():
+            return tl.view(self.tasks, self.lanes, start_ns, end_ns, ranks=ranks or None, limit=LIMIT, bins=BINS)
+        key = tuple(sorted(ranks or ()))
+        if key not in self._full_views:
+            self._full_views[key] = tl.view(
+                self.tasks, self.lanes, start_ns, end_ns, ranks=ranks or None, limit=LIMIT, bins=BINS
+            )
+        return self._full_views[key]
 
     def _layout(self, fig: go.Figure, labels: list[str], start_ns: int, end_ns: int, ui_key: str) -> go.Figure:
         fig.update_layout(

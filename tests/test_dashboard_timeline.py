@@ -250,3 +250,19 @@ def test_timeline_data_without_steps_or_tasks():
     fig, note, mode = data.figure(*data.full_window())
     assert mode == "empty" and note == "no device tasks" and data.step_window(1) is None
     assert data.find("x|y") is None and data.window_from_relayout({"xaxis.range[0]": "a", "xaxis.range[1]": 1}) is None
+
+
+def test_whole_trace_view_is_memoised_per_rank_selection(big_app):
+    """Zooming back out reuses the whole-trace bins of that rank selection; other windows and
+    other selections are computed afresh and give what timeline.view gives."""
+    app, tasks = big_app
+    data = app.traceview_timeline_data()
+    data._full_views.clear()  # the app is shared with earlier tests of this module
+    first, note1, mode1 = data.figure(*data.full_window())
+    again, note2, _ = data.figure(*data.full_window())
+    assert list(data._full_views) == [()] and note1 == note2 and mode1 == "binned"
+    assert again.data[0].z == first.data[0].z
+    _, _, mode = data.figure(*data.full_window(), ranks=[1])
+    assert mode == "raw" and set(data._full_views) == {(), (1,)}
+    want = tl.view(data.tasks, data.lanes, *data.full_window(), limit=LIMIT, bins=800)
+    assert want["n_tasks"] == tasks.height and want["mode"] == "binned"
