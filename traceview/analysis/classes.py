@@ -39,7 +39,6 @@ outside any operator have a null launch_op.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from pathlib import Path
 from typing import Sequence
 
@@ -63,15 +62,8 @@ GROUPS: tuple[str, ...] = (
     "tensor_contraction", "normalization", "elementwise", "communication", "memory", "other",
 )
 
-#: `join` keyword that makes null keys match each other (`join_nulls` before polars 1.24).
-_NULLS_EQUAL = {
-    "nulls_equal" if "nulls_equal" in inspect.signature(pl.DataFrame.join).parameters else "join_nulls": True
-}
-
-#: Our as-of joins sort within their `by` groups; newer polars would warn it cannot check that.
-_ASOF_KW = (
-    {"check_sortedness": False} if "check_sortedness" in inspect.signature(pl.DataFrame.join_asof).parameters else {}
-)
+#: Our as-of joins sort within their `by` groups; polars would warn it cannot check that.
+_ASOF_KW = {"check_sortedness": False}
 
 #: Rule condition keys -> the column they test: regex searches, and unit-busy flags (value > 0).
 _REGEX_KEYS = {"name": "name", "launch_op": "launch_op", "op_type": "op_type", "core_type": "core_type"}
@@ -353,7 +345,7 @@ def classify(device_tasks: pl.DataFrame, host_events: pl.DataFrame | None, rules
     keys = keys.with_columns(
         pl.col("compute_class").replace_strict(rules.groups, return_dtype=pl.String).alias("compute_group")
     ).select(*_KEY_COLS, "compute_class", "compute_group", "classified")
-    out = keyed.join(keys, on=_KEY_COLS, how="left", maintain_order="left", **_NULLS_EQUAL)
+    out = keyed.join(keys, on=_KEY_COLS, how="left", maintain_order="left", nulls_equal=True)
     return out.drop("_cube", "_vector", *[c.meta.output_name() for c in missing])
 
 
@@ -365,7 +357,7 @@ def _with_total(per: pl.DataFrame, classified: pl.DataFrame, by: list[str]) -> p
     if not by:
         return per.with_columns(pl.lit(classified["dur_ns"].sum(), dtype=pl.Int64).alias("_total"))
     totals = classified.group_by(by).agg(pl.col("dur_ns").sum().alias("_total"))
-    return per.join(totals, on=by, how="left", **_NULLS_EQUAL)
+    return per.join(totals, on=by, how="left", nulls_equal=True)
 
 
 def class_summary(classified: pl.DataFrame, by: Sequence[str] = ("rank",)) -> pl.DataFrame:
