@@ -100,6 +100,12 @@ class Trace:
 
         return self._cached("step_times", lambda: gaps.step_times(self.steps, self.device_tasks))
 
+    def _launch_calls(self) -> pl.DataFrame:
+        """Launch call (start, end) of each (rank, correlation): shared by the idle and delay analyses."""
+        from traceview.analysis import gaps
+
+        return self._cached("launch_calls", lambda: gaps.launch_calls(self.host_events))
+
     def stream_idle(self, kernel_wait_threshold_us: float = 30.0, by_step: bool = False) -> pl.DataFrame:
         """Per rank and stream: idle time split into host_wait / kernel_wait / other (HTA's rule).
         See `traceview.analysis.gaps.stream_idle`."""
@@ -107,14 +113,19 @@ class Trace:
 
         return self._cached(
             ("stream_idle", kernel_wait_threshold_us, by_step),
-            lambda: gaps.stream_idle(self.device_tasks, self.host_events, kernel_wait_threshold_us, by_step),
+            lambda: gaps.stream_idle(
+                self.device_tasks, self.host_events, kernel_wait_threshold_us, by_step, self._launch_calls()
+            ),
         )
 
     def launch_delays(self) -> pl.DataFrame:
         """Per rank: launch delay (task start − launch call end) statistics, µs."""
         from traceview.analysis import gaps
 
-        return self._cached("launch_delays", lambda: gaps.launch_delay_stats(self.device_tasks, self.host_events))
+        return self._cached(
+            "launch_delays",
+            lambda: gaps.launch_delay_stats(self.device_tasks, self.host_events, self._launch_calls()),
+        )
 
     def slow_steps(self, factor: float = 1.2) -> pl.DataFrame:
         """Steps longer than `factor` × the rank's median step, with the term that grew most."""

@@ -61,9 +61,15 @@ def launch_calls(host_events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _with_launch(device_tasks: pl.DataFrame, host_events: pl.DataFrame, how: str = "left") -> pl.DataFrame:
-    """device_tasks + launch_start_ns / launch_end_ns of their launch call (null when none)."""
-    return device_tasks.join(launch_calls(host_events), on=["rank", "correlation"], how=how, maintain_order="left")
+def _with_launch(
+    device_tasks: pl.DataFrame, host_events: pl.DataFrame, how: str = "left", launches: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """device_tasks + launch_start_ns / launch_end_ns of their launch call (null when none).
+
+    `launches`: `launch_calls(host_events)` when the caller already has it (computed otherwise)."""
+    if launches is None:
+        launches = launch_calls(host_events)
+    return device_tasks.join(launches, on=["rank", "correlation"], how=how, maintain_order="left")
 
 
 # --------------------------------------------------------------------------------------------
@@ -150,7 +156,11 @@ def step_times(steps: pl.DataFrame, device_tasks: pl.DataFrame) -> pl.DataFrame:
 
 
 def _classified(
-    device_tasks: pl.DataFrame, host_events: pl.DataFrame, kernel_wait_threshold_us: float, by_step: bool
+    device_tasks: pl.DataFrame,
+    host_events: pl.DataFrame,
+    kernel_wait_threshold_us: float,
+    by_step: bool,
+    launches: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, list[str]]:
     """Every task with prev_end_ns, gap_ns (0 for the group's first task and when not positive)
     and category (null when gap_ns = 0); the grouping columns."""
@@ -158,7 +168,7 @@ def _classified(
     threshold_ns = int(round(kernel_wait_threshold_us * 1000))
     tasks = device_tasks.filter(pl.col("step").is_not_null()) if by_step else device_tasks
     cols = ["rank", "stream", "step", "name", "start_ns", "end_ns", "correlation"]
-    tasks = _with_launch(tasks.select(cols), host_events)
+    tasks = _with_launch(tasks.select(cols), host_events, launches=launches)
     tasks = (
         tasks.sort(*group, "start_ns", "end_ns", nulls_last=True)
         .with_columns(pl.col("end_ns").cum_max().shift(1).over(group).alias("prev_end_ns"))
@@ -181,6 +191,7 @@ def stream_gaps(
     host_events: pl.DataFrame,
     kernel_wait_threshold_us: float = 30.0,
     by_step: bool = False,
+    launches: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Every idle gap of every stream, classified (the rows `stream_idle` sums).
 
@@ -200,7 +211,7 @@ def stream_gaps(
     Returns one row per gap > 0: rank, stream, [step], name (of the task after the gap),
     prev_end_ns, start_ns, launch_start_ns, gap_ns, category; sorted by group and time.
     """
-    tasks, group = _classified(device_tasks, host_events, kernel_wait_threshold_us, by_step)
+    tasks, group = _classified(device_tasks, host_events, kernel_wait_threshold_us, by_step, launches)
     return tasks.filter(pl.col("gap_ns") > 0).select(
         *group, "name", "prev_end_ns", "start_ns", "launch_start_ns", "gap_ns", "category"
     )
@@ -211,6 +222,7 @@ def stream_idle(
     host_events: pl.DataFrame,
     kernel_wait_threshold_us: float = 30.0,
     by_step: bool = False,
+    launches: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Idle time of each stream and its causes (HolisticTraceAnalysis' idle-time breakdown).
 
@@ -231,6 +243,8 @@ def stream_idle(
       host_wait_frac, kernel_wait_frac, other_frac = category / idle (HTA's idle_time_ratio;
       null when idle = 0).
 
+    launches: `launch_calls(host_events)` when the caller already has it.
+
     Differences from HTA: HTA's `consecutive_kernel_delay` is in the trace's time unit (µs in
     its µs-timestamp versions, ns in the later ns ones: pass kernel_wait_threshold_us=0.03 to
     reproduce those); traceview takes µs explicitly. HTA subtracts the previous task's end
@@ -241,7 +255,7 @@ def stream_idle(
     host_wait_us, kernel_wait_us, other_us, busy_frac, idle_frac, host_wait_frac,
     kernel_wait_frac, other_frac; sorted by rank, stream[, step] (null stream last).
     """
-    tasks, group = _classified(device_tasks, host_events, kernel_wait_threshold_us, by_step)
+    tasks, group = _classified(device_tasks, host_events, kernel_wait_threshold_us, by_step, launches)
     gap = pl.col("gap_ns")
     out = tasks.group_by(group).agg(
         pl.len().cast(pl.Int64).alias("tasks"),
@@ -274,7 +288,9 @@ def stream_idle(
 # 3. launch delays
 
 
-def launch_delays(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.DataFrame:
+def launch_delays(
+    device_tasks: pl.DataFrame, host_events: pl.DataFrame, launches: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Launch delay of every device task that has a launch call.
 
     launch_delay_us = task start − launch call end (µs); negative when the task started before
@@ -289,6 +305,7 @@ def launch_delays(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.D
         device_tasks.select("rank", "stream", "step", "name", "kind", "correlation", "start_ns"),
         host_events,
         how="inner",
+        launches=launches,
     )
     return tasks.with_columns(
         _us(pl.col("launch_end_ns") - pl.col("launch_start_ns")).alias("launch_us"),
@@ -296,14 +313,16 @@ def launch_delays(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.D
     ).sort("rank", "start_ns")
 
 
-def launch_delay_stats(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.DataFrame:
+def launch_delay_stats(
+    device_tasks: pl.DataFrame, host_events: pl.DataFrame, launches: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Launch-delay distribution per rank (µs), over the tasks of `launch_delays`.
 
     Returns rank, tasks (all device tasks of the rank), count (tasks with a launch call),
     mean_us, p50_us, p90_us, p99_us, max_us (quantiles with linear interpolation between the
     two nearest ranks, as numpy's default; null when count = 0); sorted by rank.
     """
-    tasks = _with_launch(device_tasks.select("rank", "correlation", "start_ns"), host_events)
+    tasks = _with_launch(device_tasks.select("rank", "correlation", "start_ns"), host_events, launches=launches)
     d = _us(pl.col("start_ns") - pl.col("launch_end_ns"))  # null without a launch call
     return (
         tasks.group_by("rank")
