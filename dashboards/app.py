@@ -12,10 +12,12 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlencode
 
 import dash
+import polars as pl
 from dash import Input, Output, dash_table, dcc, html
 
 from dashboards import figures
 from dashboards.colors import class_color
+from dashboards.server import harden
 from dashboards.timeline_page import TimelineData
 
 TIMELINE_PATH = "/timeline"
@@ -39,16 +41,29 @@ def parse_query(search: str | None, ranks: list[int], steps: list[int]) -> tuple
     return (sorted(picked) or None), step
 
 
+def parse_compare(search: str | None, ranks: list[int]) -> list[int]:
+    """The ranks (at most two, distinct, known) of the query's `compare=a,b`, in the given order."""
+    picked: list[int] = []
+    for part in ",".join(parse_qs((search or "").lstrip("?")).get("compare", [])).split(","):
+        part = part.strip()
+        if part.lstrip("-").isdigit() and int(part) in ranks and int(part) not in picked and len(picked) < 2:
+            picked.append(int(part))
+    return picked
+
+
 def is_timeline(pathname: str | None) -> bool:
     return (pathname or "/").rstrip("/").endswith(TIMELINE_PATH)
 
 
-def make_query(ranks: list[int] | None, step: int | None) -> str:
+def make_query(ranks: list[int] | None, step: int | None, compare: list[int | None] | None = None) -> str:
     params = {}
     if ranks:
         params["rank"] = ",".join(str(r) for r in sorted(ranks))
     if step is not None:
         params["step"] = str(step)
+    compare = [r for r in (compare or []) if r is not None]
+    if compare:
+        params["compare"] = ",".join(str(r) for r in compare)
     return ("?" + urlencode(params)) if params else ""
 
 
@@ -105,9 +120,23 @@ KERNEL_COLUMNS = [
 ]
 
 
-def kernel_rows(trace, ranks: list[int] | None) -> list[dict]:
-    """Top kernels per rank from the memoised `Trace.top_kernels` (same function as the summary)."""
-    frame = trace.top_kernels(TABLE_TOP)
+def step_classes(trace, step: int) -> dict:
+    """The compute classes of one step per rank, shaped like the summary's `ranks` entries
+    (`Trace.compute_classes(by=("rank", "step"))`, the same function as the whole-trace classes)."""
+    frame = trace.compute_classes(by=("rank", "step")).filter(pl.col("step") == step).drop("step")
+    per_rank: dict[int, list[dict]] = {}
+    for row in frame.to_dicts():
+        per_rank.setdefault(row.pop("rank"), []).append(row)
+    return {"ranks": [{"rank": r, "compute_classes": per_rank.get(r, [])} for r in trace.ranks["rank"].to_list()]}
+
+
+def kernel_rows(trace, ranks: list[int] | None, step: int | None = None) -> list[dict]:
+    """Top kernels per rank (of `step` when given) from the memoised `Trace.top_kernels` (same
+    function as the summary)."""
+    if step is None:
+        frame = trace.top_kernels(TABLE_TOP)
+    else:
+        frame = trace.top_kernels(TABLE_TOP, by=("rank", "step")).filter(pl.col("step") == step)
     rows = []
     for row in frame.to_dicts():
         if ranks is not None and row["rank"] not in ranks:
@@ -126,7 +155,9 @@ def create_app(trace, summary: dict) -> dash.Dash:
     step_ids = sorted({s["step"] for r in summary["ranks"] for s in r["steps"]})
     app = dash.Dash(__name__, serve_locally=True, title="traceview", update_title=None,
                     suppress_callback_exceptions=False)
+    harden(app)
     graph = {"displaylogo": False}
+    rank_options = [{"label": f"rank {r}", "value": r} for r in rank_ids]
     classes = sorted({c["class"] for r in summary["ranks"] for c in r["compute_classes"]})
     timeline_state: dict = {}
 
@@ -143,7 +174,7 @@ def create_app(trace, summary: dict) -> dash.Dash:
         dcc.Graph(id="fig-step-time", config=graph),
         dcc.Graph(id="fig-heatmap", config=graph),
         dcc.Graph(id="fig-classes", config=graph),
-        html.H3("Top kernels (whole trace)"),
+        html.H3("Top kernels (whole trace)", id="kernel-title"),
         dash_table.DataTable(
             id="kernel-table", columns=KERNEL_COLUMNS, data=[], sort_action="native", filter_action="native",
             page_size=20, sort_by=[{"column_id": "total_ms", "direction": "desc"}],
@@ -155,12 +186,20 @@ def create_app(trace, summary: dict) -> dash.Dash:
         ),
     ])
     timeline_page = html.Div(id="page-timeline", style={"display": "none"}, children=[
-        html.Div(style={"display": "flex", "gap": "20px", "alignItems": "flex-end", "maxWidth": "700px",
+        html.Div(style={"display": "flex", "gap": "20px", "alignItems": "flex-end", "maxWidth": "900px",
                         "marginTop": "10px"}, children=[
             html.Div(style={"flex": "1"}, children=[
                 html.Label("Jump to step", htmlFor="tl-step"),
                 dcc.Dropdown(id="tl-step", options=[{"label": f"step {s}", "value": s} for s in step_ids],
-                             placeholder="whole trace"),
+                             placeholder="pick a step"),
+            ]),
+            html.Div(style={"flex": "1"}, children=[
+                html.Label("Compare rank", htmlFor="tl-compare-a"),
+                dcc.Dropdown(id="tl-compare-a", options=rank_options, placeholder="rank (top)"),
+            ]),
+            html.Div(style={"flex": "1"}, children=[
+                html.Label("with rank", htmlFor="tl-compare-b"),
+                dcc.Dropdown(id="tl-compare-b", options=rank_options, placeholder="rank (below)"),
             ]),
             html.Button("Reset view", id="tl-reset", n_clicks=0),
         ]),
@@ -182,7 +221,7 @@ def create_app(trace, summary: dict) -> dash.Dash:
                 html.Div(style={"display": "flex", "gap": "20px", "maxWidth": "700px"}, children=[
                     html.Div(style={"flex": "1"}, children=[
                         html.Label("Ranks", htmlFor="rank-select"),
-                        dcc.Dropdown(id="rank-select", options=[{"label": f"rank {r}", "value": r} for r in rank_ids],
+                        dcc.Dropdown(id="rank-select", options=rank_options,
                                      multi=True, placeholder="all ranks"),
                     ]),
                     html.Div(style={"flex": "1"}, id="step-filter", children=[
@@ -197,32 +236,40 @@ def create_app(trace, summary: dict) -> dash.Dash:
         ]),
     ])
 
-    def sync_filters(search, ranks, step):
+    def sync_filters(search, ranks, step, compare_a=None, compare_b=None):
         """URL <-> filter widgets: the URL wins on page load, the widgets when the user picks."""
-        if dash.ctx.triggered_id in ("rank-select", "step-select"):
-            return make_query(ranks or None, step), dash.no_update, dash.no_update
+        if dash.ctx.triggered_id in ("rank-select", "step-select", "tl-compare-a", "tl-compare-b"):
+            return (make_query(ranks or None, step, [compare_a, compare_b]),) + (dash.no_update,) * 4
         picked, picked_step = parse_query(search, rank_ids, step_ids)
-        return dash.no_update, picked or [], picked_step
+        compare = parse_compare(search, rank_ids) + [None, None]
+        return dash.no_update, picked or [], picked_step, compare[0], compare[1]
 
     def update_overview(search):
-        """Figures and table rows for the filters in the query string `search`."""
+        """Figures and table rows for the filters in the query string `search` (a selected step
+        narrows the compute classes and the kernel table to that step)."""
         ranks, step = parse_query(search, rank_ids, steps=step_ids)
         steps = None if step is None else [step]
+        window = "whole trace" if step is None else f"step {step}"
+        classes_fig = (figures.compute_classes_figure(summary, ranks) if step is None
+                       else figures.compute_classes_figure(step_classes(trace, step), ranks, window=window))
         return (
             figures.step_breakdown_figure(summary, ranks, steps),
             figures.step_time_figure(summary, ranks, selected_step=step),
             figures.step_heatmap_figure(summary, ranks, steps),
-            figures.compute_classes_figure(summary, ranks),
-            kernel_rows(trace, ranks),
+            classes_fig,
+            kernel_rows(trace, ranks, step),
+            f"Top kernels ({window})",
         )
 
     app.callback(
         Output("url", "search"), Output("rank-select", "value"), Output("step-select", "value"),
+        Output("tl-compare-a", "value"), Output("tl-compare-b", "value"),
         Input("url", "search"), Input("rank-select", "value"), Input("step-select", "value"),
+        Input("tl-compare-a", "value"), Input("tl-compare-b", "value"),
     )(sync_filters)
     app.callback(
         Output("fig-breakdown", "figure"), Output("fig-step-time", "figure"), Output("fig-heatmap", "figure"),
-        Output("fig-classes", "figure"), Output("kernel-table", "data"),
+        Output("fig-classes", "figure"), Output("kernel-table", "data"), Output("kernel-title", "children"),
         Input("url", "search"),
     )(update_overview)
     app.traceview_update_overview = update_overview  # the plain function, for tests and reports
@@ -243,11 +290,16 @@ def create_app(trace, summary: dict) -> dash.Dash:
 
         trigger (the id of the input that fired): "tl-graph" -> the zoomed/panned x range of
         `relayout` (autorange -> whole trace; no x change -> no update); "tl-step" -> that step's
-        device window (whole trace when cleared); "tl-reset", "url" or None -> whole trace."""
+        device window (no update when cleared); "tl-reset", "url" or None -> whole trace.
+        Two ranks in the query's `compare=a,b`: rank a's lanes above rank b's on one x axis (the
+        rank filter does not apply then)."""
         if not is_timeline(pathname):
             raise dash.exceptions.PreventUpdate
         data = timeline_data()
         ranks, _ = parse_query(search, rank_ids, step_ids)
+        pair = parse_compare(search, rank_ids)
+        if len(pair) == 2:
+            ranks = pair
         window = data.full_window()
         if trigger == "tl-graph":
             asked = data.window_from_relayout(relayout)
@@ -255,10 +307,23 @@ def create_app(trace, summary: dict) -> dash.Dash:
                 raise dash.exceptions.PreventUpdate
             if asked != "full":
                 window = asked
-        elif trigger == "tl-step" and jump_step is not None:
+        elif trigger == "tl-step":
+            if jump_step is None:
+                raise dash.exceptions.PreventUpdate
             window = data.step_window(jump_step, ranks) or window
-        fig, note, _ = data.figure(*window, ranks=ranks, ui_key=f"{ranks}|{reset_clicks or 0}")
+        ui_key = f"{ranks}|{reset_clicks or 0}"
+        if len(pair) == 2:
+            fig, note, _ = data.compare_figure(*window, pair=(pair[0], pair[1]), ui_key=ui_key)
+        else:
+            fig, note, _ = data.figure(*window, ranks=ranks, ui_key=ui_key)
         return fig, note
+
+    def timeline_callback(pathname, search, relayout, jump_step, reset_clicks):
+        """`update_timeline`, and the step picker cleared after any other move (zoom, pan, reset),
+        so that picking the same step again jumps back to it."""
+        trigger = dash.ctx.triggered_id
+        fig, note = update_timeline(pathname, search, relayout, jump_step, reset_clicks, trigger=trigger)
+        return fig, note, (dash.no_update if trigger == "tl-step" else None)
 
     def timeline_details(click):
         """The clicked task's fields as plain text components."""
@@ -272,10 +337,10 @@ def create_app(trace, summary: dict) -> dash.Dash:
         Input("url", "pathname"), Input("url", "search"),
     )(show_page)
     app.callback(
-        Output("tl-graph", "figure"), Output("tl-note", "children"),
+        Output("tl-graph", "figure"), Output("tl-note", "children"), Output("tl-step", "value"),
         Input("url", "pathname"), Input("url", "search"), Input("tl-graph", "relayoutData"),
         Input("tl-step", "value"), Input("tl-reset", "n_clicks"),
-    )(lambda *args: update_timeline(*args, trigger=dash.ctx.triggered_id))
+    )(timeline_callback)
     app.callback(Output("tl-details", "children"), Input("tl-graph", "clickData"))(timeline_details)
     app.traceview_update_timeline = update_timeline
     app.traceview_timeline_details = timeline_details

@@ -118,10 +118,11 @@ def step_time_figure(summary: dict, ranks=None, selected_step: int | None = None
     return _layout(fig, title)
 
 
-def compute_classes_figure(summary: dict, ranks=None, max_ranks: int = MAX_BAR_RANKS) -> go.Figure:
-    """Device time per compute class (ms, raw sum of task durations over the whole trace), stacked
-    per rank; the share of the rank's device time in the hover."""
-    title = "Compute classes (whole trace)"
+def compute_classes_figure(summary: dict, ranks=None, max_ranks: int = MAX_BAR_RANKS,
+                           window: str = "whole trace") -> go.Figure:
+    """Device time per compute class (ms, raw sum of task durations in `window`, by default the
+    whole trace), stacked per rank; the share of the rank's device time in the hover."""
+    title = f"Compute classes ({window})"
     entries = select_ranks(summary, ranks)
     if len(entries) > max_ranks:
         title += f" (first {max_ranks} of {len(entries)} ranks)"

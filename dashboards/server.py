@@ -1,10 +1,39 @@
-"""Running the dashboard: pick a free port, print where, serve until Ctrl+C."""
+"""Running the dashboard: what the server answers, pick a free port, print where, serve until Ctrl+C."""
 
 from __future__ import annotations
 
 import socket
 import threading
 import webbrowser
+
+# What the dashboard's HTTP server answers: its pages, Dash's own endpoints, and the JavaScript
+# bundles Dash registered (it checks the name against its list). Nothing else: no /assets or
+# /static folder, no path with a `..` segment, no file of the profile or beside it (the parsed
+# frames are in memory; the server opens no file after the load).
+PAGES = ("/", "/timeline")
+ENDPOINTS = ("/_dash-layout", "/_dash-dependencies", "/_dash-update-component", "/_favicon.ico")
+BUNDLES = "/_dash-component-suites/"
+
+
+def allowed_path(path: str) -> bool:
+    """Whether the server answers `path` (percent-decoded, as Flask sees it)."""
+    if "\\" in path or "\x00" in path or any(part in ("..", ".") for part in path.split("/")):
+        return False
+    return path.rstrip("/") in ("", *PAGES) or path in ENDPOINTS or path.startswith(BUNDLES)
+
+
+def harden(app) -> None:
+    """Answer 404 to every path outside `allowed_path`, and to unknown bundle names (Dash raises
+    an error for those, which would be a 500 with a logged traceback)."""
+    from dash.exceptions import DependencyException
+    from flask import abort, request
+
+    def guard():
+        if not allowed_path(request.path):
+            abort(404)
+
+    app.server.before_request(guard)
+    app.server.register_error_handler(DependencyException, lambda exc: ("Not Found", 404))
 
 
 def port_is_free(host: str, port: int) -> bool:

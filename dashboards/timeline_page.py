@@ -13,8 +13,11 @@ label never interprets a `<tag>` in a name, and the details panel uses plain tex
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 import polars as pl
 from dash import html
 
@@ -25,6 +28,7 @@ LIMIT = 20_000  # raw tasks the browser may receive at most
 BINS = 800
 TITLE = "Timeline"
 X_TITLE = "time (ms, relative to the first task start)"
+X_AXIS = re.compile(r"^xaxis\d*$")  # xaxis, xaxis2, ... (compare view panels)
 
 
 def hover_safe(text) -> str:
@@ -83,12 +87,16 @@ class TimelineData:
         """(start_ns, end_ns) from a plotly relayoutData; "full" on autorange; None when x did not change."""
         if not relayout:
             return None
-        if relayout.get("xaxis.autorange"):
+        axes = sorted({key.split(".")[0] for key in relayout if X_AXIS.match(key.split(".")[0])})
+        if any(relayout.get(f"{axis}.autorange") for axis in axes):
             return "full"
-        if "xaxis.range[0]" in relayout and "xaxis.range[1]" in relayout:
-            lo, hi = relayout["xaxis.range[0]"], relayout["xaxis.range[1]"]
-        elif isinstance(relayout.get("xaxis.range"), (list, tuple)) and len(relayout["xaxis.range"]) == 2:
-            lo, hi = relayout["xaxis.range"]
+        for axis in axes:  # the panels of a comparison share x: any axis that moved gives the window
+            if f"{axis}.range[0]" in relayout and f"{axis}.range[1]" in relayout:
+                lo, hi = relayout[f"{axis}.range[0]"], relayout[f"{axis}.range[1]"]
+                break
+            if isinstance(relayout.get(f"{axis}.range"), (list, tuple)) and len(relayout[f"{axis}.range"]) == 2:
+                lo, hi = relayout[f"{axis}.range"]
+                break
         else:
             return None
         try:
@@ -104,47 +112,87 @@ class TimelineData:
     def figure(self, start_ns: int, end_ns: int, ranks: list[int] | None = None,
                ui_key: str = "") -> tuple[go.Figure, str, str]:
         """(figure, note, mode) for the window [start_ns, end_ns) and the selected ranks."""
+        traces, labels, note, mode = self._panel(start_ns, end_ns, ranks, LIMIT)
+        fig = go.Figure(data=traces)
+        if mode == "empty":
+            fig.add_annotation(text="no device tasks", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
+        self._layout(fig, len(labels), start_ns, end_ns)
+        fig.update_yaxes(**self._lane_axis(labels, ui_key))
+        return fig, note, mode
+
+    def compare_figure(self, start_ns: int, end_ns: int, pair: tuple[int, int],
+                       ui_key: str = "") -> tuple[go.Figure, str, str]:
+        """(figure, note, mode) of two ranks one above the other: one panel per rank, one shared
+        x axis (both ranks' tasks on their recorded clocks, so the same window), each panel with
+        its own lanes and level of detail; LIMIT // 2 raw tasks at most per panel."""
+        panels = [self._panel(start_ns, end_ns, [rank], LIMIT // 2) for rank in pair]
+        heights = [max(len(labels), 1) for _, labels, _, _ in panels]
+        fig = make_subplots(
+            rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
+            row_heights=[h / sum(heights) for h in heights], subplot_titles=[f"rank {rank}" for rank in pair],
+        )
+        shown: set[str] = set()
+        for row, (traces, labels, _, _) in enumerate(panels, start=1):
+            for trace in traces:
+                if isinstance(trace, go.Heatmap):
+                    trace.update(showscale=row == 1)  # one colour bar for both panels
+                else:
+                    trace.update(legendgroup=trace.name, showlegend=trace.name not in shown)
+                    shown.add(trace.name)
+                fig.add_trace(trace, row=row, col=1)
+            fig.update_yaxes(**self._lane_axis(labels, ui_key), row=row, col=1)
+        self._layout(fig, sum(heights) + 6, start_ns, end_ns)
+        fig.update_xaxes(title_text=None, row=1, col=1)
+        modes = {mode for _, _, _, mode in panels}
+        note = f"rank {pair[0]} above rank {pair[1]}: " + "; ".join(
+            f"rank {rank} {note}" for rank, (_, _, note, _) in zip(pair, panels))
+        return fig, note, modes.pop() if len(modes) == 1 else "mixed"
+
+    def _panel(self, start_ns: int, end_ns: int, ranks: list[int] | None, limit: int) -> tuple[list, list[str], str, str]:
+        """(plotly traces, lane labels, note, mode) of the selected ranks' lanes in the window."""
         lanes = self.lanes if not ranks else self.lanes.filter(pl.col("rank").is_in(ranks))
         labels = lanes["label"].to_list()
         if not self.tasks.height or not labels:
-            fig = go.Figure()
-            fig.add_annotation(text="no device tasks", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
-            return self._layout(fig, labels, start_ns, end_ns, ui_key), "no device tasks", "empty"
-        v = self._view(start_ns, end_ns, ranks)
+            return [], labels, "no device tasks", "empty"
+        v = self._view(start_ns, end_ns, ranks, limit)
         if v["mode"] == "raw":
-            fig = self._raw_figure(v["tasks"], labels)
+            traces = list(self._raw_figure(v["tasks"], labels).data)
             note = f"raw: {v['n_tasks']:,} tasks in view (click a task for details)"
         else:
-            fig = self._binned_figure(v["bins"], lanes)
+            traces = list(self._binned_figure(v["bins"], lanes).data)
             note = f"binned: {v['n_tasks']:,} tasks in view, zoom in for individual tasks"
-        return self._layout(fig, labels, start_ns, end_ns, ui_key), note, v["mode"]
+        return traces, labels, note, v["mode"]
 
-    def _view(self, start_ns: int, end_ns: int, ranks: list[int] | None) -> dict:
+    def _view(self, start_ns: int, end_ns: int, ranks: list[int] | None, limit: int = LIMIT) -> dict:
         """`timeline.view` of the window; the whole-trace window is memoised per rank selection."""
         if (start_ns, end_ns) != self.full_window():
-            return tl.view(self.tasks, self.lanes, start_ns, end_ns, ranks=ranks or None, limit=LIMIT, bins=BINS)
-        key = tuple(sorted(ranks or ()))
+            return tl.view(self.tasks, self.lanes, start_ns, end_ns, ranks=ranks or None, limit=limit, bins=BINS)
+        key = (tuple(sorted(ranks or ())), limit)
         if key not in self._full_views:
             self._full_views[key] = tl.view(
-                self.tasks, self.lanes, start_ns, end_ns, ranks=ranks or None, limit=LIMIT, bins=BINS
+                self.tasks, self.lanes, start_ns, end_ns, ranks=ranks or None, limit=limit, bins=BINS
             )
         return self._full_views[key]
 
-    def _layout(self, fig: go.Figure, labels: list[str], start_ns: int, end_ns: int, ui_key: str) -> go.Figure:
+    @staticmethod
+    def _lane_axis(labels: list[str], ui_key: str) -> dict:
+        """A y axis of lanes, top to bottom in `labels` order; keeps the user's y zoom per `ui_key`."""
+        return dict(type="category", categoryorder="array", categoryarray=labels, autorange="reversed",
+                    uirevision=ui_key)
+
+    def _layout(self, fig: go.Figure, n_lanes: int, start_ns: int, end_ns: int) -> go.Figure:
         fig.update_layout(
             title=dict(text=TITLE, y=0.98, yanchor="top"), template="plotly_white",
-            height=max(320, 26 * len(labels) + 160), margin=dict(l=150, r=20, t=80, b=50),
+            height=max(320, 26 * n_lanes + 160), margin=dict(l=150, r=20, t=80, b=50),
             legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0), hovermode="closest",
             # a Scattergl line is hit-tested at its vertices only: no distance cutoff, so a click on
             # a long bar picks its own nearest end (tasks on a lane do not overlap in x)
             hoverdistance=-1,
             uirevision="timeline",
         )
-        # x follows the server's window (a new uirevision per window); y keeps the user's zoom
+        # x follows the server's window (a new uirevision per window)
         fig.update_xaxes(title_text=X_TITLE, range=[self.to_ms(start_ns), self.to_ms(end_ns)],
                          uirevision=f"{start_ns}-{end_ns}", showgrid=True, zeroline=False)
-        fig.update_yaxes(type="category", categoryorder="array", categoryarray=labels, autorange="reversed",
-                         uirevision=ui_key)
         return fig
 
     def _raw_figure(self, raw: pl.DataFrame, labels: list[str]) -> go.Figure:

@@ -6,7 +6,7 @@ the browser console shows no errors. `.ci/run` installs chromium with apt-get; e
 skip with the reason when chromium or Playwright is missing.
 
 Screenshots for the docs: `TRACEVIEW_SCREENSHOTS=1 python -m pytest tests/test_browser.py`
-writes docs/screenshots/{overview,timeline}.png from these same pages.
+writes docs/screenshots/{overview,timeline,compare}.png from these same pages.
 """
 
 from __future__ import annotations
@@ -146,6 +146,41 @@ def test_timeline_zoom_switches_to_fewer_tasks(server_for, browser):
         page.evaluate("() => Plotly.relayout(document.querySelector('#tl-graph .js-plotly-plot'), {'xaxis.autorange': true})")
         page.wait_for_timeout(1500)
         page.screenshot(path=str(SCREENSHOTS / "timeline.png"), full_page=True)
+    assert errors == []
+    page.close()
+
+
+def test_timeline_compare_two_ranks_and_jump_to_a_step(server_for, browser):
+    """Two ranks one above the other from the URL; picking a step zooms both panels to it; a zoom
+    frees the step picker and picking the same step again jumps back."""
+    url = server_for(ROOT / "sample_traces" / "dp4_nccl")
+    page, errors = _open(browser, url + "/timeline?compare=2,0")
+    page.wait_for_function("() => document.querySelector('#tl-note').innerText.startsWith('rank 2 above rank 0')",
+                           timeout=20_000)
+    axes = page.evaluate("() => { const l = document.querySelector('#tl-graph .js-plotly-plot').layout;"
+                         " return [l.yaxis.categoryarray, l.yaxis2.categoryarray]; }")
+    assert {a.split(" · ")[0] for a in axes[0]} == {"rank 2"} and {a.split(" · ")[0] for a in axes[1]} == {"rank 0"}
+    steps = tv.load(ROOT / "sample_traces" / "dp4_nccl").steps.filter(pl.col("rank").is_in([0, 2]) & (pl.col("step") == 4))
+    x_range = "() => document.querySelector('#tl-graph .js-plotly-plot').layout.xaxis.range"
+
+    def pick_step_4():
+        page.click("#tl-step")
+        page.get_by_text("step 4", exact=True).last.click()
+        page.wait_for_function(f"() => ({x_range})()[1] - ({x_range})()[0] < {span * 0.9}", timeout=20_000)
+
+    span = page.evaluate(f"() => ({x_range})()[1] - ({x_range})()[0]")
+    pick_step_4()
+    width = page.evaluate(f"() => ({x_range})()[1] - ({x_range})()[0]")
+    want = (int(steps["device_end_ns"].max()) - int(steps["device_start_ns"].min())) / 1e6
+    assert width == pytest.approx(want, rel=1e-6)
+    page.evaluate("() => Plotly.relayout(document.querySelector('#tl-graph .js-plotly-plot'), {'xaxis.autorange': true})")
+    page.wait_for_function(f"() => ({x_range})()[1] - ({x_range})()[0] > {width * 1.5}", timeout=20_000)
+    span = page.evaluate(f"() => ({x_range})()[1] - ({x_range})()[0]")
+    pick_step_4()  # the same step again
+    assert page.evaluate(f"() => ({x_range})()[1] - ({x_range})()[0]") == pytest.approx(want, rel=1e-6)
+    if os.environ.get("TRACEVIEW_SCREENSHOTS"):
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(SCREENSHOTS / "compare.png"), full_page=True)
     assert errors == []
     page.close()
 

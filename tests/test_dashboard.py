@@ -15,11 +15,12 @@ import time
 import urllib.request
 
 import orjson
+import polars as pl
 import pytest
 
 import traceview as tv
 from dashboards import figures
-from dashboards.app import create_app, make_query, parse_query
+from dashboards.app import create_app, make_query, parse_compare, parse_query
 from dashboards.colors import CLASS_COLORS, TERM_COLORS
 from dashboards.server import pick_port, port_is_free
 from tests.conftest import DATA, ROOT, SAMPLES
@@ -152,11 +153,22 @@ def test_overview_callback_follows_the_query(dp4_app, dp4):
     assert by_meta(picked[0], "free").y == (step4["free_us"] / 1000,)
     assert [t.meta for t in picked[1].data] == [1]
     assert list(picked[2].data[0].x) == ["4"] and list(picked[2].data[0].y) == ["1"]
-    rows = picked[4]
-    assert rows and {r["rank"] for r in rows} == {1}
+    assert {r["rank"] for r in everything[4]} == {0, 1, 2, 3} and everything[5] == "Top kernels (whole trace)"
     top = doc["ranks"][1]["top_kernels"][0]
-    assert rows[0]["name"] == top["name"] and rows[0]["total_ms"] == pytest.approx(top["total_us"] / 1000)
-    assert {r["rank"] for r in everything[4]} == {0, 1, 2, 3}
+    assert everything[4][0]["name"] == top["name"]
+    # a selected step narrows the kernel table and the compute classes to that step
+    trace = tv.load(SAMPLES / "dp4_nccl")
+    step_top = trace.top_kernels(50, by=("rank", "step")).filter((pl.col("rank") == 1) & (pl.col("step") == 4))
+    rows = picked[4]
+    assert [r["name"] for r in rows] == step_top["name"].to_list() and picked[5] == "Top kernels (step 4)"
+    assert [r["total_ms"] for r in rows] == pytest.approx((step_top["total_us"] / 1000).to_list())
+    step_classes = trace.compute_classes(by=("rank", "step")).filter((pl.col("rank") == 1) & (pl.col("step") == 4))
+    assert "step 4" in picked[3].layout.title.text
+    for row in step_classes.to_dicts():
+        assert by_meta(picked[3], row["class"]).y == pytest.approx((row["time_us"] / 1000,))
+    whole = next(c for c in doc["ranks"][1]["compute_classes"] if c["class"] == "gemm")
+    assert by_meta(everything[3], "gemm").y[1] == pytest.approx(whole["time_us"] / 1000)
+    assert by_meta(picked[3], "gemm").y[0] < whole["time_us"] / 1000  # one step of three
 
 
 def test_served_pages(dp4_app):
@@ -283,14 +295,16 @@ def test_serve_starts_a_real_server_on_the_next_free_port(tmp_path):
                 proc.wait()
 
 
-def _post_sync(client, search, ranks, step, changed):
+def _post_sync(client, search, ranks, step, changed, compare=(None, None)):
     deps = orjson.loads(client.get("/_dash-dependencies").data)
     (dep,) = [d for d in deps if "url.search" in d["output"]]
     payload = {"output": dep["output"], "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]}
                                                     for o in dep["output"].strip(".").split("...")],
                "inputs": [{"id": "url", "property": "search", "value": search},
                           {"id": "rank-select", "property": "value", "value": ranks},
-                          {"id": "step-select", "property": "value", "value": step}],
+                          {"id": "step-select", "property": "value", "value": step},
+                          {"id": "tl-compare-a", "property": "value", "value": compare[0]},
+                          {"id": "tl-compare-b", "property": "value", "value": compare[1]}],
                "changedPropIds": [changed]}
     resp = client.post("/_dash-update-component", json=payload)
     assert resp.status_code in (200, 204), resp.data[:300]
@@ -306,3 +320,15 @@ def test_filters_and_url_stay_in_sync(dp4_app):
     body = _post_sync(client, "", [3, 1], 4, "rank-select.value")
     assert body["url"]["search"] == "?rank=1%2C3&step=4"
     assert parse_query(body["url"]["search"], [0, 1, 2, 3], [3, 4, 5]) == ([1, 3], 4)
+    # the timeline's rank comparison is in the address too
+    body = _post_sync(client, "?step=4", None, 4, "tl-compare-b.value", compare=(2, 0))
+    assert body["url"]["search"] == "?step=4&compare=2%2C0"
+    body = _post_sync(client, "?compare=3,1", None, None, "url.search")
+    assert body["tl-compare-a"]["value"] == 3 and body["tl-compare-b"]["value"] == 1
+
+
+def test_compare_query():
+    assert parse_compare("?compare=2,0", [0, 1, 2]) == [2, 0]
+    assert parse_compare("?compare=2,2,x,9,1,0", [0, 1, 2]) == [2, 1]  # distinct, known, two at most
+    assert parse_compare("?rank=1", [0, 1]) == []
+    assert make_query(None, None, [None, 3]) == "?compare=3"

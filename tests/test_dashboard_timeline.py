@@ -260,9 +260,83 @@ def test_whole_trace_view_is_memoised_per_rank_selection(big_app):
     data._full_views.clear()  # the app is shared with earlier tests of this module
     first, note1, mode1 = data.figure(*data.full_window())
     again, note2, _ = data.figure(*data.full_window())
-    assert list(data._full_views) == [()] and note1 == note2 and mode1 == "binned"
+    assert list(data._full_views) == [((), LIMIT)] and note1 == note2 and mode1 == "binned"
     assert again.data[0].z == first.data[0].z
     _, _, mode = data.figure(*data.full_window(), ranks=[1])
-    assert mode == "raw" and set(data._full_views) == {(), (1,)}
+    assert mode == "raw" and set(data._full_views) == {((), LIMIT), ((1,), LIMIT)}
     want = tl.view(data.tasks, data.lanes, *data.full_window(), limit=LIMIT, bins=800)
     assert want["n_tasks"] == tasks.height and want["mode"] == "binned"
+
+
+def _rank_of(label: str) -> int:
+    return int(label.split(" · ")[0].removeprefix("rank "))
+
+
+def test_compare_two_ranks_one_above_the_other(dp4):
+    """?compare=2,0: rank 2's lanes in the top panel, rank 0's below, one x axis; each panel draws
+    exactly its rank's tasks in the window, and a zoom on either panel moves both."""
+    trace, app = dp4
+    data = app.traceview_timeline_data()
+    fig, note = app.traceview_update_timeline(T, "?compare=2,0&rank=1", None, None, 0, trigger="url")
+    assert note.startswith("rank 2 above rank 0")
+    top, bottom = list(fig.layout.yaxis.categoryarray), list(fig.layout.yaxis2.categoryarray)
+    assert {_rank_of(y) for y in top} == {2} and {_rank_of(y) for y in bottom} == {0}
+    assert fig.layout.xaxis2.matches == "x" or fig.layout.xaxis.matches == "x2"
+    for t in fig.data:  # every segment sits in its rank's panel
+        ranks = {_rank_of(y) for y in t.y if y}
+        assert ranks == ({2} if t.yaxis == "y" else {0})
+    assert sum(1 for t in fig.data if t.showlegend is not False) == len({t.name for t in fig.data})
+    tasks = data.tasks
+    lo, hi = 40.0, 45.0
+    fig, note = app.traceview_update_timeline(T, "?compare=2,0", {"xaxis2.range[0]": lo, "xaxis2.range[1]": hi},
+                                              None, 0, trigger="tl-graph")
+    s, e = data.t0_ns + int(lo * 1e6), data.t0_ns + int(hi * 1e6)
+    for rank, axis in ((2, "y"), (0, "y2")):
+        want = tasks.filter((pl.col("rank") == rank) & (pl.col("start_ns") < e) & (pl.col("end_ns") > s)).height
+        assert want > 0 and sum(len(t.x) // 3 for t in fig.data if t.yaxis == axis) == want
+    assert tuple(fig.layout.xaxis.range) == pytest.approx((lo, hi))
+    # jump to a step: the window spans both ranks' step
+    fig, _ = app.traceview_update_timeline(T, "?compare=2,0", None, 4, 0, trigger="tl-step")
+    rows = trace.steps.filter((pl.col("step") == 4) & pl.col("rank").is_in([0, 2]))
+    assert tuple(fig.layout.xaxis.range) == pytest.approx(
+        (data.to_ms(int(rows["device_start_ns"].min())), data.to_ms(int(rows["device_end_ns"].max()))))
+
+
+def test_compare_view_of_a_big_profile_stays_under_the_limit(big_app):
+    app, tasks = big_app
+    fig, note = app.traceview_update_timeline(T, "?compare=1,0", None, None, 0, trigger="url")
+    assert [t.type for t in fig.data] == ["heatmap", "heatmap"] and "binned" in note
+    assert [t.showscale for t in fig.data] == [True, False]  # one colour bar for both panels
+    fig, note = app.traceview_update_timeline(T, "?compare=1,0", {"xaxis.range[0]": 50, "xaxis.range[1]": 150},
+                                              None, 0, trigger="tl-graph")
+    drawn = sum(len(t.x) // 3 for t in fig.data if t.type == "scattergl")
+    assert drawn <= LIMIT  # each panel holds LIMIT // 2 raw tasks at most
+    t0 = int(tasks["start_ns"].min())
+    for rank in (0, 1):
+        hit = tasks.filter((pl.col("rank") == rank) & (pl.col("start_ns") < t0 + 150_000_000)
+                           & (pl.col("end_ns") > t0 + 50_000_000)).height
+        assert (f"rank {rank} raw: {hit:,}" in note) == (hit <= LIMIT // 2)
+
+
+def test_step_picker_clears_after_a_zoom_so_the_same_step_can_be_picked_again(dp4):
+    _, app = dp4
+    client = app.server.test_client()
+    dep = _dep(client, "tl-graph.figure")
+    assert "tl-step.value" in dep["output"]
+
+    def post(changed, relayout, step):
+        payload = {"output": dep["output"], "outputs": _outputs(dep),
+                   "inputs": [{"id": "url", "property": "pathname", "value": "/timeline"},
+                              {"id": "url", "property": "search", "value": ""},
+                              {"id": "tl-graph", "property": "relayoutData", "value": relayout},
+                              {"id": "tl-step", "property": "value", "value": step},
+                              {"id": "tl-reset", "property": "n_clicks", "value": 0}],
+                   "changedPropIds": [changed], "state": []}
+        resp = client.post("/_dash-update-component", json=payload)
+        assert resp.status_code == 200, resp.data[:300]
+        return orjson.loads(resp.data)["response"]
+
+    body = post("tl-step.value", None, 4)
+    assert "tl-step" not in body and "tl-graph" in body  # the picked step stays shown
+    body = post("tl-graph.relayoutData", {"xaxis.range[0]": 1, "xaxis.range[1]": 2}, 4)
+    assert body["tl-step"]["value"] is None  # zoomed away: the picker is free again
