@@ -18,9 +18,14 @@ from dash import Input, Output, dash_table, dcc, html
 from dashboards import figures
 from dashboards.colors import class_color
 from dashboards.server import harden
-from dashboards.timeline_page import TimelineData
+from dashboards.timeline_page import HOST_KEY, TimelineData, stacked_figure
 
 TIMELINE_PATH = "/timeline"
+# the widgets whose values live in the query string, and the property holding each value
+FILTER_WIDGETS = {
+    "rank-select": "value", "step-select": "value", "tl-compare-a": "value", "tl-compare-b": "value",
+    "class-select": "value", "name-search": "value", "tl-host": "value",
+}
 TABLE_TOP = 50  # kernels per rank in the table (the CLI's --top defaults to 10)
 
 FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif"
@@ -51,11 +56,22 @@ def parse_compare(search: str | None, ranks: list[int]) -> list[int]:
     return picked
 
 
+def parse_filters(search: str | None, classes: list[str]) -> tuple[list[str] | None, str | None, bool]:
+    """(`class` list of known classes or None for all, `q` name search or None, `host` lanes on)."""
+    query = parse_qs((search or "").lstrip("?"))
+    picked = [c for c in ",".join(query.get("class", [])).split(",") if c in classes]
+    text = (query.get("q") or [""])[0].strip()[:200]
+    host = (query.get("host") or [""])[0] in ("1", "true", "yes")
+    return (sorted(set(picked)) or None), (text or None), host
+
+
 def is_timeline(pathname: str | None) -> bool:
     return (pathname or "/").rstrip("/").endswith(TIMELINE_PATH)
 
 
-def make_query(ranks: list[int] | None, step: int | None, compare: list[int | None] | None = None) -> str:
+def make_query(ranks: list[int] | None, step: int | None, compare: list[int | None] | None = None,
+               classes: list[str] | None = None, query: str | None = None, host: bool = False) -> str:
+    """The query string of a view (the inverse of `parse_query`, `parse_compare`, `parse_filters`)."""
     params = {}
     if ranks:
         params["rank"] = ",".join(str(r) for r in sorted(ranks))
@@ -64,6 +80,12 @@ def make_query(ranks: list[int] | None, step: int | None, compare: list[int | No
     compare = [r for r in (compare or []) if r is not None]
     if compare:
         params["compare"] = ",".join(str(r) for r in compare)
+    if classes:
+        params["class"] = ",".join(sorted(classes))
+    if query and query.strip():
+        params["q"] = query.strip()
+    if host:
+        params["host"] = "1"
     return ("?" + urlencode(params)) if params else ""
 
 
@@ -109,6 +131,31 @@ def _findings(summary: dict) -> html.Div:
     return html.Div(children, id="findings")
 
 
+def _throughput(summary: dict) -> html.Div:
+    """Tokens/s, model TFLOP/s and MFU per step (only when the model/job options were given)."""
+    rows = summary.get("throughput") or []
+    if not rows:
+        return html.Div(id="throughput")
+    head = ["step", "step time (ms)", "tokens/s per device", "model TFLOP/s per device", "peak TFLOP/s", "MFU (%)"]
+
+    def cell(value, fmt):
+        return "-" if value is None else format(value, fmt)
+
+    body = [html.Tr([html.Td(r["step"]), html.Td(cell(figures.ms(r["step_time_us"]), ",.3f")),
+                     html.Td(cell(r.get("tokens_per_s_per_device"), ",.0f")),
+                     html.Td(cell(r.get("model_tflops_per_device"), ",.1f")), html.Td(cell(r.get("peak_tflops"), ",.0f")),
+                     html.Td(cell(None if r.get("mfu_frac") is None else r["mfu_frac"] * 100, ".1f"))]) for r in rows]
+    source = next((r.get("peak_source") for r in rows if r.get("peak_source")), None)
+    children = [html.H3("Throughput"), html.Table([html.Thead(html.Tr([html.Th(h) for h in head])), html.Tbody(body)],
+                                                  style={"borderSpacing": "16px 2px"})]
+    if source:
+        children.append(html.P(f"Peak: {source} (dense bf16).", style={"color": "#4b5563"}))
+    if any((r.get("mfu_frac") or 0) > 1 for r in rows):
+        children.append(html.P("MFU above 100 %: check the model options (--params, --seq-len, --global-batch, "
+                               "--devices).", style={"color": "#b91c1c"}, id="mfu-warning"))
+    return html.Div(children, id="throughput")
+
+
 KERNEL_COLUMNS = [
     {"name": "rank", "id": "rank", "type": "numeric"},
     {"name": "kernel", "id": "name", "type": "text"},
@@ -130,13 +177,18 @@ def step_classes(trace, step: int) -> dict:
     return {"ranks": [{"rank": r, "compute_classes": per_rank.get(r, [])} for r in trace.ranks["rank"].to_list()]}
 
 
-def kernel_rows(trace, ranks: list[int] | None, step: int | None = None) -> list[dict]:
+def kernel_rows(trace, ranks: list[int] | None, step: int | None = None, classes: list[str] | None = None,
+                query: str | None = None) -> list[dict]:
     """Top kernels per rank (of `step` when given) from the memoised `Trace.top_kernels` (same
-    function as the summary)."""
+    function as the summary); only `classes` and names containing `query` (case-insensitive) when given."""
     if step is None:
         frame = trace.top_kernels(TABLE_TOP)
     else:
         frame = trace.top_kernels(TABLE_TOP, by=("rank", "step")).filter(pl.col("step") == step)
+    if classes:
+        frame = frame.filter(pl.col("class").is_in(classes))
+    if query:
+        frame = frame.filter(pl.col("name").str.to_lowercase().str.contains(query.lower(), literal=True))
     rows = []
     for row in frame.to_dicts():
         if ranks is not None and row["rank"] not in ranks:
@@ -167,9 +219,28 @@ def create_app(trace, summary: dict) -> dash.Dash:
             timeline_state["data"] = TimelineData.from_trace(trace)
         return timeline_state["data"]
 
+    def host_data() -> TimelineData:
+        """Host events as lanes per thread, on the device data's x origin (built on first use)."""
+        if "host" not in timeline_state:
+            timeline_state["host"] = TimelineData.host_from_trace(trace, t0_ns=timeline_data().t0_ns)
+        return timeline_state["host"]
+
+    def filtered(data: TimelineData, picked_classes, name) -> TimelineData:
+        """`data` restricted to the class / name filters, memoised (the last few filter sets)."""
+        if not picked_classes and not name:
+            return data
+        memo = timeline_state.setdefault("filtered", {})
+        key = (id(data), tuple(picked_classes or ()), name)
+        if key not in memo:
+            if len(memo) >= 8:
+                memo.pop(next(iter(memo)))
+            memo[key] = data.filtered(picked_classes, name)
+        return memo[key]
+
     app.traceview_timeline_data = timeline_data
     overview = html.Div(id="page-overview", children=[
         _findings(summary),
+        _throughput(summary),
         dcc.Graph(id="fig-breakdown", config=graph),
         dcc.Graph(id="fig-step-time", config=graph),
         dcc.Graph(id="fig-heatmap", config=graph),
@@ -201,6 +272,7 @@ def create_app(trace, summary: dict) -> dash.Dash:
                 html.Label("with rank", htmlFor="tl-compare-b"),
                 dcc.Dropdown(id="tl-compare-b", options=rank_options, placeholder="rank (below)"),
             ]),
+            dcc.Checklist(id="tl-host", options=[{"label": " host threads", "value": "host"}], value=[]),
             html.Button("Reset view", id="tl-reset", n_clicks=0),
         ]),
         html.P(id="tl-note", style={"color": "#4b5563"}),
@@ -218,7 +290,7 @@ def create_app(trace, summary: dict) -> dash.Dash:
             ]),
             html.Main(style=STYLE_MAIN, children=[
                 html.H2("Overview", id="page-title"),
-                html.Div(style={"display": "flex", "gap": "20px", "maxWidth": "700px"}, children=[
+                html.Div(style={"display": "flex", "gap": "20px", "maxWidth": "1200px"}, children=[
                     html.Div(style={"flex": "1"}, children=[
                         html.Label("Ranks", htmlFor="rank-select"),
                         dcc.Dropdown(id="rank-select", options=rank_options,
@@ -229,6 +301,16 @@ def create_app(trace, summary: dict) -> dash.Dash:
                         dcc.Dropdown(id="step-select", options=[{"label": f"step {s}", "value": s} for s in step_ids],
                                      placeholder="all steps"),
                     ]),
+                    html.Div(style={"flex": "1"}, children=[
+                        html.Label("Classes", htmlFor="class-select"),
+                        dcc.Dropdown(id="class-select", options=[{"label": c, "value": c} for c in classes],
+                                     multi=True, placeholder="all classes"),
+                    ]),
+                    html.Div(style={"flex": "1"}, children=[
+                        html.Label("Kernel name contains", htmlFor="name-search"),
+                        dcc.Input(id="name-search", type="search", debounce=True, placeholder="e.g. gemm",
+                                  style={"width": "100%", "height": "34px"}),
+                    ]),
                 ]),
                 overview,
                 timeline_page,
@@ -236,36 +318,40 @@ def create_app(trace, summary: dict) -> dash.Dash:
         ]),
     ])
 
-    def sync_filters(search, ranks, step, compare_a=None, compare_b=None):
+    def sync_filters(search, ranks, step, compare_a=None, compare_b=None, picked_classes=None, name=None, host=None):
         """URL <-> filter widgets: the URL wins on page load, the widgets when the user picks."""
-        if dash.ctx.triggered_id in ("rank-select", "step-select", "tl-compare-a", "tl-compare-b"):
-            return (make_query(ranks or None, step, [compare_a, compare_b]),) + (dash.no_update,) * 4
+        if dash.ctx.triggered_id in FILTER_WIDGETS:
+            query = make_query(ranks or None, step, [compare_a, compare_b], picked_classes, name, bool(host))
+            return (query,) + (dash.no_update,) * len(FILTER_WIDGETS)
         picked, picked_step = parse_query(search, rank_ids, step_ids)
         compare = parse_compare(search, rank_ids) + [None, None]
-        return dash.no_update, picked or [], picked_step, compare[0], compare[1]
+        picked_classes, name, host = parse_filters(search, classes)
+        return (dash.no_update, picked or [], picked_step, compare[0], compare[1], picked_classes or [], name or "",
+                ["host"] if host else [])
 
     def update_overview(search):
         """Figures and table rows for the filters in the query string `search` (a selected step
         narrows the compute classes and the kernel table to that step)."""
         ranks, step = parse_query(search, rank_ids, steps=step_ids)
+        picked_classes, name, _ = parse_filters(search, classes)
         steps = None if step is None else [step]
         window = "whole trace" if step is None else f"step {step}"
-        classes_fig = (figures.compute_classes_figure(summary, ranks) if step is None
-                       else figures.compute_classes_figure(step_classes(trace, step), ranks, window=window))
+        per_class = summary if step is None else step_classes(trace, step)
+        if picked_classes:
+            per_class = {"ranks": [{**r, "compute_classes": [c for c in r["compute_classes"] if c["class"] in picked_classes]}
+                                   for r in per_class["ranks"]]}
         return (
             figures.step_breakdown_figure(summary, ranks, steps),
             figures.step_time_figure(summary, ranks, selected_step=step),
             figures.step_heatmap_figure(summary, ranks, steps),
-            classes_fig,
-            kernel_rows(trace, ranks, step),
+            figures.compute_classes_figure(per_class, ranks, window=window),
+            kernel_rows(trace, ranks, step, picked_classes, name),
             f"Top kernels ({window})",
         )
 
     app.callback(
-        Output("url", "search"), Output("rank-select", "value"), Output("step-select", "value"),
-        Output("tl-compare-a", "value"), Output("tl-compare-b", "value"),
-        Input("url", "search"), Input("rank-select", "value"), Input("step-select", "value"),
-        Input("tl-compare-a", "value"), Input("tl-compare-b", "value"),
+        Output("url", "search"), *[Output(w, p) for w, p in FILTER_WIDGETS.items()],
+        Input("url", "search"), *[Input(w, p) for w, p in FILTER_WIDGETS.items()],
     )(sync_filters)
     app.callback(
         Output("fig-breakdown", "figure"), Output("fig-step-time", "figure"), Output("fig-heatmap", "figure"),
@@ -295,12 +381,17 @@ def create_app(trace, summary: dict) -> dash.Dash:
         rank filter does not apply then)."""
         if not is_timeline(pathname):
             raise dash.exceptions.PreventUpdate
-        data = timeline_data()
+        base = timeline_data()
         ranks, _ = parse_query(search, rank_ids, step_ids)
         pair = parse_compare(search, rank_ids)
+        picked_classes, name, host = parse_filters(search, classes)
         if len(pair) == 2:
             ranks = pair
-        window = data.full_window()
+        data = filtered(base, picked_classes, name)
+        hosts = filtered(host_data(), None, name) if host else None
+        window = base.full_window()
+        if hosts is not None and hosts.tasks.height:
+            window = (min(window[0], hosts.first_ns), max(window[1], hosts.last_ns))
         if trigger == "tl-graph":
             asked = data.window_from_relayout(relayout)
             if asked is None:
@@ -311,11 +402,21 @@ def create_app(trace, summary: dict) -> dash.Dash:
             if jump_step is None:
                 raise dash.exceptions.PreventUpdate
             window = data.step_window(jump_step, ranks) or window
-        ui_key = f"{ranks}|{reset_clicks or 0}"
-        if len(pair) == 2:
-            fig, note, _ = data.compare_figure(*window, pair=(pair[0], pair[1]), ui_key=ui_key)
-        else:
+        ui_key = f"{ranks}|{host}|{reset_clicks or 0}"
+        groups = [[r] for r in pair] if len(pair) == 2 else [ranks]
+        panels = []
+        for group in groups:
+            label = "all ranks" if group is None else ", ".join(f"rank {r}" for r in group)
+            if hosts is not None:
+                panels.append((hosts, group, f"{label} · host threads"))
+            panels.append((data, group, f"{label} · device" if hosts is not None else label))
+        if len(panels) == 1:
             fig, note, _ = data.figure(*window, ranks=ranks, ui_key=ui_key)
+        else:
+            fig, note, _ = stacked_figure(panels, *window, ui_key=ui_key)
+        if picked_classes or name:
+            note += " · filtered: " + ", ".join(
+                ([f"classes {', '.join(picked_classes)}"] if picked_classes else []) + ([f"name contains {name!r}"] if name else []))
         return fig, note
 
     def timeline_callback(pathname, search, relayout, jump_step, reset_clicks):
@@ -329,6 +430,8 @@ def create_app(trace, summary: dict) -> dash.Dash:
         """The clicked task's fields as plain text components."""
         points = (click or {}).get("points") or []
         key = points[0].get("customdata") if points else None
+        if isinstance(key, str) and key.startswith(HOST_KEY):
+            return host_data().details(key.removeprefix(HOST_KEY))
         return timeline_data().details(key if isinstance(key, str) else None)
 
     app.callback(

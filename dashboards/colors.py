@@ -40,6 +40,12 @@ CLASS_COLORS: dict[str, str] = {
     "other": "#7F7F7F",
 }
 FALLBACK_CLASS_COLOR = "#C7C7C7"  # a class a user's rules file added
+HOST_COLORS: dict[str, str] = {  # host-thread lanes of the timeline, by host event kind
+    "operator": "#6B7280",
+    "runtime": "#D97706",
+    "annotation": "#A78BFA",
+    "python": "#FCD34D",
+}
 
 RANK_COLORS: list[str] = [
     "#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#EECA3B", "#B279A2", "#FF9DA6",
@@ -49,7 +55,7 @@ SLOW_COLOR = "#D62728"
 
 
 def class_color(name: str) -> str:
-    return CLASS_COLORS.get(name, FALLBACK_CLASS_COLOR)
+    return CLASS_COLORS.get(name) or HOST_COLORS.get(name, FALLBACK_CLASS_COLOR)
 
 
 def rank_color(rank: int) -> str:

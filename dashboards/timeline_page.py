@@ -25,6 +25,7 @@ from dashboards.colors import class_color
 from traceview.analysis import timeline as tl
 
 LIMIT = 20_000  # raw tasks the browser may receive at most
+HOST_KEY = "host:"  # prefix of a host event's key in the browser
 BINS = 800
 TITLE = "Timeline"
 X_TITLE = "time (ms, relative to the first task start)"
@@ -44,15 +45,23 @@ def task_key(rank, stream, start_ns, end_ns) -> str:
 class TimelineData:
     """Sorted tasks, lanes and step windows of one profile (all times Int64 ns)."""
 
-    def __init__(self, tasks: pl.DataFrame, steps: pl.DataFrame | None = None):
+    def __init__(self, tasks: pl.DataFrame, steps: pl.DataFrame | None = None, lane_word: str = "stream",
+                 t0_ns: int | None = None):
         self.tasks = tl.sort_tasks(tasks)
+        self.lane_word = lane_word  # "stream" (device lanes) or "thread" (host lanes)
+        self.key_prefix = "" if lane_word == "stream" else HOST_KEY  # tells a clicked host task from a device one
         self.lanes = tl.lanes(self.tasks)
+        if lane_word != "stream":
+            self.lanes = self.lanes.with_columns(pl.col("label").str.replace(" · stream ", f" · {lane_word} ", literal=True))
         self.cls = tl.class_column(self.tasks)
         if self.tasks.height:
             self.t0_ns = int(self.tasks["start_ns"].min())
             self.t1_ns = max(int(self.tasks["end_ns"].max()), self.t0_ns + 1)
         else:
             self.t0_ns, self.t1_ns = 0, 1
+        self.first_ns, self.last_ns = self.t0_ns, self.t1_ns  # this data's own extent
+        if t0_ns is not None:  # the x origin of another data shown beside this one
+            self.t0_ns = t0_ns
         self.steps = steps if steps is not None else pl.DataFrame()
         # The whole-trace view (first open, reset, zoom back out) re-bins every task: keep it per
         # rank selection, so only the first request for a selection pays for it.
@@ -60,12 +69,44 @@ class TimelineData:
 
     @classmethod
     def from_trace(cls, trace) -> "TimelineData":
-        return cls(trace.classified_tasks(), trace.steps)
+        """The device tasks, classified, with launch_delay_ns = task start − its launch call's end
+        (null without a launch call; see `traceview.analysis.gaps.launch_delays`)."""
+        tasks = trace.classified_tasks()
+        launches = trace._launch_calls() if hasattr(trace, "_launch_calls") else None
+        if launches is not None and launches.height and "correlation" in tasks.columns:
+            tasks = tasks.join(launches.select("rank", "correlation", "launch_end_ns"), on=["rank", "correlation"],
+                               how="left", maintain_order="left")
+            tasks = tasks.with_columns((pl.col("start_ns") - pl.col("launch_end_ns")).alias("launch_delay_ns"))
+        return cls(tasks, trace.steps)
+
+    @classmethod
+    def host_from_trace(cls, trace, t0_ns: int | None = None) -> "TimelineData":
+        """Host events as lanes per (rank, thread), coloured by kind (operator, runtime, ...);
+        x origin `t0_ns` (the device data's, so both line up)."""
+        events = trace.host_events.select(
+            "rank", pl.col("tid").alias("stream"), "name", "kind", "start_ns", "end_ns", "dur_ns",
+            pl.lit(None, pl.Int64).alias("step"), "correlation",
+        )
+        return cls(events, trace.steps, lane_word="thread", t0_ns=t0_ns)
+
+    def filtered(self, classes: list[str] | None = None, query: str | None = None) -> "TimelineData":
+        """This data with only the tasks of `classes` whose name contains `query` (case-insensitive);
+        same lanes, origin and steps, so a filtered view lines up with the unfiltered one."""
+        keep = pl.lit(True)
+        if classes:
+            keep = keep & pl.col(self.cls).is_in(classes)
+        if query:
+            keep = keep & pl.col("name").str.to_lowercase().str.contains(query.lower(), literal=True)
+        sub = object.__new__(TimelineData)
+        sub.__dict__.update(self.__dict__)
+        sub.tasks = self.tasks.filter(keep)  # a filter keeps the start order
+        sub._full_views = {}
+        return sub
 
     # ---- windows ----
 
     def full_window(self) -> tuple[int, int]:
-        return self.t0_ns, self.t1_ns
+        return self.first_ns, self.last_ns
 
     def step_window(self, step: int, ranks: list[int] | None = None) -> tuple[int, int] | None:
         """The step's device window [min device_start_ns, max device_end_ns) over the selected ranks."""
@@ -125,28 +166,7 @@ class TimelineData:
         """(figure, note, mode) of two ranks one above the other: one panel per rank, one shared
         x axis (both ranks' tasks on their recorded clocks, so the same window), each panel with
         its own lanes and level of detail; LIMIT // 2 raw tasks at most per panel."""
-        panels = [self._panel(start_ns, end_ns, [rank], LIMIT // 2) for rank in pair]
-        heights = [max(len(labels), 1) for _, labels, _, _ in panels]
-        fig = make_subplots(
-            rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
-            row_heights=[h / sum(heights) for h in heights], subplot_titles=[f"rank {rank}" for rank in pair],
-        )
-        shown: set[str] = set()
-        for row, (traces, labels, _, _) in enumerate(panels, start=1):
-            for trace in traces:
-                if isinstance(trace, go.Heatmap):
-                    trace.update(showscale=row == 1)  # one colour bar for both panels
-                else:
-                    trace.update(legendgroup=trace.name, showlegend=trace.name not in shown)
-                    shown.add(trace.name)
-                fig.add_trace(trace, row=row, col=1)
-            fig.update_yaxes(**self._lane_axis(labels, ui_key), row=row, col=1)
-        self._layout(fig, sum(heights) + 6, start_ns, end_ns)
-        fig.update_xaxes(title_text=None, row=1, col=1)
-        modes = {mode for _, _, _, mode in panels}
-        note = f"rank {pair[0]} above rank {pair[1]}: " + "; ".join(
-            f"rank {rank} {note}" for rank, (_, _, note, _) in zip(pair, panels))
-        return fig, note, modes.pop() if len(modes) == 1 else "mixed"
+        return stacked_figure([(self, [rank], f"rank {rank}") for rank in pair], start_ns, end_ns, ui_key)
 
     def _panel(self, start_ns: int, end_ns: int, ranks: list[int] | None, limit: int) -> tuple[list, list[str], str, str]:
         """(plotly traces, lane labels, note, mode) of the selected ranks' lanes in the window."""
@@ -210,13 +230,15 @@ class TimelineData:
             x[:, 0], x[:, 1] = s, e
             y = np.empty((n, 3), dtype=object)
             y[:, 0] = y[:, 1] = [label_of[lane] for lane in part["lane"].to_list()]
+            delays = part["launch_delay_ns"].to_list() if "launch_delay_ns" in part.columns else [None] * n
             hover = [
                 f"{hover_safe(nm)}<br>class: {hover_safe(name)}<br>duration: {d / 1000:.3f} µs"
-                f"<br>step: {'-' if st is None else st}<br>stream: {'HCCL' if sm is None else sm}"
-                for nm, d, st, sm in zip(part["name"].to_list(), part["dur_ns"].to_list(),
-                                         part["step"].to_list(), part["stream"].to_list())
+                f"<br>step: {'-' if st is None else st}<br>{self.lane_word}: {'HCCL' if sm is None else sm}"
+                + ("" if ld is None else f"<br>launch delay: {ld / 1000:.3f} µs")
+                for nm, d, st, sm, ld in zip(part["name"].to_list(), part["dur_ns"].to_list(),
+                                             part["step"].to_list(), part["stream"].to_list(), delays)
             ]
-            keys = [task_key(r, sm, a, b) for r, sm, a, b in zip(part["rank"].to_list(), part["stream"].to_list(),
+            keys = [self.key_prefix + task_key(r, sm, a, b) for r, sm, a, b in zip(part["rank"].to_list(), part["stream"].to_list(),
                                                                   part["start_ns"].to_list(), part["end_ns"].to_list())]
             text = np.empty((n, 3), dtype=object)
             text[:, 0] = text[:, 1] = hover
@@ -278,12 +300,47 @@ class TimelineData:
 
         fields = [
             ("name", row.get("name")), ("class", row.get(self.cls)), ("kind", row.get("kind")),
-            ("rank", row.get("rank")), ("stream", "HCCL" if row.get("stream") is None else row.get("stream")),
+            ("rank", row.get("rank")),
+            (self.lane_word, "HCCL" if row.get("stream") is None and self.lane_word == "stream" else row.get("stream")),
             ("start", ns_ms(row["start_ns"])), ("end", ns_ms(row["end_ns"])),
             ("duration", f"{(row['end_ns'] - row['start_ns']) / 1000:.3f} µs"),
             ("step", row.get("step")), ("correlation", row.get("correlation")), ("launch_op", row.get("launch_op")),
+            ("launch delay", None if row.get("launch_delay_ns") is None else f"{row['launch_delay_ns'] / 1000:.3f} µs"),
         ]
         return [html.Table(html.Tbody([
             html.Tr([html.Th(k, style={"textAlign": "left", "paddingRight": "12px"}),
                      html.Td("-" if v is None else str(v), id=f"tl-detail-{k}")]) for k, v in fields
         ]))]
+
+
+def stacked_figure(panels: list[tuple["TimelineData", list[int] | None, str]], start_ns: int, end_ns: int,
+                   ui_key: str = "") -> tuple[go.Figure, str, str]:
+    """(figure, note, mode) of panels one above the other on one shared x axis (zooming one moves
+    all). A panel is (data, ranks, title): the lanes of `ranks` (all when None) of `data` (device
+    tasks, or host threads); each picks its own level of detail with LIMIT // len(panels) raw tasks
+    at most, so the browser never holds more than LIMIT. The first panel's data sets the x origin
+    and the axis title (all data of one app share the origin)."""
+    limit = LIMIT // max(len(panels), 1)
+    built = [data._panel(start_ns, end_ns, ranks, limit) for data, ranks, _ in panels]
+    heights = [max(len(labels), 1) for _, labels, _, _ in built]
+    fig = make_subplots(
+        rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=min(0.12, 0.3 / max(len(panels) - 1, 1)),
+        row_heights=[h / sum(heights) for h in heights], subplot_titles=[title for _, _, title in panels],
+    )
+    shown: set[str] = set()
+    for row, (traces, labels, _, _) in enumerate(built, start=1):
+        for trace in traces:
+            if isinstance(trace, go.Heatmap):
+                trace.update(showscale=row == 1)  # one colour bar for all panels
+            else:
+                trace.update(legendgroup=trace.name, showlegend=trace.name not in shown)
+                shown.add(trace.name)
+            fig.add_trace(trace, row=row, col=1)
+        fig.update_yaxes(**TimelineData._lane_axis(labels, ui_key), row=row, col=1)
+    panels[0][0]._layout(fig, sum(heights) + 3 * len(panels), start_ns, end_ns)
+    for row in range(1, len(panels)):
+        fig.update_xaxes(title_text=None, row=row, col=1)
+    modes = {mode for _, _, _, mode in built}
+    note = " above ".join(title for _, _, title in panels) + ": " + "; ".join(
+        f"{title} {note}" for (_, _, title), (_, _, note, _) in zip(panels, built))
+    return fig, note, modes.pop() if len(modes) == 1 else "mixed"

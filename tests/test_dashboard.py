@@ -20,7 +20,7 @@ import pytest
 
 import traceview as tv
 from dashboards import figures
-from dashboards.app import create_app, make_query, parse_compare, parse_query
+from dashboards.app import FILTER_WIDGETS, create_app, make_query, parse_compare, parse_filters, parse_query
 from dashboards.colors import CLASS_COLORS, TERM_COLORS
 from dashboards.server import pick_port, port_is_free
 from tests.conftest import DATA, ROOT, SAMPLES
@@ -295,16 +295,16 @@ def test_serve_starts_a_real_server_on_the_next_free_port(tmp_path):
                 proc.wait()
 
 
-def _post_sync(client, search, ranks, step, changed, compare=(None, None)):
+def _post_sync(client, search, ranks, step, changed, compare=(None, None), **widgets):
+    """Post the URL <-> widgets sync callback: `widgets` maps a FILTER_WIDGETS id to its value."""
     deps = orjson.loads(client.get("/_dash-dependencies").data)
     (dep,) = [d for d in deps if "url.search" in d["output"]]
+    values = {"rank-select": ranks, "step-select": step, "tl-compare-a": compare[0], "tl-compare-b": compare[1],
+              "class-select": None, "name-search": None, "tl-host": None, **widgets}
     payload = {"output": dep["output"], "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]}
                                                     for o in dep["output"].strip(".").split("...")],
-               "inputs": [{"id": "url", "property": "search", "value": search},
-                          {"id": "rank-select", "property": "value", "value": ranks},
-                          {"id": "step-select", "property": "value", "value": step},
-                          {"id": "tl-compare-a", "property": "value", "value": compare[0]},
-                          {"id": "tl-compare-b", "property": "value", "value": compare[1]}],
+               "inputs": [{"id": "url", "property": "search", "value": search}]
+               + [{"id": w, "property": prop, "value": values[w]} for w, prop in FILTER_WIDGETS.items()],
                "changedPropIds": [changed]}
     resp = client.post("/_dash-update-component", json=payload)
     assert resp.status_code in (200, 204), resp.data[:300]
@@ -325,6 +325,26 @@ def test_filters_and_url_stay_in_sync(dp4_app):
     assert body["url"]["search"] == "?step=4&compare=2%2C0"
     body = _post_sync(client, "?compare=3,1", None, None, "url.search")
     assert body["tl-compare-a"]["value"] == 3 and body["tl-compare-b"]["value"] == 1
+    # class and name filters, host lanes
+    body = _post_sync(client, "", None, None, "class-select.value", **{"class-select": ["gemm", "attention"],
+                                                                      "name-search": " xmma ", "tl-host": ["host"]})
+    assert body["url"]["search"] == "?class=attention%2Cgemm&q=xmma&host=1"
+    body = _post_sync(client, "?class=gemm,bogus&q=nccl&host=1", None, None, "url.search")
+    assert body["class-select"]["value"] == ["gemm"] and body["name-search"]["value"] == "nccl"
+    assert body["tl-host"]["value"] == ["host"]
+
+
+def test_class_and_name_filters_narrow_the_classes_and_the_kernels(dp4_app, dp4):
+    _, doc = dp4
+    update = dp4_app.traceview_update_overview
+    out = update("?class=gemm,communication&q=NCCL")
+    assert {t.meta for t in out[3].data} == {"gemm", "communication"}
+    rows = out[4]
+    assert rows and all(r["class"] in ("gemm", "communication") and "nccl" in r["name"].lower() for r in rows)
+    want = [k for r in doc["ranks"] for k in r["top_kernels"] if "nccl" in k["name"].lower()]
+    assert {r["name"] for r in rows} == {k["name"] for k in want}
+    assert parse_filters("?class=gemm,nope&q=%20x%20&host=1", ["gemm", "attention"]) == (["gemm"], "x", True)
+    assert parse_filters("", ["gemm"]) == (None, None, False)
 
 
 def test_compare_query():
@@ -332,3 +352,15 @@ def test_compare_query():
     assert parse_compare("?compare=2,2,x,9,1,0", [0, 1, 2]) == [2, 1]  # distinct, known, two at most
     assert parse_compare("?rank=1", [0, 1]) == []
     assert make_query(None, None, [None, 3]) == "?compare=3"
+
+
+def test_throughput_table_when_the_model_is_given():
+    trace = tv.load(SAMPLES / "dp4_nccl")
+    doc = build_summary(trace, details=False, throughput=dict(seq_len=2048, global_batch=8, params=1e8))
+    layout = json.dumps(create_app(trace, doc).layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
+    first = doc["throughput"][0]
+    assert '"Throughput"' in layout and f"{first['tokens_per_s_per_device']:,.0f}" in layout
+    assert f"{first['mfu_frac'] * 100:.1f}" in layout and "mfu-warning" not in layout
+    doc = build_summary(trace, details=False, throughput=dict(seq_len=4096, global_batch=32, params=7e9))
+    assert "mfu-warning" in json.dumps(create_app(trace, doc).layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
+    assert '"Throughput"' not in json.dumps(create_app(trace, build_summary(trace, details=False)).layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)

@@ -340,3 +340,59 @@ def test_step_picker_clears_after_a_zoom_so_the_same_step_can_be_picked_again(dp
     assert "tl-step" not in body and "tl-graph" in body  # the picked step stays shown
     body = post("tl-graph.relayoutData", {"xaxis.range[0]": 1, "xaxis.range[1]": 2}, 4)
     assert body["tl-step"]["value"] is None  # zoomed away: the picker is free again
+
+
+def test_class_and_name_filters_keep_only_matching_tasks(dp4):
+    trace, app = dp4
+    data = app.traceview_timeline_data()
+    fig, note = app.traceview_update_timeline(T, "?class=gemm&q=XMMA", None, None, 0, trigger="url")
+    want = data.tasks.filter((pl.col("compute_class") == "gemm") & pl.col("name").str.contains("xmma"))
+    assert 0 < segments(fig) == want.height < data.tasks.height and {t.name for t in fig.data} == {"gemm"}
+    assert "filtered: classes gemm, name contains 'XMMA'" in note
+    assert list(fig.layout.yaxis.categoryarray) == data.lanes["label"].to_list()  # same lanes as unfiltered
+    assert tuple(fig.layout.xaxis.range) == pytest.approx((0, data.to_ms(data.last_ns)))
+
+
+def test_host_thread_lanes_above_the_device_lanes(dp4):
+    trace, app = dp4
+    data = app.traceview_timeline_data()
+    fig, note = app.traceview_update_timeline(T, "?host=1&rank=1", None, None, 0, trigger="url")
+    host_labels, dev_labels = list(fig.layout.yaxis.categoryarray), list(fig.layout.yaxis2.categoryarray)
+    tids = trace.host_events.filter(pl.col("rank") == 1)["tid"].unique().sort().to_list()
+    assert host_labels == [f"rank 1 · thread {t}" for t in tids]
+    assert all(" · stream " in y for y in dev_labels) and note.startswith("rank 1 · host threads above rank 1 · device")
+    host_events = trace.host_events.filter(pl.col("rank") == 1)
+    first = min(int(trace.host_events["start_ns"].min()), data.first_ns)
+    assert fig.layout.xaxis.range[0] == pytest.approx(data.to_ms(first)) and first < data.first_ns  # host events included
+    lo, hi = 30.0, 31.0
+    fig, _ = app.traceview_update_timeline(T, "?host=1&rank=1", {"xaxis2.range[0]": lo, "xaxis2.range[1]": hi},
+                                           None, 0, trigger="tl-graph")
+    s, e = data.t0_ns + int(lo * 1e6), data.t0_ns + int(hi * 1e6)
+    want = host_events.filter((pl.col("start_ns") < e) & (pl.col("end_ns") > s)).height
+    assert sum(len(t.x) // 3 for t in fig.data if t.yaxis == "y") == want > 0
+    assert {t.name for t in fig.data if t.yaxis == "y"} <= {"operator", "runtime", "annotation", "python", "other"}
+    # a click on a host event shows its details
+    host_trace = next(t for t in fig.data if t.yaxis == "y")
+    key = host_trace.customdata[0]
+    assert key.startswith("host:")
+    cells = {c.id.removeprefix("tl-detail-"): c.children
+             for c in _cells(app.traceview_timeline_details({"points": [{"customdata": key}]}))}
+    assert cells["thread"] in {str(t) for t in tids} and cells["name"] == host_trace.hovertext[0].split("<br>")[0]
+
+
+def test_hover_and_details_show_the_launch_delay(dp4):
+    trace, app = dp4
+    data = app.traceview_timeline_data()
+    from traceview.analysis.gaps import launch_delays
+
+    row = launch_delays(trace.device_tasks, trace.host_events).filter(pl.col("rank") == 0).row(10, named=True)
+    lo = data.to_ms(row["start_ns"]) - 0.001
+    fig, _ = app.traceview_update_timeline(T, "?rank=0", {"xaxis.range[0]": lo, "xaxis.range[1]": lo + 0.01},
+                                           None, 0, trigger="tl-graph")
+    texts = [h for t in fig.data for h in t.hovertext if h]
+    assert any(f"launch delay: {row['launch_delay_us']:.3f} µs" in h for h in texts)
+    key = next(k for t in fig.data for k in t.customdata
+               if k and k.split("|")[0] == "0" and k.split("|")[2] == str(row["start_ns"]))
+    cells = {c.id.removeprefix("tl-detail-"): c.children
+             for c in _cells(app.traceview_timeline_details({"points": [{"customdata": key}]}))}
+    assert cells["launch delay"] == f"{row['launch_delay_us']:.3f} µs"

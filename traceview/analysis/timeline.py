@@ -40,6 +40,7 @@ import numpy as np
 import polars as pl
 
 LANE_KEYS = ["rank", "stream"]
+OPTIONAL_RAW_COLUMNS = ("launch_delay_ns",)  # passed through to the raw tasks when the input has them
 
 
 def class_column(tasks: pl.DataFrame) -> str:
@@ -162,8 +163,8 @@ def window_tasks(
     `tasks`: device tasks (optionally with compute_class); sorted by start_ns for O(log n + k)
     (else sorted here). `lanes`: output of `lanes`; tasks of a (rank, stream) absent from it are left out.
     Returns columns lane, rank, stream, name, the class column (compute_class if present in
-    `tasks`, else kind), start_ns, end_ns, dur_ns (ns, unclipped), step, correlation, sorted by
-    lane and start; or None when more than `limit` tasks overlap (the caller asks for `binned`).
+    `tasks`, else kind), start_ns, end_ns, dur_ns (ns, unclipped), step, correlation (and
+    launch_delay_ns when `tasks` has it), sorted by lane and start; or None when more than `limit` tasks overlap (the caller asks for `binned`).
     """
     _check_window(start_ns, end_ns)
     hit = _overlapping(tasks, start_ns, end_ns, ranks)
@@ -175,6 +176,7 @@ def window_tasks(
 def _raw(hit: pl.DataFrame, lanes_df: pl.DataFrame) -> pl.DataFrame:
     cls = class_column(hit)
     cols = ["lane", "rank", "stream", "name", cls, "start_ns", "end_ns", "dur_ns", "step", "correlation"]
+    cols += [c for c in OPTIONAL_RAW_COLUMNS if c in hit.columns]
     return _attach_lane(hit, lanes_df).select(cols).sort("lane", "start_ns")
 
 
