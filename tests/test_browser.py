@@ -200,3 +200,46 @@ def test_real_multi_rank_trace_overview(server_for, browser):
     assert total == pytest.approx(api["computing_us"].sum() / 1000, rel=1e-6)
     assert errors == []
     page.close()
+
+
+@needs_shared
+def test_report_of_a_real_multi_rank_trace_opens_offline(browser, tmp_path):
+    """`traceview report` on the real 8-rank DLRM set, opened from file:// with the network off:
+    every figure renders, nothing is fetched, no console error, and the step table shows the
+    numbers of `traceview summary --format json`."""
+    import json
+
+    path = SHARED_TRACES / "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto"
+    out = tmp_path / "dlrm.html"
+    cmd = [sys.executable, "-m", "traceview"]
+    res = subprocess.run([*cmd, "report", str(path), "-o", str(out), "-q"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(subprocess.run([*cmd, "summary", str(path), "--format", "json", "-q"], cwd=ROOT,
+                                        capture_output=True, text=True, timeout=300).stdout)
+    context = browser.new_context(offline=True, viewport={"width": 1400, "height": 1000})
+    fetched: list[str] = []
+
+    def route(r):
+        fetched.append(r.request.url)
+        return r.continue_() if r.request.url.startswith("file:") else r.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(out.as_uri(), wait_until="load")
+    n_blocks = page.evaluate("document.querySelectorAll('script[data-figure]').length")
+    page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length === {n_blocks}", timeout=30_000)
+    drawn = page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => g.data.length)")
+    assert n_blocks >= 6 and all(n > 0 for n in drawn)
+    cells = page.evaluate("""() => Array.from(document.querySelectorAll('#steps-table tbody tr')).map(tr =>
+        Object.fromEntries(Array.from(tr.querySelectorAll('td')).map(td => [td.dataset.key, td.innerText])))""")
+    want = [{"rank": r["rank"], **s} for r in summary["ranks"] for s in r["steps"]]
+    assert len(cells) == len(want) > 0
+    for shown, expect in zip(cells, want):
+        assert shown["rank"] == str(expect["rank"]) and shown["step"] == str(expect["step"])
+        for key in ("duration_us", "computing_us", "communication_not_overlapped_us"):
+            assert shown[key] == f"{expect[key] / 1000:,.3f}"
+    assert [u for u in fetched if not u.startswith("file:")] == [] and errors == []
+    context.close()

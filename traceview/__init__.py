@@ -3,8 +3,9 @@
     import traceview as tv
     t = tv.load("./profile")      # a file, a rank folder, or a folder of ranks
     t.device_tasks                # polars DataFrame, schema in docs/schema.md
+    d = tv.diff(t, "./other")     # what changed between two runs (docs/diff.md)
 
-`load` and `Trace` are imported on first use, so that `parsers` (which builds on
+`load`, `diff` and `Trace` are imported on first use, so that `parsers` (which builds on
 `traceview.schema`) and `traceview.load` (which calls `parsers`) do not import each other at start-up.
 """
 
@@ -12,7 +13,7 @@ from traceview.errors import TraceError
 
 __version__ = "0.1.0"
 
-__all__ = ["Trace", "TraceError", "load", "__version__"]
+__all__ = ["Trace", "TraceError", "diff", "load", "__version__"]
 
 
 def __getattr__(name: str):
@@ -20,6 +21,10 @@ def __getattr__(name: str):
         from traceview.loader import load
 
         return load
+    if name == "diff":
+        from traceview.run_diff import diff
+
+        return diff
     if name == "Trace":
         from traceview.trace import Trace
 

@@ -70,6 +70,55 @@ def load_trace(path: Path, quiet: bool, jobs, no_cache: bool, cache_dir):
         return load(path, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, progress=progress)
 
 
+def throughput_options(func):
+    """The model/job options that turn step times into tokens/s, model TFLOP/s and MFU."""
+    options = [
+        click.option("--tokens-per-step", type=click.FloatRange(min=0, min_open=True), help="Tokens per step, whole job (for throughput/MFU)."),
+        click.option("--seq-len", type=click.IntRange(min=1), help="Sequence length (with --global-batch, instead of --tokens-per-step)."),
+        click.option("--global-batch", type=click.IntRange(min=1), help="Sequences per step, whole job."),
+        click.option("--params", type=click.FloatRange(min=0, min_open=True), help="Model parameters (model FLOPs = 6 x params x tokens)."),
+        click.option("--flops-per-token", type=click.FloatRange(min=0, min_open=True), help="Model FLOPs per token (instead of --params)."),
+        click.option("--recompute", is_flag=True, help="Full activation recomputation (8 x params x tokens)."),
+        click.option("--devices", type=click.IntRange(min=1), help="Devices in the job (default: recorded world size)."),
+        click.option("--peak-tflops", type=click.FloatRange(min=0, min_open=True), help="Dense peak TFLOP/s per device (default: from the device name)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def throughput_args(tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute, devices,
+                    peak_tflops) -> dict | None:
+    """Keyword arguments of `Trace.throughput` from the `throughput_options` (None when none given)."""
+    if (seq_len is None) != (global_batch is None):
+        raise click.UsageError("give --seq-len and --global-batch together (or --tokens-per-step)")
+    wanted = dict(tokens_per_step=tokens_per_step, seq_len=seq_len, global_batch=global_batch, params=params,
+                  flops_per_token=flops_per_token, devices=devices, peak_tflops=peak_tflops)
+    throughput = {k: v for k, v in wanted.items() if v is not None}
+    if throughput:
+        throughput["recompute"] = recompute
+    return throughput or None
+
+
+def check_classes(classes: Path | None) -> None:
+    """Read a user's compute-class rules file before the (longer) load: TraceError if it is bad."""
+    if classes is None:
+        return
+    from traceview.analysis.classes import load_rules
+    from traceview.errors import TraceError
+
+    try:
+        load_rules(classes)
+    except (ValueError, OSError) as exc:
+        raise TraceError(None, str(exc)) from None
+
+
+CLASSES_OPTION = click.option(
+    "--classes", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Extra compute-class rules (TOML), tried before the shipped ones.",
+)
+
+
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
@@ -93,44 +142,141 @@ def info(path: Path, fmt: str, quiet: bool, jobs, no_cache: bool, cache_dir) -> 
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
 @click.option("--step", type=int, default=None, help="Only this step (ProfilerStep#N / Step Id).")
-@click.option("--classes", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Extra compute-class rules (TOML), tried before the shipped ones.")
+@CLASSES_OPTION
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Kernels listed per rank.")
-@click.option("--tokens-per-step", type=click.FloatRange(min=0, min_open=True), help="Tokens per step, whole job (for throughput/MFU).")
-@click.option("--seq-len", type=click.IntRange(min=1), help="Sequence length (with --global-batch, instead of --tokens-per-step).")
-@click.option("--global-batch", type=click.IntRange(min=1), help="Sequences per step, whole job.")
-@click.option("--params", type=click.FloatRange(min=0, min_open=True), help="Model parameters (model FLOPs = 6 x params x tokens).")
-@click.option("--flops-per-token", type=click.FloatRange(min=0, min_open=True), help="Model FLOPs per token (instead of --params).")
-@click.option("--recompute", is_flag=True, help="Full activation recomputation (8 x params x tokens).")
-@click.option("--devices", type=click.IntRange(min=1), help="Devices in the job (default: recorded world size).")
-@click.option("--peak-tflops", type=click.FloatRange(min=0, min_open=True), help="Dense peak TFLOP/s per device (default: from the device name).")
+@throughput_options
 @load_options
 @handle_errors
 def summary(path: Path, fmt: str, step, classes, top: int, tokens_per_step, seq_len, global_batch, params,
             flops_per_token, recompute: bool, devices, peak_tflops, quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
     """Where the step time went: per rank and step, computing, exposed communication, overlap,
     exposed memcpy, free, bubble and preparing time (definitions: docs/metrics.md)."""
-    from traceview.analysis.classes import load_rules
     from traceview.cli.summary import render_summary
+    from traceview.summary import build_summary
+
+    check_classes(classes)
+    throughput = throughput_args(tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute,
+                                 devices, peak_tflops)
+    trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
+    doc = build_summary(trace, step=step, classes=str(classes) if classes else None, top=top, throughput=throughput)
+    click.echo(render_summary(doc, fmt))
+    if trace.failures:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("base", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True,
+              help="Output format (html: a self-contained page on stdout).")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Kernels listed per table.")
+@click.option("--step", type=int, default=None, help="Compare only this step of both runs (ProfilerStep#N / Step Id).")
+@click.option("--whole-trace", is_flag=True, help="Compare whole traces (first to last device task), not steps.")
+@CLASSES_OPTION
+@load_options
+@handle_errors
+def diff(base: Path, new: Path, fmt: str, top: int, step, whole_trace: bool, classes, quiet: bool, jobs,
+         no_cache: bool, cache_dir) -> None:
+    """What changed from run BASE to run NEW: step time, its decomposition, compute classes, kernels
+    and exposed communication per collective, per step and rank (definitions: docs/diff.md)."""
+    from traceview.cli.diff import render_diff
+    from traceview.run_diff import diff as compare
+
+    if step is not None and whole_trace:
+        raise click.UsageError("give --step or --whole-trace, not both")
+    check_classes(classes)
+    runs = [load_trace(p, quiet, jobs, no_cache, cache_dir) for p in (base, new)]
+    result = compare(*runs, step=step, classes=str(classes) if classes else None, whole_trace=whole_trace)
+    click.echo(render_diff(result, fmt, top))
+    if result.failures:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Report file (folder for csv/parquet). Default: beside the input, NAME.report.html.")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for one report per profile plus index.html (needed for several profiles).")
+@click.option("--force", is_flag=True, help="Overwrite existing reports.")
+@click.option("--format", "fmt", type=click.Choice(["html", "json", "csv", "parquet"]), default="html",
+              show_default=True, help="html: self-contained page; json/csv/parquet: the same results as data.")
+@click.option("--baseline", type=click.Path(path_type=Path), default=None,
+              help="A run to compare with (adds the `traceview diff BASELINE PATH` section).")
+@CLASSES_OPTION
+@click.option("--top", type=click.IntRange(min=0), default=20, show_default=True, help="Kernels listed per rank.")
+@throughput_options
+@load_options
+@handle_errors
+def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, baseline, classes, top: int,
+           tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute: bool, devices, peak_tflops,
+           quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
+    """Self-contained HTML report of a profile (opens from disk, no network), or its results as
+    json/csv/parquet; several profiles with --out-dir: one report each plus an index page."""
+    from traceview.cli import report as rep
     from traceview.errors import TraceError
     from traceview.summary import build_summary
 
-    if classes is not None:
+    if len(paths) > 1 and out_dir is None:
+        raise click.UsageError("several profiles: give --out-dir DIR (one report each plus DIR/index.html)")
+    if output is not None and (out_dir is not None or len(paths) > 1):
+        raise click.UsageError("-o names one report: use --out-dir for several")
+    check_classes(classes)
+    throughput = throughput_args(tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute,
+                                 devices, peak_tflops)
+    base = load_trace(baseline, quiet, jobs, no_cache, cache_dir) if baseline is not None else None
+    classes_text = str(classes) if classes else None
+
+    def make(path: Path, out: Path, entry=None) -> list[str]:
+        """Load `path`, write its report to `out`; returns the failed-rank lines."""
+        rep.check_writable(out, force)
+        trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
+        doc = build_summary(trace, classes=classes_text, top=top, throughput=throughput)
+        run_diff = None
+        if base is not None:
+            from traceview.run_diff import diff as compare
+
+            run_diff = compare(base, trace, classes=classes_text).to_dict()
+            doc = {**doc, "diff": run_diff}
+        if entry is not None:
+            rep.headline(entry, doc)
+
+        def render():
+            if fmt != "html":
+                return doc
+            from dashboards.report import report_html
+
+            return report_html(trace, doc, diff=run_diff)
+
+        rep.write_output(out, fmt, render, force)
+        for line in trace.warnings:
+            click.echo(f"traceview: warning: {line}", err=True)
+        for line in trace.failures:
+            click.echo(f"traceview: error: {line}", err=True)
+        click.echo(f"Wrote {out}")
+        return list(trace.failures)
+
+    if out_dir is None:
+        failures = make(paths[0], output or rep.default_output(paths[0], fmt))
+        if failures:
+            sys.exit(1)
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for path, name in zip(paths, rep.unique_names(list(paths))):
+        entry = rep.BatchEntry(source=path)
+        entries.append(entry)
+        out = out_dir / (name + rep.SUFFIX[fmt])
         try:
-            load_rules(classes)  # check the user's rules before the (longer) load
-        except (ValueError, OSError) as exc:
-            raise TraceError(None, str(exc)) from None
-    if (seq_len is None) != (global_batch is None):
-        raise click.UsageError("give --seq-len and --global-batch together (or --tokens-per-step)")
-    wanted = dict(tokens_per_step=tokens_per_step, seq_len=seq_len, global_batch=global_batch, params=params,
-                  flops_per_token=flops_per_token, devices=devices, peak_tflops=peak_tflops)
-    throughput = {k: v for k, v in wanted.items() if v is not None}
-    if throughput:
-        throughput["recompute"] = recompute
-    trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
-    doc = build_summary(trace, step=step, classes=str(classes) if classes else None, top=top, throughput=throughput or None)
-    click.echo(render_summary(doc, fmt))
-    if trace.failures:
+            make(path, out, entry)
+            entry.output = out
+        except TraceError as exc:
+            entry.error = str(exc)
+            click.echo(f"traceview: error: {exc}", err=True)
+    index = out_dir / "index.html"
+    index.write_text(rep.index_html(entries, out_dir), encoding="utf-8")
+    click.echo(f"Wrote {index}")
+    if any(e.error or e.failures for e in entries):
         sys.exit(1)
 
 
@@ -139,19 +285,24 @@ def summary(path: Path, fmt: str, step, classes, top: int, tokens_per_step, seq_
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (127.0.0.1: this machine only).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8050, show_default=True, help="Port (the next free one if taken).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the dashboard in a web browser.")
+@throughput_options
 @load_options
 @handle_errors
-def serve(path: Path, host: str, port: int, open_browser: bool, quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
-    """Interactive dashboard of a profile (Dash): step breakdown, step times, compute classes, kernels."""
+def serve(path: Path, host: str, port: int, open_browser: bool, tokens_per_step, seq_len, global_batch, params,
+          flops_per_token, recompute: bool, devices, peak_tflops, quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
+    """Interactive dashboard of a profile (Dash): step breakdown, step times, compute classes, kernels,
+    timeline (docs/dashboard.md)."""
     from dashboards.app import create_app
     from dashboards.server import pick_port, serve as run_server, url_for
     from traceview.errors import TraceError
     from traceview.summary import build_summary
 
+    throughput = throughput_args(tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute,
+                                 devices, peak_tflops)
     trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
     for line in [*trace.warnings, *trace.failures]:
         click.echo(f"traceview: warning: {line}", err=True)
-    app = create_app(trace, build_summary(trace, details=False))
+    app = create_app(trace, build_summary(trace, details=False, throughput=throughput))
     try:
         port = pick_port(host, port)
     except OSError as exc:
