@@ -105,7 +105,13 @@ def _header(trace, summary: dict) -> html.Header:
 
 def _findings(summary: dict) -> html.Div:
     """Slow rank, slow steps, warnings and failed ranks as visible lists (text only)."""
-    items = []
+    items = [
+        html.Li([html.Strong(f["severity"], className=f"sev-{f['severity']}",
+                             style={"color": SEVERITY_COLORS.get(f["severity"], "#111827")}),
+                 " ", f["message"], html.Br(), html.Span(f["advice"], style={"color": "#4b5563"})],
+                className="finding-rule")
+        for f in summary.get("findings") or []
+    ]
     cross = summary.get("cross_rank")
     if cross and cross.get("slow_rank") is not None:
         slow = cross["slow_rank"]
@@ -155,6 +161,8 @@ def _throughput(summary: dict) -> html.Div:
                                "--devices).", style={"color": "#b91c1c"}, id="mfu-warning"))
     return html.Div(children, id="throughput")
 
+
+SEVERITY_COLORS = {"critical": "#b91c1c", "warning": "#b45309", "info": "#1d4ed8"}
 
 KERNEL_COLUMNS = [
     {"name": "rank", "id": "rank", "type": "numeric"},

@@ -151,10 +151,10 @@ class TimelineData:
     # ---- figures ----
 
     def figure(self, start_ns: int, end_ns: int, ranks: list[int] | None = None,
-               ui_key: str = "", limit: int = LIMIT) -> tuple[go.Figure, str, str]:
+               ui_key: str = "", limit: int | None = None) -> tuple[go.Figure, str, str]:
         """(figure, note, mode) for the window [start_ns, end_ns) and the selected ranks; raw
-        segments when at most `limit` tasks overlap the window, else the binned view."""
-        traces, labels, note, mode = self._panel(start_ns, end_ns, ranks, limit)
+        segments when at most `limit` (default LIMIT) tasks overlap the window, else the binned view."""
+        traces, labels, note, mode = self._panel(start_ns, end_ns, ranks, LIMIT if limit is None else limit)
         fig = go.Figure(data=traces)
         if mode == "empty":
             fig.add_annotation(text="no device tasks", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)

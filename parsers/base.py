@@ -9,7 +9,7 @@ import polars as pl
 from traceview import schema
 
 #: Bumped whenever a parser's output changes, so cached Parquet from an older version is not reused.
-PARSER_VERSION = 4
+PARSER_VERSION = 5
 
 #: Canonical collective of a communication task, from its "Collective name" (Kineto args) or, when
 #: there is none, from the task name (Ascend `hcom_allReduce__712_0_1`, NCCL kernel names, symmetric-

@@ -9,12 +9,14 @@ or float microsecond timestamps; ROCm traces (hip* runtime calls); traces withou
 Collective metadata (`Collective name`, `Process Group Name`, `Group size`, `In/Out msg nelems`,
 `dtype`; recent PyTorch writes them on `record_param_comms` and copies them onto NCCL kernels) fills
 the collective / process_group / group_size / msg_bytes columns of communication tasks, from the
-kernel's own args or else from the host op that launched it (see `_finish_comm`).
+kernel's own args or else from the host op that launched it (see `_finish_comm`). Profiles recorded
+with record_shapes=True give kernels the `input_shapes` of their launching cpu_op (`Input Dims` in
+Ascend's `Input Shapes` text form; see `_kernel_input_shapes`).
 
 How it stays fast: orjson parses the document, polars builds the columns of all events in one
 call (only the fields we use), and everything after that is polars expressions. The only
 per-event Python work is collecting the `args` dicts of complete (`ph: X`) events; keys are read
-from the args of kernels and collective ops only.
+from the args of kernels, collective ops and the cpu_ops that launched kernels only.
 
 Timestamps: `ts`/`dur` are µs numbers; converted to Int64 ns by rounding (exact for integer µs and
 for 3-decimal µs below ~9e12 µs, which covers every trace we know of).
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import polars as pl
 
 from parsers.base import ParsedRank, collective_of
@@ -200,9 +203,62 @@ def _with_task_args(x: pl.DataFrame, args: list) -> pl.DataFrame:
         return pl.Series([_dims(a.get(key)) for a in kernel_args], dtype=pl.String)
 
     launch = pl.DataFrame({"_pos": pl.Series(pos, dtype=pl.UInt32), "grid": dims("grid"), "block": dims("block")})
+    launch = launch.join(_kernel_input_shapes(x, args), on="_pos", how="left")
     comm = _comm_args(x, args)
     extra = launch.join(comm, on="_pos", how="full", coalesce=True)
     return x.join(extra, on="_pos", how="left", maintain_order="left").drop("_pos")
+
+
+def _shapes_text(dims: list) -> str:
+    """`Input Dims` ([[8192, 4096], [4096, 4096], []]) as Ascend's `Input Shapes` text
+    ("8192,4096;4096,4096;"): one entry per input in order, joined by ';'; a tensor's dims joined
+    by ','; an input without dims (a scalar, None, a 0-d tensor) is the empty entry; a tensor-list
+    input ([[2, 3], [2, 3]]) contributes one entry per tensor."""
+    out = []
+    for d in dims:
+        if type(d) is list and d and type(d[0]) is list:
+            out.extend(",".join(map(str, t)) if type(t) is list else "" for t in d)
+        else:
+            out.append(",".join(map(str, d)) if type(d) is list else "")
+    return ";".join(out)
+
+
+def _kernel_input_shapes(x: pl.DataFrame, args: list) -> pl.DataFrame:
+    """_pos, input_shapes of the kernels whose launching cpu_op recorded `Input Dims`.
+
+    The launching op is the `cpu_op` (2021: `Operator`) with the kernel's External id (the link
+    `traceview.analysis.classes.launch_ops` trusts wherever it exists); shapes are only there when
+    the profile was recorded with record_shapes=True. Only those ops' args are read (one dict lookup
+    each); each distinct dims list is rendered once (`_shapes_text`).
+    """
+    none = pl.DataFrame(schema={"_pos": pl.UInt32, "input_shapes": pl.String})
+    kernels = x.filter((pl.col("cat_lc") == "kernel") & pl.col("external_id").is_not_null()).select(
+        "_pos", "external_id"
+    )
+    if kernels.is_empty():
+        return none
+    ops = (
+        x.filter(pl.col("cat_lc").is_in(("cpu_op", "operator")) & pl.col("external_id").is_not_null())
+        .select("_pos", "external_id")
+        .join(kernels.select("external_id").unique(), on="external_id", how="semi")
+        .unique("external_id", keep="first", maintain_order=True)
+    )
+    rows = ops["_pos"].to_list()
+    dims = [a.get("Input Dims") if type(a := args[p]) is dict else None for p in rows]
+    if not any(type(d) is list for d in dims):
+        return none
+    cache: dict[bytes, str] = {}
+    text = []
+    for d in dims:
+        if type(d) is not list:
+            text.append(None)
+            continue
+        key = orjson.dumps(d)
+        if (t := cache.get(key)) is None:
+            t = cache[key] = _shapes_text(d)
+        text.append(t)
+    shapes = ops.select("external_id").with_columns(pl.Series("input_shapes", text, dtype=pl.String))
+    return kernels.join(shapes, on="external_id", how="inner").select("_pos", "input_shapes")
 
 
 #: Collective metadata args (recent PyTorch: on `record_param_comms` and copied onto NCCL kernels).

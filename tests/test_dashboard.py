@@ -364,3 +364,11 @@ def test_throughput_table_when_the_model_is_given():
     doc = build_summary(trace, details=False, throughput=dict(seq_len=4096, global_batch=32, params=7e9))
     assert "mfu-warning" in json.dumps(create_app(trace, doc).layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
     assert '"Throughput"' not in json.dumps(create_app(trace, build_summary(trace, details=False)).layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
+
+
+def test_rule_findings_are_listed_as_text(dp4_app, dp4):
+    _, doc = dp4
+    assert doc["findings"]
+    layout = json.dumps(dp4_app.layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
+    for finding in doc["findings"]:
+        assert json.dumps(finding["message"])[1:-1] in layout and json.dumps(finding["advice"])[1:-1] in layout

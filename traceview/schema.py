@@ -33,7 +33,14 @@ DEVICE_TASKS: dict[str, tuple[pl.DataType, str]] = {
     "step": (pl.Int64, "Step (ProfilerStep#N / Ascend Step Id) the task belongs to; null if outside steps."),
     "op_type": (pl.String, "Ascend op `Type` (e.g. MatMulV2); null for GPU traces."),
     "core_type": (pl.String, "Ascend `Accelerator Core` (AI_CORE, AI_VECTOR_CORE, HCCL, ...); null for GPU."),
-    "input_shapes": (pl.String, "Ascend `Input Shapes` text; null for GPU traces."),
+    "input_shapes": (
+        pl.String,
+        "Input shapes of the op, one ';'-separated entry per input in order, a tensor's dims joined by ',' "
+        "(\"8192,4096;4096,4096\"; an input without dims, e.g. a scalar, is an empty entry; a tensor-list input "
+        "gives one entry per tensor). Ascend: `Input Shapes` as written; MindSpore: the `input_<i>` shapes. Kineto: the `Input Dims` of the cpu_op "
+        "with the kernel's External id, when the profile was recorded with record_shapes=True; null otherwise "
+        "(and for memcpy/memset).",
+    ),
     "grid": (pl.String, "GPU launch grid as 'x,y,z'; null if not recorded."),
     "block": (pl.String, "GPU launch block as 'x,y,z'; null if not recorded."),
     "bytes": (pl.Int64, "Bytes moved (memcpy/memset), when recorded."),

@@ -16,11 +16,14 @@ the dashboard and the reports render, so they always agree. Shape:
      "cross_rank": {"slow_rank", "ranks": [{rank, mean_wait_us, ...}], "step_skew": [...],
                     "collectives": [{collective, process_group, instances, transfer_us, wait_us, busbw_gbps}]},
      "throughput": [{step, tokens_per_s_per_device, model_tflops_per_device, mfu_frac, ...}] (when asked),
+     "findings": [{"rule", "title", "severity", "rank", "metric", "value", "threshold", "message", "advice"}],
      "warnings": [...], "failures": [...]}
 
 Terms: computing, communication, overlapped, communication_not_overlapped, exposed_memcpy, free,
 idle, busy, stage, bubble, communication_not_overlapped_exclude_receive, preparing, duration,
 start (all µs; definitions in `traceview.analysis.breakdown`). Values are rounded to the ns.
+Findings (`traceview.analysis.findings`, docs/findings.md) cover the whole profile, whatever `step`;
+rank is null for profile-wide findings (MFU).
 """
 
 from __future__ import annotations
@@ -94,6 +97,8 @@ def build_summary(
     top: int = 10,
     throughput: dict | None = None,
     details: bool = True,
+    findings_rules: str | None = None,
+    micro_batches: int | None = None,
 ) -> dict:
     """The summary of `trace` (optionally only step `step`), as JSON-ready dicts and lists.
 
@@ -101,7 +106,10 @@ def build_summary(
     many kernels to list per rank; `throughput`: keyword arguments of `Trace.throughput` (adds the
     "throughput" section when given); `details`: False leaves out the per-stream idle, launch
     delays, iteration gaps and pipeline stages (the dashboard's first page does not show them and
-    they cost most on large profiles).
+    they cost most on large profiles), and with them the findings that need them (host waits,
+    pipeline stage count); `findings_rules`: a user's findings rules file (see
+    `traceview.analysis.findings.load_rules`); `micro_batches`: micro-batches per pipeline step
+    (the bubble-above-ideal rule needs it).
     """
     steps = trace.step_breakdown()
     if step is not None:
@@ -151,6 +159,11 @@ def build_summary(
         if step is not None:
             rows = rows.filter(pl.col("step") == step)
         doc["throughput"] = [_rounded(r) for r in rows.to_dicts()]
+    found = trace.findings(throughput=throughput or None, rules=findings_rules, classes=classes, details=details,
+                           micro_batches=micro_batches)
+    doc["findings"] = [
+        {**r, "value": _round(r["value"], 6), "threshold": _round(r["threshold"], 6)} for r in found.to_dicts()
+    ]
     return {
         **doc,
         "warnings": list(trace.warnings),

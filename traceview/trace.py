@@ -194,6 +194,39 @@ class Trace:
         durations = self.step_breakdown().select("rank", "step", "duration_us")
         return throughput.throughput(durations, **kwargs)
 
+    def findings(
+        self,
+        throughput: dict | None = None,
+        rules: str | None = None,
+        classes: str | None = None,
+        details: bool = True,
+        micro_batches: int | None = None,
+    ) -> pl.DataFrame:
+        """Advice from the numbers: one row per rule that fires on a rank (or profile-wide), with
+        severity, the value and threshold, a message citing the numbers, and the advice.
+
+        `throughput`: keyword arguments of `throughput` (enables the MFU rule); `rules`: a user's
+        findings rules file (TOML, see docs/findings.md); `classes`: a compute-class rules file;
+        `details=False` skips the costly idle-per-stream, launch-call and pipeline-stage analyses
+        (the host-wait rule, the launch cost and the stage count then stay silent); `micro_batches`:
+        the run's micro-batch count, for the ideal-bubble rule. See `traceview.analysis.findings`."""
+        from traceview.analysis import findings
+
+        def compute() -> pl.DataFrame:
+            facts = findings.facts(
+                self.step_breakdown(), self.trace_breakdown(), self.classified_tasks(classes),
+                stream_idle=self.stream_idle() if details else None,
+                launch_calls=self._launch_calls() if details else None,
+                pipeline_stages=self.pipeline_stages() if details else None,
+                slow_ranks=self.slow_ranks(),
+                throughput=self.throughput(**throughput) if throughput else None,
+                micro_batches=micro_batches,
+            )
+            return findings.evaluate(facts, findings.load_rules(rules))
+
+        key = ("findings", tuple(sorted((throughput or {}).items())), rules, classes, details, micro_batches)
+        return self._cached(key, compute)
+
     def info(self) -> pl.DataFrame:
         """One row per rank: what was loaded.
 
