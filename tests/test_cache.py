@@ -9,7 +9,7 @@ from polars.testing import assert_frame_equal
 
 import parsers
 import traceview as tv
-from traceview import loader
+from traceview import executors
 from tests.conftest import DATA
 
 
@@ -27,7 +27,7 @@ def test_second_load_comes_from_cache(trace_file, tmp_path, monkeypatch):
     def fail(_source):
         raise AssertionError("parsed again instead of reading the cache")
 
-    monkeypatch.setattr(loader, "parse_source", fail)
+    monkeypatch.setattr(executors, "parse_source", fail)
     second = tv.load(trace_file, cache_dir=cache_dir)
     for table in ("device_tasks", "host_events", "steps", "ranks"):
         assert_frame_equal(first.frame(table), second.frame(table))
@@ -40,7 +40,7 @@ def test_changed_file_misses_the_cache(trace_file, tmp_path, monkeypatch):
     tv.load(trace_file, cache_dir=cache_dir)
     calls = []
     real = parsers.parse_source
-    monkeypatch.setattr(loader, "parse_source", lambda s: calls.append(s) or real(s))
+    monkeypatch.setattr(executors, "parse_source", lambda s: calls.append(s) or real(s))
     st = trace_file.stat()
     os.utime(trace_file, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     tv.load(trace_file, cache_dir=cache_dir)
@@ -57,7 +57,7 @@ def test_parallel_workers_match_in_process(tmp_path, monkeypatch):
     for r in range(3):
         (tmp_path / f"rank{r}.pt.trace.json").write_bytes((DATA / "kineto_minimal.json").read_bytes())
     serial = tv.load(tmp_path, use_cache=False, jobs=1)
-    monkeypatch.setattr(loader, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)
     parallel = tv.load(tmp_path, use_cache=False, jobs=2)
     for table in ("device_tasks", "host_events", "steps", "ranks"):
         assert_frame_equal(serial.frame(table), parallel.frame(table))

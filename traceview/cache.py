@@ -12,6 +12,7 @@ Root: `$TRACEVIEW_CACHE_DIR`, else `$XDG_CACHE_HOME/traceview`, else `~/.cache/t
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import uuid
@@ -64,15 +65,41 @@ def key(source: Source) -> str:
     return h.hexdigest()[:32]
 
 
+def pack(parsed: ParsedRank) -> dict[str, bytes]:
+    """One parsed rank as the files of a cache entry, in memory: `{name: bytes}`, Parquet + meta.json.
+
+    The form in which a rank travels between processes or machines (the Ray executor): never pickle.
+    """
+    files = {}
+    for table, df in parsed.frames.items():
+        buf = io.BytesIO()
+        df.write_parquet(buf, compression="lz4", statistics=False)
+        files[f"{table}.parquet"] = buf.getvalue()
+    files[META_FILE] = orjson.dumps({"meta": parsed.meta, "warnings": parsed.warnings})
+    return files
+
+
+def unpack(files: dict[str, bytes]) -> ParsedRank:
+    """The inverse of `pack` (raises OSError, orjson.JSONDecodeError or PolarsError on bad bytes)."""
+    blob = orjson.loads(files[META_FILE])
+    frames = {name.removesuffix(".parquet"): pl.read_parquet(io.BytesIO(data))
+              for name, data in files.items() if name.endswith(".parquet")}
+    return ParsedRank(frames=frames, meta=blob["meta"], warnings=blob["warnings"])
+
+
 def write_entry(parsed: ParsedRank, folder: Path) -> Path:
     """Write one parsed rank as Parquet + meta.json into `folder` (atomically). Returns `folder`."""
+    return write_files(pack(parsed), folder)
+
+
+def write_files(files: dict[str, bytes], folder: Path) -> Path:
+    """Write the files of an entry (`pack`'s output) into `folder` atomically. Returns `folder`."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = folder.parent / f".{folder.name}.{uuid.uuid4().hex}.tmp"
     tmp.mkdir()
     try:
-        for table, df in parsed.frames.items():
-            df.write_parquet(tmp / f"{table}.parquet", compression="lz4", statistics=False)
-        (tmp / META_FILE).write_bytes(orjson.dumps({"meta": parsed.meta, "warnings": parsed.warnings}))
+        for name, data in files.items():
+            (tmp / name).write_bytes(data)
         try:
             os.rename(tmp, folder)
         except OSError:
@@ -86,12 +113,9 @@ def write_entry(parsed: ParsedRank, folder: Path) -> Path:
 
 def read_entry(folder: Path) -> ParsedRank | None:
     """A parsed rank from a cache folder, or None if the entry is missing or unreadable."""
-    meta_file = folder / META_FILE
-    if not meta_file.is_file():
+    if not (folder / META_FILE).is_file():
         return None
     try:
-        blob = orjson.loads(meta_file.read_bytes())
-        frames = {p.stem: pl.read_parquet(p) for p in folder.glob("*.parquet")}
-    except (OSError, orjson.JSONDecodeError, pl.exceptions.PolarsError):
+        return unpack({p.name: p.read_bytes() for p in folder.iterdir() if p.suffix in (".parquet", ".json")})
+    except (OSError, KeyError, orjson.JSONDecodeError, pl.exceptions.PolarsError):
         return None
-    return ParsedRank(frames=frames, meta=blob["meta"], warnings=blob["warnings"])

@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import tempfile
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Callable
 
 import polars as pl
 
-from parsers import ParsedRank, Source, discover, parse_source
-from traceview import cache, schema
+from parsers import ParsedRank, Source, discover
+from traceview import cache, executors, schema
 from traceview.errors import TraceError
 from traceview.trace import Trace
 
 #: progress(done, total, label): called as rank sources finish.
 Progress = Callable[[int, int, str], None]
-
-#: Below this many bytes of uncached input, parsing in-process beats starting worker processes.
-PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 
 
 def load(
@@ -31,6 +26,8 @@ def load(
     use_cache: bool = True,
     jobs: int | None = None,
     progress: Progress | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> Trace:
     """Load the profile at `path` (a file, a rank folder, or a folder of ranks) into a `Trace`.
 
@@ -39,7 +36,13 @@ def load(
     an unchanged profile reads only Parquet. A rank that cannot be read is listed in
     `Trace.failures` while the others load; if none can be read, the first error is raised
     (`TraceError`, one line naming the file, the problem and the fix).
+
+    `executor="ray"` parses the ranks as Ray tasks instead (`ray_address`: the cluster, default
+    `$RAY_ADDRESS` or a local Ray instance; needs `traceview[ray]`), with identical results; see
+    `traceview.executors`. Before a local parse, `traceview.memory` checks that the load fits in the
+    available memory (fewer workers if not, else a TraceError naming the size and the ways out).
     """
+    runner = executors.get(executor, jobs=jobs, address=ray_address)
     sources = discover(path)
     root = Path(cache_dir) if cache_dir else cache.default_root()
     if use_cache and not _writable(root):
@@ -61,7 +64,7 @@ def load(
         def folder_for(source: Source) -> Path:
             return (root if use_cache else Path(scratch)) / cache.key(source)
 
-        for source, result in _parse_all(todo, folder_for, use_cache, jobs):
+        for source, result in runner.run(todo, folder_for, use_cache):
             done += 1
             if isinstance(result, TraceError):
                 errors[source] = result
@@ -82,66 +85,6 @@ def _writable(root: Path) -> bool:
         return os.access(root, os.W_OK)
     except OSError:
         return False
-
-
-def _parse_all(todo: list[Source], folder_for: Callable[[Source], Path], write_cache: bool, jobs: int | None):
-    """Yield (source, ParsedRank | TraceError) for each source, in parallel when worth it.
-
-    In-process parsing writes a cache entry only when `write_cache`; worker processes always write
-    their result to `folder_for(source)` (the cache, or a scratch folder) and hand back only that
-    path, so frames never travel through pickle.
-    """
-    total_bytes = sum(_size(s) for s in todo)
-    workers = min(jobs or os.cpu_count() or 1, len(todo))
-    if workers <= 1 or total_bytes < PARALLEL_MIN_BYTES:
-        for source in todo:
-            try:
-                result = parse_source(source)
-            except TraceError as exc:
-                yield source, exc
-                continue
-            if write_cache:
-                _write_quietly(result, folder_for(source))
-            yield source, result
-        return
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = {pool.submit(_parse_to_folder, s, str(folder_for(s))): s for s in todo}
-        for fut in as_completed(futures):
-            source = futures[fut]
-            error = fut.result()
-            entry = cache.read_entry(folder_for(source)) if error is None else None
-            if error is None and entry is None:
-                error = f"cannot read {source.path}: the parser process wrote no result"
-            yield source, entry if entry is not None else TraceError(None, error)
-
-
-def _write_quietly(parsed: ParsedRank, folder: Path) -> None:
-    """Write a cache entry; a full disk or a read-only cache only costs the next load its speed-up."""
-    if folder.exists():
-        return
-    try:
-        cache.write_entry(parsed, folder)
-    except OSError:
-        pass
-
-
-def _parse_to_folder(source: Source, folder: str) -> str | None:
-    """Worker-process entry: parse one source into a Parquet folder; return an error line or None."""
-    try:
-        parsed = parse_source(source)
-    except TraceError as exc:
-        return str(exc)
-    if not Path(folder).exists():
-        cache.write_entry(parsed, Path(folder))
-    return None
-
-
-def _size(source: Source) -> int:
-    try:
-        return sum(p.stat().st_size for p in cache.input_files(source))
-    except OSError:
-        return 0
 
 
 def _assemble(source: str, ranks: list[tuple[Source, ParsedRank]], failures: list[str]) -> Trace:

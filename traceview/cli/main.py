@@ -53,7 +53,11 @@ def main(verbose: bool) -> None:
 
 
 def load_options(func):
-    """Options shared by every command that loads a profile."""
+    """Options shared by every command that loads a profile. `--executor`/`--address` are kept on
+    the click context (not passed to the command) and read by `load_trace`."""
+    keep = lambda ctx, param, value: ctx.meta.__setitem__(f"traceview.{param.name}", value)  # noqa: E731
+    func = click.option("--address", default=None, expose_value=False, callback=keep, help="Ray cluster for --executor ray (default: $RAY_ADDRESS, else a local Ray).")(func)
+    func = click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True, expose_value=False, callback=keep, help="Where ranks are parsed: local processes or Ray tasks (pip install 'traceview[ray]').")(func)
     func = click.option("--quiet", "-q", is_flag=True, help="No progress display.")(func)
     func = click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Parallel parse processes (default: CPUs).")(func)
     func = click.option("--no-cache", is_flag=True, help="Do not read or write the Parquet cache.")(func)
@@ -66,8 +70,10 @@ def load_trace(path: Path, quiet: bool, jobs, no_cache: bool, cache_dir):
     from traceview.cli.progress import LoadProgress
     from traceview.loader import load
 
+    meta = click.get_current_context().meta
     with LoadProgress(path.name or str(path), quiet=quiet) as progress:
-        return load(path, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, progress=progress)
+        return load(path, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, progress=progress,
+                    executor=meta.get("traceview.executor", "local"), ray_address=meta.get("traceview.address"))
 
 
 def throughput_options(func):
@@ -113,6 +119,29 @@ def check_classes(classes: Path | None) -> None:
         raise TraceError(None, str(exc)) from None
 
 
+def findings_options(func):
+    """--findings-rules FILE (a user's rules first) and --micro-batches N (pipeline bubble vs ideal)."""
+    func = click.option("--micro-batches", type=click.IntRange(min=1), default=None,
+                        help="Micro-batches per pipeline step (compares the bubble with (p-1)/(m+p-1)).")(func)
+    func = click.option("--findings-rules", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        help="Extra findings rules (TOML): add rules or change shipped ones by id.")(func)
+    return func
+
+
+def check_findings_rules(path: Path | None) -> str | None:
+    """Read a user's findings rules file before the load: TraceError if it is bad; its path as text."""
+    if path is None:
+        return None
+    from traceview.analysis.findings import load_rules
+    from traceview.errors import TraceError
+
+    try:
+        load_rules(path)
+    except (ValueError, OSError) as exc:
+        raise TraceError(None, str(exc)) from None
+    return str(path)
+
+
 CLASSES_OPTION = click.option(
     "--classes", type=click.Path(dir_okay=False, path_type=Path), default=None,
     help="Extra compute-class rules (TOML), tried before the shipped ones.",
@@ -145,20 +174,24 @@ def info(path: Path, fmt: str, quiet: bool, jobs, no_cache: bool, cache_dir) -> 
 @CLASSES_OPTION
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Kernels listed per rank.")
 @throughput_options
+@findings_options
 @load_options
 @handle_errors
 def summary(path: Path, fmt: str, step, classes, top: int, tokens_per_step, seq_len, global_batch, params,
-            flops_per_token, recompute: bool, devices, peak_tflops, quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
+            flops_per_token, recompute: bool, devices, peak_tflops, findings_rules, micro_batches, quiet: bool, jobs,
+            no_cache: bool, cache_dir) -> None:
     """Where the step time went: per rank and step, computing, exposed communication, overlap,
     exposed memcpy, free, bubble and preparing time (definitions: docs/metrics.md)."""
     from traceview.cli.summary import render_summary
     from traceview.summary import build_summary
 
     check_classes(classes)
+    rules = check_findings_rules(findings_rules)
     throughput = throughput_args(tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute,
                                  devices, peak_tflops)
     trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
-    doc = build_summary(trace, step=step, classes=str(classes) if classes else None, top=top, throughput=throughput)
+    doc = build_summary(trace, step=step, classes=str(classes) if classes else None, top=top, throughput=throughput,
+                        findings_rules=rules, micro_batches=micro_batches)
     click.echo(render_summary(doc, fmt))
     if trace.failures:
         sys.exit(1)
@@ -206,11 +239,12 @@ def diff(base: Path, new: Path, fmt: str, top: int, step, whole_trace: bool, cla
 @CLASSES_OPTION
 @click.option("--top", type=click.IntRange(min=0), default=20, show_default=True, help="Kernels listed per rank.")
 @throughput_options
+@findings_options
 @load_options
 @handle_errors
 def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, baseline, classes, top: int,
            tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute: bool, devices, peak_tflops,
-           quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
+           findings_rules, micro_batches, quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
     """Self-contained HTML report of a profile (opens from disk, no network), or its results as
     json/csv/parquet; several profiles with --out-dir: one report each plus an index page."""
     from traceview.cli import report as rep
@@ -222,6 +256,7 @@ def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, base
     if output is not None and (out_dir is not None or len(paths) > 1):
         raise click.UsageError("-o names one report: use --out-dir for several")
     check_classes(classes)
+    rules = check_findings_rules(findings_rules)
     throughput = throughput_args(tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute,
                                  devices, peak_tflops)
     base = load_trace(baseline, quiet, jobs, no_cache, cache_dir) if baseline is not None else None
@@ -231,7 +266,8 @@ def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, base
         """Load `path`, write its report to `out`; returns the failed-rank lines."""
         rep.check_writable(out, force)
         trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
-        doc = build_summary(trace, classes=classes_text, top=top, throughput=throughput)
+        doc = build_summary(trace, classes=classes_text, top=top, throughput=throughput, findings_rules=rules,
+                            micro_batches=micro_batches)
         run_diff = None
         if base is not None:
             from traceview.run_diff import diff as compare
@@ -286,10 +322,12 @@ def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, base
 @click.option("--port", type=click.IntRange(1, 65535), default=8050, show_default=True, help="Port (the next free one if taken).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the dashboard in a web browser.")
 @throughput_options
+@findings_options
 @load_options
 @handle_errors
 def serve(path: Path, host: str, port: int, open_browser: bool, tokens_per_step, seq_len, global_batch, params,
-          flops_per_token, recompute: bool, devices, peak_tflops, quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
+          flops_per_token, recompute: bool, devices, peak_tflops, findings_rules, micro_batches, quiet: bool, jobs,
+          no_cache: bool, cache_dir) -> None:
     """Interactive dashboard of a profile (Dash): step breakdown, step times, compute classes, kernels,
     timeline (docs/dashboard.md)."""
     from dashboards.app import create_app
@@ -299,10 +337,12 @@ def serve(path: Path, host: str, port: int, open_browser: bool, tokens_per_step,
 
     throughput = throughput_args(tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute,
                                  devices, peak_tflops)
+    rules = check_findings_rules(findings_rules)
     trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
     for line in [*trace.warnings, *trace.failures]:
         click.echo(f"traceview: warning: {line}", err=True)
-    app = create_app(trace, build_summary(trace, details=False, throughput=throughput))
+    app = create_app(trace, build_summary(trace, details=False, throughput=throughput, findings_rules=rules,
+                                          micro_batches=micro_batches))
     try:
         port = pick_port(host, port)
     except OSError as exc:

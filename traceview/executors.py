@@ -1,0 +1,163 @@
+"""Where ranks are parsed: `local` (this machine, a process pool; the default) or `ray` (a Ray cluster).
+
+Per-rank parsing is independent, so an executor only maps `parse_source` over the sources still to
+parse and yields `(source, ParsedRank | TraceError)` as each finishes. Frames never travel through
+pickle: local workers write a Parquet cache folder that the parent reads; Ray tasks return the
+rank's Parquet + meta.json bytes (`cache.pack`) through the object store, so workers need no
+filesystem shared with the driver for their output (they do need to read the profile at the same
+absolute path, and the same traceview installed). Ray is an optional extra (`traceview[ray]`),
+imported only when the `ray` executor is asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Callable, Iterator
+
+from parsers import ParsedRank, Source, parse_source
+from parsers.base import PARSER_VERSION
+from traceview import cache, memory
+from traceview.errors import TraceError
+
+NAMES = ("local", "ray")
+
+#: Below this many bytes of uncached input, parsing in-process beats starting worker processes.
+PARALLEL_MIN_BYTES = 16 * 1024 * 1024
+
+Results = Iterator[tuple[Source, "ParsedRank | TraceError"]]
+FolderFor = Callable[[Source], Path]
+
+
+def get(name: str = "local", *, jobs: int | None = None, address: str | None = None):
+    """The executor called `name` ("local" or "ray"); TraceError if Ray is asked for but not installed."""
+    if name == "local":
+        return LocalExecutor(jobs)
+    if name == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise TraceError(None, "--executor ray needs Ray, which is not installed",
+                             "pip install 'traceview[ray]'") from None
+        return RayExecutor(address, jobs)
+    raise ValueError(f"unknown executor {name!r}: choose one of {', '.join(NAMES)}")
+
+
+class LocalExecutor:
+    """Parse in this process when the work is small, else in a spawn process pool of `jobs` workers
+    (default: the CPUs), as many as the memory guard (`traceview.memory`) lets fit."""
+
+    def __init__(self, jobs: int | None = None):
+        self.jobs = jobs
+
+    def run(self, todo: list[Source], folder_for: FolderFor, write_cache: bool) -> Results:
+        """In-process parsing writes a cache entry only when `write_cache`; worker processes always
+        write to `folder_for(source)` (the cache, or a scratch folder) and hand back only an error
+        line or None."""
+        sizes = [memory.input_bytes(s) for s in todo]
+        workers = min(self.jobs or os.cpu_count() or 1, len(todo))
+        if sum(sizes) < PARALLEL_MIN_BYTES:
+            workers = 1
+        workers = memory.check(sizes, workers, jobs_given=self.jobs is not None)
+        if workers <= 1:
+            yield from self._in_process(todo, folder_for, write_cache)
+            return
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = {pool.submit(_parse_to_folder, s, str(folder_for(s))): s for s in todo}
+            for fut in as_completed(futures):
+                source = futures[fut]
+                error = fut.result()
+                entry = cache.read_entry(folder_for(source)) if error is None else None
+                if error is None and entry is None:
+                    error = f"cannot read {source.path}: the parser process wrote no result"
+                yield source, entry if entry is not None else TraceError(None, error)
+
+    @staticmethod
+    def _in_process(todo: list[Source], folder_for: FolderFor, write_cache: bool) -> Results:
+        for source in todo:
+            try:
+                result = parse_source(source)
+            except TraceError as exc:
+                yield source, exc
+                continue
+            if write_cache:
+                write_quietly(folder_for(source), result)
+            yield source, result
+
+
+class RayExecutor:
+    """One Ray task per rank on the cluster at `address` (default: `$RAY_ADDRESS`, else a local Ray
+    instance started here), at most `jobs` in flight (default: all). Uses an already initialised Ray
+    as it is. The memory guard does not apply: Ray schedules the tasks on its nodes."""
+
+    def __init__(self, address: str | None = None, jobs: int | None = None):
+        self.address = address
+        self.jobs = jobs
+
+    def run(self, todo: list[Source], folder_for: FolderFor, write_cache: bool) -> Results:
+        import ray
+
+        if not ray.is_initialized():
+            local = {} if self.address or os.environ.get("RAY_ADDRESS") else {"include_dashboard": False}
+            ray.init(address=self.address, logging_level=logging.WARNING, log_to_driver=False, **local)
+        task = ray.remote(_parse_packed)
+        pending: dict = {}
+        queue = list(todo)
+        limit = self.jobs or len(todo)
+        while queue or pending:
+            while queue and len(pending) < limit:
+                source = queue.pop(0)
+                pending[task.remote(source.format, str(source.path.resolve()))] = source
+            (ref,), _ = ray.wait(list(pending), num_returns=1)
+            source = pending.pop(ref)
+            yield source, self._result(ray, ref, source, folder_for, write_cache)
+
+    @staticmethod
+    def _result(ray, ref, source: Source, folder_for: FolderFor, write_cache: bool) -> ParsedRank | TraceError:
+        try:
+            version, error, files = ray.get(ref)
+        except ray.exceptions.RayError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return TraceError(source.path, f"the Ray task failed: {first}")
+        if version != PARSER_VERSION:
+            return TraceError(source.path, f"the Ray worker parsed it with parser version {version}, this "
+                              f"driver has {PARSER_VERSION}", "install the same traceview on the cluster")
+        if error is not None:
+            return TraceError(None, error)
+        if write_cache:
+            write_quietly(folder_for(source), files)
+        return cache.unpack(files)
+
+
+def write_quietly(folder: Path, entry: ParsedRank | dict[str, bytes]) -> None:
+    """Write a cache entry (a parsed rank, or `cache.pack`'s files); a full disk or a read-only
+    cache only costs the next load its speed-up."""
+    if folder.exists():
+        return
+    try:
+        cache.write_files(entry if isinstance(entry, dict) else cache.pack(entry), folder)
+    except OSError:
+        pass
+
+
+def _parse_to_folder(source: Source, folder: str) -> str | None:
+    """Worker-process entry: parse one source into a Parquet folder; return an error line or None."""
+    try:
+        parsed = parse_source(source)
+    except TraceError as exc:
+        return str(exc)
+    if not Path(folder).exists():
+        cache.write_entry(parsed, Path(folder))
+    return None
+
+
+def _parse_packed(fmt: str, path: str) -> tuple[int, str | None, dict[str, bytes] | None]:
+    """Ray task: parse one source; return (parser version, error line or None, `cache.pack` bytes)."""
+    try:
+        return PARSER_VERSION, None, cache.pack(parse_source(Source(fmt, Path(path))))
+    except TraceError as exc:
+        return PARSER_VERSION, str(exc), None

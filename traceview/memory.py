@@ -1,0 +1,138 @@
+"""Memory guard: refuse a load that would not fit in memory before parsing starts, with the way out.
+
+Estimate of a load's peak memory, from the input sizes only (stats and a 4-byte read per file):
+
+    peak = PARSE_FACTOR x (sum of the `workers` largest per-rank inputs)   # ranks being parsed at once
+         + KEEP_FACTOR x (sum of all per-rank inputs)                      # frames kept for the Trace
+
+where a rank's input is its uncompressed bytes: a `.gz` file's size comes from its gzip trailer
+(ISIZE, the uncompressed size mod 2**32: a member over 4 GiB reads as its size mod 4 GiB, so a
+value below the compressed size is raised by 4 GiB steps until it is not; a multi-member gzip
+reports its last member only, so the estimate can be low there), any other file (JSON, Ascend CSV,
+MindSpore JSON) counts its bytes. Available memory: `$TRACEVIEW_MEMORY_LIMIT` (bytes, with an
+optional K/M/G/T suffix, or `off` to skip the check), else the smaller of /proc/meminfo
+MemAvailable (or `SC_AVPHYS_PAGES x SC_PAGE_SIZE`) and the cgroup v2 limit left.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from pathlib import Path
+
+from parsers import Source
+from traceview import cache
+from traceview.errors import TraceError
+
+#: Peak resident memory of parsing one rank, per byte of uncompressed input. Measured (peak RSS
+#: minus the RSS before the parse, `parse_source` in a fresh process, 2-core x86 box, polars 1.x):
+#: bench/out/v100_54mb.json (53.7 MB) 7.2x, bench/out/a100_40mb.json (38.9 MB) 9.8x; the gzip
+#: kineto-tb_plugin resnet50 worker0.1623143566756.pt.trace.json.gz (35.2 MB uncompressed) 4.0x and
+#: tracelens h100 google_owlv2 (55.6 MB uncompressed) 3.9x. Small inputs (2-3 MB Ascend/MindSpore
+#: folders) show 18-19x, but that is fixed overhead (~50 MB), not a per-byte cost. 10x covers the
+#: worst large case measured; lower it when the parsers stream.
+PARSE_FACTOR = 10.0
+
+#: Memory of the parsed frames kept per byte of input (`estimated_size` of a rank's frames / its
+#: uncompressed bytes: 0.09 to 0.42 on the same traces; rounded up).
+KEEP_FACTOR = 0.5
+
+LIMIT_ENV = "TRACEVIEW_MEMORY_LIMIT"
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def uncompressed_size(path: Path) -> int:
+    """Bytes of `path` once decompressed: the gzip ISIZE for `.gz` (see module docstring), else its size."""
+    size = path.stat().st_size
+    if not path.name.endswith(".gz") or size < 18:
+        return size
+    with path.open("rb") as f:
+        f.seek(-4, os.SEEK_END)
+        isize = struct.unpack("<I", f.read(4))[0]
+    while isize < size:
+        isize += 1 << 32
+    return isize
+
+
+def input_bytes(source: Source) -> int:
+    """Uncompressed bytes a parser reads for one rank source (0 if its files cannot be stat'ed)."""
+    try:
+        return sum(uncompressed_size(p) for p in cache.input_files(source))
+    except OSError:
+        return 0
+
+
+def estimate(sizes: list[int], workers: int) -> int:
+    """Peak bytes to parse ranks of these input sizes with `workers` at once (module docstring)."""
+    largest = sorted(sizes, reverse=True)[: max(workers, 1)]
+    return int(PARSE_FACTOR * sum(largest) + KEEP_FACTOR * sum(sizes))
+
+
+def available() -> int | None:
+    """Bytes this load may use (module docstring), or None when unknown or the check is off."""
+    env = os.environ.get(LIMIT_ENV, "").strip().lower()
+    if env:
+        if env in ("off", "0", "none"):
+            return None
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", env)
+        if not m:
+            raise TraceError(None, f"${LIMIT_ENV}={env!r} is not a size", "give bytes, e.g. 8G, or off")
+        return int(float(m.group(1)) * _UNITS[m.group(2)])
+    found = [v for v in (_meminfo_available(), _cgroup_left()) if v is not None]
+    return min(found) if found else None
+
+
+def _meminfo_available() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _cgroup_left() -> int | None:
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit == "max":
+            return None
+        return int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def fit_workers(sizes: list[int], workers: int, limit: int) -> int:
+    """The most workers (<= `workers`) whose estimate fits in `limit` bytes; 0 if not even one."""
+    while workers >= 1 and estimate(sizes, workers) > limit:
+        workers -= 1
+    return workers
+
+
+def check(sizes: list[int], workers: int, jobs_given: bool) -> int:
+    """Workers to parse with: `workers`, or fewer when they would not fit and the user did not set
+    `--jobs`. Raises TraceError (one line: the size, what is available, the ways out) when the load
+    does not fit, with one worker or with the user's `--jobs`."""
+    limit = available()
+    if limit is None or not sizes:
+        return workers
+    fits = fit_workers(sizes, workers, limit)
+    if fits == workers or (fits >= 1 and not jobs_given):
+        return max(fits, 1)
+    need = estimate(sizes, workers)
+    ways = [f"--jobs {fits}"] if fits >= 1 else []
+    ways += ["load fewer ranks (point at a sub-folder)", "--executor ray"]
+    raise TraceError(
+        None,
+        f"loading {len(sizes)} rank(s) of {_gb(sum(sizes))} uncompressed needs about {_gb(need)} of memory "
+        f"({workers} parallel parse(s), largest rank {_gb(max(sizes))}) but {_gb(limit)} is available",
+        f"use {', '.join(ways)}; {LIMIT_ENV}=off skips this check",
+    )
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
