@@ -154,8 +154,7 @@ class TimelineData:
                ui_key: str = "", limit: int | None = None) -> tuple[go.Figure, str, str]:
         """(figure, note, mode) for the window [start_ns, end_ns) and the selected ranks; raw
         segments when at most `limit` (default LIMIT) tasks overlap the window, else the binned view."""
-        traces, labels, note, mode = self._panel(start_ns, end_ns, ranks, LIMIT if limit is None else limit)
-        fig = go.Figure(data=traces)
+        fig, labels, note, mode = self._panel(start_ns, end_ns, ranks, LIMIT if limit is None else limit)
         if mode == "empty":
             fig.add_annotation(text="no device tasks", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
         self._layout(fig, len(labels), start_ns, end_ns)
@@ -169,20 +168,21 @@ class TimelineData:
         its own lanes and level of detail; LIMIT // 2 raw tasks at most per panel."""
         return stacked_figure([(self, [rank], f"rank {rank}") for rank in pair], start_ns, end_ns, ui_key)
 
-    def _panel(self, start_ns: int, end_ns: int, ranks: list[int] | None, limit: int) -> tuple[list, list[str], str, str]:
-        """(plotly traces, lane labels, note, mode) of the selected ranks' lanes in the window."""
+    def _panel(self, start_ns: int, end_ns: int, ranks: list[int] | None, limit: int) -> tuple[go.Figure, list[str], str, str]:
+        """(figure of the traces, lane labels, note, mode) of the selected ranks' lanes in the window
+        (the figure is built once: plotly validates every point when a trace is added)."""
         lanes = self.lanes if not ranks else self.lanes.filter(pl.col("rank").is_in(ranks))
         labels = lanes["label"].to_list()
         if not self.tasks.height or not labels:
-            return [], labels, "no device tasks", "empty"
+            return go.Figure(), labels, "no device tasks", "empty"
         v = self._view(start_ns, end_ns, ranks, limit)
         if v["mode"] == "raw":
-            traces = list(self._raw_figure(v["tasks"], labels).data)
+            fig = self._raw_figure(v["tasks"], labels)
             note = f"raw: {v['n_tasks']:,} tasks in view (click a task for details)"
         else:
-            traces = list(self._binned_figure(v["bins"], lanes).data)
+            fig = self._binned_figure(v["bins"], lanes)
             note = f"binned: {v['n_tasks']:,} tasks in view, zoom in for individual tasks"
-        return traces, labels, note, v["mode"]
+        return fig, labels, note, v["mode"]
 
     def _view(self, start_ns: int, end_ns: int, ranks: list[int] | None, limit: int = LIMIT) -> dict:
         """`timeline.view` of the window; the whole-trace window is memoised per rank selection."""
@@ -329,8 +329,8 @@ def stacked_figure(panels: list[tuple["TimelineData", list[int] | None, str]], s
         row_heights=[h / sum(heights) for h in heights], subplot_titles=[title for _, _, title in panels],
     )
     shown: set[str] = set()
-    for row, (traces, labels, _, _) in enumerate(built, start=1):
-        for trace in traces:
+    for row, (panel, labels, _, _) in enumerate(built, start=1):
+        for trace in panel.data:
             if isinstance(trace, go.Heatmap):
                 trace.update(showscale=row == 1)  # one colour bar for all panels
             else:
