@@ -18,7 +18,7 @@ from dash import Input, Output, dash_table, dcc, html
 from dashboards import figures
 from dashboards.colors import class_color
 from dashboards.server import harden
-from dashboards.timeline_page import HOST_KEY, TimelineData, stacked_figure
+from dashboards.timeline_page import HOST_KEY, TimelineData, name_contains, stacked_figure
 
 TIMELINE_PATH = "/timeline"
 # the widgets whose values live in the query string, and the property holding each value
@@ -112,21 +112,10 @@ def _findings(summary: dict) -> html.Div:
                 className="finding-rule")
         for f in summary.get("findings") or []
     ]
-    cross = summary.get("cross_rank")
-    if cross and cross.get("slow_rank") is not None:
-        slow = cross["slow_rank"]
-        waits = {r["rank"]: r.get("mean_wait_us") for r in cross.get("ranks", [])}
-        others = [w for r, w in waits.items() if r != slow and w is not None]
-        detail = f" (the others wait for it in collectives: mean wait {sum(others) / len(others):.1f} µs)" if others else ""
-        items.append(html.Li(f"Slow rank: rank {slow}{detail}", id="slow-rank"))
-    elif len(summary["ranks"]) > 1:
-        items.append(html.Li("No slow rank: no rank is waited for in collectives.", id="slow-rank"))
-    for r in summary["ranks"]:
-        for s in r["slow_steps"]:
-            items.append(html.Li(
-                f"Slow step: rank {r['rank']} step {s['step']}, {figures.ms(s['duration_us']):.3f} ms "
-                f"({s.get('slowdown_ratio', 0):.2f}x median; grew most: {s.get('why')})"
-            ))
+    slow_rank = figures.slow_rank_line(summary)
+    if slow_rank:
+        items.append(html.Li(slow_rank, id="slow-rank"))
+    items += [html.Li(line) for line in figures.slow_step_lines(summary)]
     children = [html.H3("Findings"), html.Ul(items or [html.Li("No slow rank or slow step found.")])]
     if summary.get("failures"):
         children += [html.H4("Failed ranks", style={"color": "#b91c1c"}),
@@ -196,7 +185,7 @@ def kernel_rows(trace, ranks: list[int] | None, step: int | None = None, classes
     if classes:
         frame = frame.filter(pl.col("class").is_in(classes))
     if query:
-        frame = frame.filter(pl.col("name").str.to_lowercase().str.contains(query.lower(), literal=True))
+        frame = frame.filter(name_contains(query))
     rows = []
     for row in frame.to_dicts():
         if ranks is not None and row["rank"] not in ranks:

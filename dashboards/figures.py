@@ -168,3 +168,24 @@ def step_heatmap_figure(summary: dict, ranks=None, steps=None) -> go.Figure:
     fig.update_xaxes(title_text="step", type="category")
     fig.update_yaxes(title_text="rank", type="category", autorange="reversed")
     return _layout(fig, title)
+
+
+def slow_rank_line(summary: dict) -> str | None:
+    """The slow-rank sentence of the findings (None for one rank): which rank the others wait for
+    in collectives, with their mean wait (µs)."""
+    cross = summary.get("cross_rank")
+    if cross and cross.get("slow_rank") is not None:
+        slow = cross["slow_rank"]
+        others = [r["mean_wait_us"] for r in cross.get("ranks", []) if r["rank"] != slow and r.get("mean_wait_us") is not None]
+        detail = f" (the others wait for it in collectives: mean wait {sum(others) / len(others):,.1f} µs)" if others else ""
+        return f"Slow rank: rank {slow}{detail}"
+    return "No slow rank: no rank is waited for in collectives." if len(summary["ranks"]) > 1 else None
+
+
+def slow_step_lines(summary: dict) -> list[str]:
+    """One sentence per slow step: rank, step, duration (ms), ratio to the median, what grew most."""
+    return [
+        f"Slow step: rank {r['rank']} step {s['step']}, {ms(s['duration_us']):,.3f} ms "
+        f"({s.get('slowdown_ratio') or 0:.2f}x median; grew most: {s.get('why')})"
+        for r in summary["ranks"] for s in r["slow_steps"]
+    ]

@@ -161,18 +161,12 @@ def findings_section(summary: dict) -> str:
             f'<li><span class="sev-{esc(f.get("severity"))}">{esc(f.get("severity"))}</span> '
             f'{esc(f.get("message"))}<br><span class="note">{esc(f.get("advice"))}</span></li>' for f in rows)
         parts.append(f'<ul id="findings-rules">{items}</ul>')
-    cross = summary.get("cross_rank") or {}
-    if cross.get("slow_rank") is not None:
-        slow = cross["slow_rank"]
-        waits = [r["mean_wait_us"] for r in cross.get("ranks", []) if r["rank"] != slow and r.get("mean_wait_us") is not None]
-        detail = f" (the others wait for it in collectives: mean wait {sum(waits) / len(waits):,.1f} µs)" if waits else ""
-        parts.append(f'<p id="slow-rank">Slow rank: rank {esc(slow)}{esc(detail)}</p>')
-    slow_steps = [(r["rank"], s) for r in summary["ranks"] for s in r["slow_steps"]]
+    slow_rank = figures.slow_rank_line(summary)
+    if slow_rank:
+        parts.append(f'<p id="slow-rank">{esc(slow_rank)}</p>')
+    slow_steps = figures.slow_step_lines(summary)
     if slow_steps:
-        parts.append("<ul>" + "".join(
-            f"<li>Slow step: rank {esc(rank)} step {esc(s['step'])}, {fmt_ms(s['duration_us'])} ms "
-            f"({s.get('slowdown_ratio') or 0:.2f}x median; grew most: {esc(s.get('why'))})</li>" for rank, s in slow_steps)
-            + "</ul>")
+        parts.append("<ul>" + "".join(f"<li>{esc(line)}</li>" for line in slow_steps) + "</ul>")
     if summary.get("failures"):
         parts.append('<h3 class="bad">Failed ranks</h3><ul id="failures">'
                      + "".join(f"<li>{esc(x)}</li>" for x in summary["failures"]) + "</ul>")
@@ -380,3 +374,31 @@ def report_html(trace, summary: dict, diff: dict | None = None) -> str:
         page.add("diff", "Compared with the baseline", diff_section(diff))
     return page.html(_header(summary), {"traceview-summary": summary})
 
+
+def index_html(entries: list[BatchEntry], out_dir: Path) -> str:
+    """The index page of a `traceview report --out-dir` batch: one row per profile
+    (`traceview.cli.report.BatchEntry`), linked to its report; failures in red."""
+    rows = []
+    for e in entries:
+        if e.error:
+            rows.append(f'<tr class="failed"><td class="t">{esc(e.source)}</td><td colspan="5" class="t bad">'
+                        f"failed: {esc(e.error)}</td></tr>")
+            continue
+        link = esc(e.output.relative_to(out_dir).as_posix()) if e.output else ""
+        status = "ok" if not e.failures else f"{len(e.failures)} failed rank(s): " + "; ".join(e.failures)
+        rows.append(
+            f'<tr><td class="t"><a href="{link}">{esc(e.source)}</a></td><td>{esc(e.ranks)}</td><td class="t">{esc(e.device)}</td>'
+            f"<td>{'-' if e.step_ms is None else f'{e.step_ms:,.3f}'}</td>"
+            f"<td>{'-' if e.exposed_comm_frac is None else f'{e.exposed_comm_frac * 100:.1f}'}</td>"
+            f'<td class="t{" bad" if e.failures else ""}">{esc(status)} · {e.findings} finding(s)</td></tr>'
+        )
+    failed = sum(1 for e in entries if e.error or e.failures)
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>traceview reports</title><style>'
+        "body{font-family:system-ui,sans-serif;margin:20px}table{border-collapse:collapse}td,th{border-bottom:1px solid #e5e7eb;"
+        "padding:4px 10px;text-align:right}.t{text-align:left}.bad{color:#b91c1c}</style></head><body>"
+        f"<h1>traceview reports</h1><p>{len(entries)} profile(s), {failed} with failures.</p>"
+        '<table id="index"><thead><tr><th class="t">profile</th><th>ranks</th><th class="t">device</th>'
+        "<th>mean step (ms)</th><th>exposed comm (% of step)</th><th class=\"t\">status</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></body></html>"
+    )

@@ -37,6 +37,11 @@ def hover_safe(text) -> str:
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def name_contains(query: str) -> pl.Expr:
+    """Rows whose `name` contains `query`, case-insensitive (the dashboard's name search)."""
+    return pl.col("name").str.to_lowercase().str.contains(query.lower(), literal=True)
+
+
 def task_key(rank, stream, start_ns, end_ns) -> str:
     """A task's id in the browser (ns as decimal strings: they exceed JavaScript's 2**53)."""
     return f"{'' if rank is None else rank}|{'' if stream is None else stream}|{start_ns}|{end_ns}"
@@ -96,7 +101,7 @@ class TimelineData:
         if classes:
             keep = keep & pl.col(self.cls).is_in(classes)
         if query:
-            keep = keep & pl.col("name").str.to_lowercase().str.contains(query.lower(), literal=True)
+            keep = keep & name_contains(query)
         sub = object.__new__(TimelineData)
         sub.__dict__.update(self.__dict__)
         sub.tasks = self.tasks.filter(keep)  # a filter keeps the start order

@@ -310,7 +310,9 @@ def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, base
             entry.error = str(exc)
             click.echo(f"traceview: error: {exc}", err=True)
     index = out_dir / "index.html"
-    index.write_text(rep.index_html(entries, out_dir), encoding="utf-8")
+    from dashboards.report import index_html
+
+    index.write_text(index_html(entries, out_dir), encoding="utf-8")
     click.echo(f"Wrote {index}")
     if any(e.error or e.failures for e in entries):
         sys.exit(1)

@@ -9,7 +9,6 @@ headline numbers, or why it failed; the others are still written when one fails.
 
 from __future__ import annotations
 
-import html
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,35 +99,3 @@ def unique_names(paths: list[Path]) -> list[str]:
         seen[stem] = seen.get(stem, 0) + 1
         names.append(stem if seen[stem] == 1 else f"{stem}-{seen[stem]}")
     return names
-
-
-def index_html(entries: list[BatchEntry], out_dir: Path) -> str:
-    """The batch's index page: one row per profile, linked to its report; failures in red."""
-
-    def esc(value) -> str:
-        return "-" if value is None else html.escape(str(value), quote=True)
-
-    rows = []
-    for e in entries:
-        if e.error:
-            rows.append(f'<tr class="failed"><td class="t">{esc(e.source)}</td><td colspan="5" class="t bad">'
-                        f"failed: {esc(e.error)}</td></tr>")
-            continue
-        link = esc(e.output.relative_to(out_dir).as_posix()) if e.output else ""
-        status = "ok" if not e.failures else f"{len(e.failures)} failed rank(s): " + "; ".join(e.failures)
-        rows.append(
-            f'<tr><td class="t"><a href="{link}">{esc(e.source)}</a></td><td>{esc(e.ranks)}</td><td class="t">{esc(e.device)}</td>'
-            f"<td>{'-' if e.step_ms is None else f'{e.step_ms:,.3f}'}</td>"
-            f"<td>{'-' if e.exposed_comm_frac is None else f'{e.exposed_comm_frac * 100:.1f}'}</td>"
-            f'<td class="t{" bad" if e.failures else ""}">{esc(status)} · {e.findings} finding(s)</td></tr>'
-        )
-    failed = sum(1 for e in entries if e.error or e.failures)
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>traceview reports</title><style>'
-        "body{font-family:system-ui,sans-serif;margin:20px}table{border-collapse:collapse}td,th{border-bottom:1px solid #e5e7eb;"
-        "padding:4px 10px;text-align:right}.t{text-align:left}.bad{color:#b91c1c}</style></head><body>"
-        f"<h1>traceview reports</h1><p>{len(entries)} profile(s), {failed} with failures.</p>"
-        '<table id="index"><thead><tr><th class="t">profile</th><th>ranks</th><th class="t">device</th>'
-        "<th>mean step (ms)</th><th>exposed comm (% of step)</th><th class=\"t\">status</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table></body></html>"
-    )
