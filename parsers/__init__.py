@@ -19,10 +19,16 @@ PARSERS = {
 }
 
 
-def parse_source(source: Source) -> ParsedRank:
-    """Parse one rank source with the parser of its format."""
+#: Formats whose parser can spread one large file over several processes (`jobs`).
+PARALLEL_FORMATS = frozenset({"kineto"})
+
+
+def parse_source(source: Source, jobs: int = 1) -> ParsedRank:
+    """Parse one rank source with the parser of its format (`jobs` > 1: the parser may use that
+    many processes for one large file; formats in PARALLEL_FORMATS)."""
     module, func = PARSERS[source.format].split(":")
-    return getattr(import_module(module), func)(source.path)
+    parse = getattr(import_module(module), func)
+    return parse(source.path, jobs=jobs) if jobs > 1 and source.format in PARALLEL_FORMATS else parse(source.path)
 
 
 __all__ = ["PARSERS", "ParsedRank", "Source", "discover", "parse_source"]

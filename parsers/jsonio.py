@@ -5,9 +5,11 @@ from __future__ import annotations
 import gc
 import gzip
 import json
+import re
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import orjson
 
@@ -116,3 +118,193 @@ def _scrub_surrogates(obj):
     if isinstance(obj, dict):
         return {_scrub_surrogates(k): _scrub_surrogates(v) for k, v in obj.items()}
     return obj
+
+
+#: Bytes of events decoded at once by `ChromeEvents`: that chunk's dicts (~10x its bytes) are the
+#: only decoded events alive at a time. 16 MiB: as fast as larger chunks, a few hundred MB at most.
+CHUNK_BYTES = 16 << 20
+#: How far into the document `ChromeEvents` looks for `"traceEvents": [` before giving up.
+HEAD_LIMIT = 64 << 20
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_WS = b" \t\r\n"
+#: orjson's messages for text after a complete JSON value (the wording changed across versions).
+_TRAILING = ("trailing characters", "unexpected content after document")
+
+
+class StreamUnsupported(Exception):
+    """The streaming reader cannot follow this document: read it whole (`read_bytes` + `loads`),
+    which also gives the precise error for a broken file."""
+
+
+class ChromeEvents:
+    """The events of a Chrome-trace JSON document, decoded chunk by chunk from a stream.
+
+    Iterating yields lists of event dicts, in file order, about `chunk_bytes` of JSON each; the
+    whole file is never held (as bytes or as dicts). After the iteration, `doc` holds the document's
+    other keys (header and trailer: deviceProperties, distributedInfo, ...); it is `{}` for a
+    top-level event list. Works on plain and gzip files (gunzipped as it is read).
+
+    How a chunk is cut, without a tokenizer in Python: the buffer always starts with `[`; a cut is
+    a `,` that follows a `}` and precedes a `{` (whitespace allowed between). That comma is
+    replaced by `]` and the buffer up to it decoded by orjson; the decode succeeds only if the cut
+    lies between two top-level events (a comma inside a string or a nested object leaves an
+    unterminated string or unbalanced brackets), so a wrong candidate is just skipped. At the end
+    of the file, orjson's "content after document" position marks the end of the array. Anything
+    else (no `"traceEvents": [` in the first `HEAD_LIMIT` bytes, a decode that never succeeds,
+    invalid UTF-8, a truncated file, an I/O error) raises `StreamUnsupported` and the caller reads
+    the file whole, which reports the exact problem.
+    """
+
+    def __init__(self, path: Path, chunk_bytes: int | None = None):
+        self.path = path
+        self.chunk_bytes = chunk_bytes or CHUNK_BYTES
+        self.doc: dict = {}
+
+    def __iter__(self) -> Iterator[list]:
+        return self._walk(self._decode_head)
+
+    def pieces(self) -> Iterator[bytes | list]:
+        """The events as undecoded pieces `[ev, ..., ev]` (bytes, about `chunk_bytes` each, for
+        other processes to decode), then the last events decoded (a list). A piece is cut at the
+        last candidate comma without checking it: a wrong cut makes that piece fail to decode,
+        and the caller then falls back to iterating (which checks every cut)."""
+        return self._walk(self._raw_head)
+
+    def _walk(self, take) -> Iterator:
+        """Fill the buffer chunk by chunk, `take` (decode or cut) its head, end with the last events."""
+        with self._open() as fh:
+            buf = self._find_events(fh)
+            eof = False
+            while True:
+                buf, eof = self._fill(fh, buf, eof)
+                if eof:
+                    break
+                item = take(buf)
+                if item is None:
+                    buf, eof = self._grow(fh, buf)
+                    continue
+                yield item
+            yield self._decode_last(buf)
+
+    @contextmanager
+    def _open(self):
+        """The file as a binary stream (gunzipped as read); I/O and gzip errors -> StreamUnsupported."""
+        try:
+            with open(self.path, "rb") as raw:
+                gz = raw.read(2) == GZIP_MAGIC
+                raw.seek(0)
+                yield gzip.open(raw) if gz else raw
+        except (OSError, EOFError, zlib.error) as exc:
+            raise StreamUnsupported(str(exc)) from None
+
+    def _fill(self, fh, buf: bytearray, eof: bool) -> tuple[bytearray, bool]:
+        """Read until `buf` holds `chunk_bytes` or the file ends."""
+        while not eof and len(buf) < self.chunk_bytes:
+            more = fh.read(self.chunk_bytes)
+            eof = not more
+            buf += more
+        return buf, eof
+
+    def _grow(self, fh, buf: bytearray) -> tuple[bytearray, bool]:
+        """No usable cut in `buf`: read one more chunk (StreamUnsupported past 8 chunks)."""
+        if len(buf) > 8 * self.chunk_bytes:
+            raise StreamUnsupported("no cut between events decodes")
+        more = fh.read(self.chunk_bytes)
+        buf += more
+        return buf, not more
+
+    def _find_events(self, fh) -> bytearray:
+        """Read up to the events array; fill `doc` with the header; return `[` + what follows."""
+        head = bytearray()
+        while True:
+            more = fh.read(1 << 20)
+            head += more
+            body = head[3:] if head.startswith(UTF8_BOM) else head
+            start = body.lstrip(_WS)[:1]
+            if start == b"[":
+                return bytearray(body.lstrip(_WS))
+            if start not in (b"{", b""):
+                raise StreamUnsupported("not a JSON object or array")
+            m = _EVENTS_KEY.search(body)
+            if m:
+                break
+            if not more or len(head) > HEAD_LIMIT:
+                raise StreamUnsupported("no traceEvents array near the start")
+        try:
+            header = orjson.loads(bytes(body[: m.start()]) + b'"traceEvents":[]}')
+        except orjson.JSONDecodeError:
+            raise StreamUnsupported("the traceEvents key is not a top-level key") from None
+        header.pop("traceEvents", None)
+        self.doc = header
+        return bytearray(b"[") + body[m.end():]
+
+    def _decode_head(self, buf: bytearray) -> list | None:
+        """Decode the events before the last cut that decodes; drop them from `buf` (which keeps
+        its leading `[`). None if no cut within the last few candidates decodes."""
+        end = len(buf)
+        for _ in range(16):
+            comma, end = _cut_before(buf, end)
+            if comma is None:
+                return None
+            buf[comma] = 0x5D  # "]"
+            try:
+                events = orjson.loads(memoryview(buf)[: comma + 1])
+            except orjson.JSONDecodeError:
+                buf[comma] = 0x2C  # ","
+                continue
+            buf[comma] = 0x5B  # "[": the rest becomes the next chunk's array
+            del buf[:comma]
+            return events
+        return None
+
+    @staticmethod
+    def _raw_head(buf: bytearray) -> bytes | None:
+        """The events before the last candidate cut, undecoded, as `[...]`; dropped from `buf`."""
+        comma, _ = _cut_before(buf, len(buf))
+        if comma is None:
+            return None
+        piece = bytes(buf[:comma]) + b"]"
+        buf[comma] = 0x5B  # "["
+        del buf[:comma]
+        return piece
+
+    def _decode_last(self, buf: bytearray) -> list:
+        """The last events, up to the array's `]`; the document's remaining keys go to `doc`."""
+        try:
+            return orjson.loads(buf)  # a top-level array: nothing follows it
+        except orjson.JSONDecodeError as exc:
+            if not str(exc).startswith(_TRAILING) or exc.pos is None:
+                raise StreamUnsupported(str(exc)) from None
+            end = exc.pos
+        try:
+            events = orjson.loads(memoryview(buf)[:end])
+            tail = bytes(buf[end:]).strip(_WS)
+            if tail.startswith(b","):
+                extra = orjson.loads(b"{" + tail[1:])
+                if isinstance(extra, dict):
+                    self.doc.update(extra)
+            elif tail != b"}":
+                raise StreamUnsupported("unexpected text after the events")
+        except orjson.JSONDecodeError as exc:
+            raise StreamUnsupported(str(exc)) from None
+        return events
+
+
+def _cut_before(buf: bytearray, end: int) -> tuple[int | None, int]:
+    """The last `,` before `end` that follows a `}` and precedes a `{` (whitespace allowed), and
+    the position to search before next time; (None, 0) if there is none."""
+    while True:
+        brace = buf.rfind(b"}", 0, end)
+        if brace < 0:
+            return None, 0
+        i = brace + 1
+        n = len(buf)
+        while i < n and buf[i] in _WS:
+            i += 1
+        if i < n and buf[i] == 0x2C:
+            j = i + 1
+            while j < n and buf[j] in _WS:
+                j += 1
+            if j < n and buf[j] == 0x7B:  # "{"
+                return i, brace
+        end = brace

@@ -30,7 +30,7 @@ import orjson
 import polars as pl
 
 from parsers.base import ParsedRank, collective_of
-from parsers.jsonio import gc_paused, loads, read_bytes
+from parsers.jsonio import ChromeEvents, StreamUnsupported, gc_paused, loads, read_bytes
 from parsers.timeconv import us_float_to_ns
 from traceview import kinds, steps
 from traceview.errors import TraceError, Warnings
@@ -59,15 +59,121 @@ ARG_FIELDS = pl.Schema(
 )
 
 
-def parse_kineto(path: Path) -> ParsedRank:
-    """Parse one Kineto trace file into the canonical frames of its rank."""
+#: A file at least this large (uncompressed) is decoded by several processes when `jobs` > 1.
+PARALLEL_FILE_BYTES = 256 << 20
+
+
+def parse_kineto(path: Path, jobs: int = 1) -> ParsedRank:
+    """Parse one Kineto trace file into the canonical frames of its rank.
+
+    The events are streamed (`parsers.jsonio.ChromeEvents`): a chunk's events are decoded and
+    turned into columns, then dropped, so the whole file is never held as bytes or dicts. With
+    `jobs` > 1 and a file of at least PARALLEL_FILE_BYTES, the chunks are decoded by `jobs`
+    worker processes. Fallbacks, each with the same result: parallel -> one process streaming
+    -> the whole document at once (which also reports a broken file precisely).
+    """
     path = Path(path)
-    warn = Warnings(path)
+    readers = [_streamed, _whole]
+    if jobs > 1 and _uncompressed_size(path) >= PARALLEL_FILE_BYTES:
+        readers.insert(0, lambda p, w: _streamed_parallel(p, w, jobs))
     with gc_paused():
-        return _parse(path, warn)
+        for read in readers:
+            warn = Warnings(path)
+            try:
+                doc, frame = read(path, warn)
+                break
+            except StreamUnsupported:
+                continue
+        box = [frame]
+        del frame
+        return _build(path, doc, box, warn)
 
 
-def _parse(path: Path, warn: Warnings) -> ParsedRank:
+def _uncompressed_size(path: Path) -> int:
+    from traceview.memory import uncompressed_size
+
+    try:
+        return uncompressed_size(path)
+    except OSError:
+        return 0
+
+
+def _streamed(path: Path, warn: Warnings) -> tuple[dict, pl.DataFrame]:
+    """Read chunk by chunk in this process."""
+    stream = ChromeEvents(path)
+    rendered: dict = {}
+    frame = _events_frame(((*_event_frame(events, warn, rendered), len(events)) for events in stream))
+    return stream.doc, frame  # complete only once the events are read
+
+
+def _whole(path: Path, warn: Warnings) -> tuple[dict, pl.DataFrame]:
+    """Read the document in one piece (any layout; precise errors for broken files)."""
+    doc, events = _whole_document(path, warn)
+    frame = _events_frame([(*_event_frame(events, warn, {}), len(events))])
+    return doc, frame
+
+
+def _streamed_parallel(path: Path, warn: Warnings, jobs: int) -> tuple[dict, pl.DataFrame]:
+    """Decode the chunks in `jobs` spawn processes (at most 2 x jobs chunks in flight, results
+    taken in file order); StreamUnsupported if a piece does not decode (a wrong cut) or the
+    workers cannot run (cannot start, or killed)."""
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    stream = ChromeEvents(path)
+
+    def parts():
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            pending: deque = deque()
+            for piece in stream.pieces():
+                if isinstance(piece, list):  # the last events, decoded here
+                    while pending:
+                        yield _merged(pending.popleft().result(), warn)
+                    yield (*_event_frame(piece, warn, {}), len(piece))
+                    return
+                pending.append(pool.submit(_piece_frame, piece))
+                while len(pending) > 2 * jobs:
+                    yield _merged(pending.popleft().result(), warn)
+
+    try:
+        frame = _events_frame(parts())
+    except (BrokenProcessPool, OSError) as exc:
+        raise StreamUnsupported(f"parallel decoding failed: {exc}") from None
+    return stream.doc, frame  # complete only once the events are read
+
+
+def _merged(result, warn: Warnings) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+    if result is None:
+        raise StreamUnsupported("a piece did not decode")
+    x, shapes, n, counts = result
+    for what, count in counts.items():
+        warn.add(what, count)
+    return x, shapes, n
+
+
+_WORKER_RENDERED: dict = {}
+
+
+def _piece_frame(piece: bytes):
+    """Worker process: decode one piece; (frame, op shapes, events, warning counts) or None if
+    the piece is not a JSON array (its cut fell inside an event)."""
+    with gc_paused():
+        try:
+            events = orjson.loads(piece)
+        except orjson.JSONDecodeError:
+            return None
+        del piece
+        warn = Warnings("")
+        x, shapes = _event_frame(events, warn, _WORKER_RENDERED)
+        return x, shapes, len(events), dict(warn._counts)
+
+
+def _whole_document(path: Path, warn: Warnings) -> tuple[dict, list]:
+    """The document (without its events) and its events, read in one piece; TraceError if it is
+    not a Chrome trace."""
     doc = loads(read_bytes(path), path, warn)
     if isinstance(doc, dict):
         if "traceEvents" not in doc:
@@ -77,16 +183,33 @@ def _parse(path: Path, warn: Warnings) -> ParsedRank:
                 f"JSON is not a Chrome trace: no 'traceEvents' key (top-level keys: {keys})",
                 "pass a torch.profiler trace (export_chrome_trace or tensorboard_trace_handler output)",
             )
-        events = doc["traceEvents"]
+        events = doc.pop("traceEvents")
     elif isinstance(doc, list):
         events, doc = doc, {}
     else:
         raise TraceError(path, f"JSON is a {type(doc).__name__}, not a Chrome trace object or event list")
     if not isinstance(events, list):
         raise TraceError(path, "'traceEvents' is not a list of events")
+    return doc, events
 
-    frame = _event_frame(events, warn)
-    device_tasks, host_events, annotations = _split(frame, warn)
+
+def _events_frame(parts) -> pl.DataFrame:
+    """One frame of the chunks' complete events, in file order, from (frame, op shapes, events in
+    the chunk) per chunk (there is at least one: the streams end with the last, maybe empty,
+    chunk): `_i` becomes the event's index in the file, and kernels get their
+    input shapes (their launching op may sit in another chunk)."""
+    frames, op_shapes, offset = [], [], 0
+    for x, shapes, n in parts:
+        frames.append(x.with_columns(pl.col("_i") + offset) if offset else x)
+        op_shapes.append(shapes)
+        offset += n
+    frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
+    return _with_input_shapes(frame, pl.concat(op_shapes, how="diagonal_relaxed"))
+
+
+def _build(path: Path, doc: dict, box: list, warn: Warnings) -> ParsedRank:
+    """Canonical frames from the events frame (handed over in `box`, dropped once split)."""
+    device_tasks, host_events, annotations = _split(box.pop(), warn)
     device_tasks = _finish_comm(device_tasks, host_events)
     step_frame, device_tasks = steps.kineto_steps(device_tasks, host_events, annotations)
     meta = _metadata(doc, path, device_tasks, host_events, warn)
@@ -102,8 +225,10 @@ def _parse(path: Path, warn: Warnings) -> ParsedRank:
     )
 
 
-def _event_frame(events: list, warn: Warnings) -> pl.DataFrame:
-    """Complete (X) events as a frame: ph/cat/name/pid/tid/ts/dur plus the args we use."""
+def _event_frame(events: list, warn: Warnings, rendered: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Complete (X) events of one chunk as a frame: cat/name/pid/tid (integers) plus the args we
+    use, start/dur/end ns, `_i` = the event's index in the chunk; and the input shapes of this
+    chunk's cpu_ops (`_op_shapes`; `rendered` caches shape texts across chunks)."""
     try:
         df = pl.DataFrame(events, schema=EVENT_FIELDS, strict=False, infer_schema_length=None)
     except (TypeError, ValueError, pl.exceptions.PolarsError):
@@ -140,8 +265,11 @@ def _event_frame(events: list, warn: Warnings) -> pl.DataFrame:
         pl.col("name").fill_null("(unnamed)"),
         pl.coalesce("External id", "external id").alias("external_id"),
         (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
-    )
-    return _with_task_args(x, args)
+        _int_of("pid").alias("pid"),
+        _int_of("tid").alias("tid"),
+        _int_of("stream").alias("stream"),
+    ).drop("ph", "ts", "dur", "External id", "external id")
+    return _with_task_args(x, args, rendered)
 
 
 _EMPTY: dict = {}
@@ -169,29 +297,28 @@ def _split(x: pl.DataFrame, warn: Warnings) -> tuple[pl.DataFrame, pl.DataFrame,
         x.filter(is_device)
         .with_columns(
             kinds.device_kind(device_kind, pl.col("name")).alias("kind"),
-            pl.coalesce(_int_of("stream"), _int_of("tid")).alias("stream"),
-            pl.coalesce(pl.col("device"), _int_of("pid")).alias("device"),
+            pl.coalesce("stream", "tid").alias("stream"),
+            pl.coalesce("device", "pid").alias("device"),
         )
         .sort("start_ns", "_i")
     )
 
     annotations = x.filter(is_annotation).with_columns(
-        _int_of("tid").alias("stream"), _int_of("pid").alias("device")
+        pl.col("tid").alias("stream"), pl.col("pid").alias("device")
     )
     host = x.filter(~is_device & ~is_annotation & ~pl.col("cat_lc").is_in(list(kinds.IGNORED_CATEGORIES)))
     host = host.with_columns(
         pl.col("cat_lc").replace_strict(kinds.HOST_CATEGORIES, default="other").alias("kind"),
-        _int_of("pid").alias("pid"),
-        _int_of("tid").alias("tid"),
     ).sort("start_ns", "_i")
     mtia = x.filter(pl.col("cat_lc").str.starts_with("mtia_ccp")).height
     warn.add("MTIA device events (mtia_ccp_events) not analysed yet: host side only", mtia)
     return tasks, host, annotations
 
 
-def _with_task_args(x: pl.DataFrame, args: list) -> pl.DataFrame:
+def _with_task_args(x: pl.DataFrame, args: list, rendered: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Add grid/block ('x,y,z' text) of kernels and the collective metadata of communication
-    kernels and collective host ops, read from the args of those events only.
+    kernels and collective host ops, read from the args of those events only; and return the
+    input shapes of the cpu_ops (`_op_shapes`).
 
     `args` holds the args of the rows of `x`, in order.
     """
@@ -203,10 +330,10 @@ def _with_task_args(x: pl.DataFrame, args: list) -> pl.DataFrame:
         return pl.Series([_dims(a.get(key)) for a in kernel_args], dtype=pl.String)
 
     launch = pl.DataFrame({"_pos": pl.Series(pos, dtype=pl.UInt32), "grid": dims("grid"), "block": dims("block")})
-    launch = launch.join(_kernel_input_shapes(x, args), on="_pos", how="left")
     comm = _comm_args(x, args)
     extra = launch.join(comm, on="_pos", how="full", coalesce=True)
-    return x.join(extra, on="_pos", how="left", maintain_order="left").drop("_pos")
+    shapes = _op_shapes(x, args, rendered)
+    return x.join(extra, on="_pos", how="left", maintain_order="left").drop("_pos"), shapes
 
 
 def _shapes_text(dims: list) -> str:
@@ -223,42 +350,40 @@ def _shapes_text(dims: list) -> str:
     return ";".join(out)
 
 
-def _kernel_input_shapes(x: pl.DataFrame, args: list) -> pl.DataFrame:
-    """_pos, input_shapes of the kernels whose launching cpu_op recorded `Input Dims`.
-
-    The launching op is the `cpu_op` (2021: `Operator`) with the kernel's External id (the link
-    `traceview.analysis.classes.launch_ops` trusts wherever it exists); shapes are only there when
-    the profile was recorded with record_shapes=True. Only those ops' args are read (one dict lookup
-    each); each distinct dims list is rendered once (`_shapes_text`).
-    """
-    none = pl.DataFrame(schema={"_pos": pl.UInt32, "input_shapes": pl.String})
-    kernels = x.filter((pl.col("cat_lc") == "kernel") & pl.col("external_id").is_not_null()).select(
-        "_pos", "external_id"
-    )
-    if kernels.is_empty():
-        return none
+def _op_shapes(x: pl.DataFrame, args: list, rendered: dict) -> pl.DataFrame:
+    """external_id, input_shapes of the first `cpu_op` (2021: `Operator`) per External id in `x`
+    (input_shapes null when it recorded no `Input Dims`: shapes are only there when the profile
+    was recorded with record_shapes=True). One dict lookup per such op; each distinct dims list is
+    rendered once (`_shapes_text`, memoised in `rendered`)."""
     ops = (
         x.filter(pl.col("cat_lc").is_in(("cpu_op", "operator")) & pl.col("external_id").is_not_null())
         .select("_pos", "external_id")
-        .join(kernels.select("external_id").unique(), on="external_id", how="semi")
         .unique("external_id", keep="first", maintain_order=True)
     )
-    rows = ops["_pos"].to_list()
-    dims = [a.get("Input Dims") if type(a := args[p]) is dict else None for p in rows]
-    if not any(type(d) is list for d in dims):
-        return none
-    cache: dict[bytes, str] = {}
+    dims = [a.get("Input Dims") if type(a := args[p]) is dict else None for p in ops["_pos"].to_list()]
     text = []
     for d in dims:
         if type(d) is not list:
             text.append(None)
             continue
         key = orjson.dumps(d)
-        if (t := cache.get(key)) is None:
-            t = cache[key] = _shapes_text(d)
+        if (t := rendered.get(key)) is None:
+            t = rendered[key] = _shapes_text(d)
         text.append(t)
-    shapes = ops.select("external_id").with_columns(pl.Series("input_shapes", text, dtype=pl.String))
-    return kernels.join(shapes, on="external_id", how="inner").select("_pos", "input_shapes")
+    return ops.select("external_id").with_columns(pl.Series("input_shapes", text, dtype=pl.String))
+
+
+def _with_input_shapes(x: pl.DataFrame, op_shapes: pl.DataFrame) -> pl.DataFrame:
+    """Kernels' input_shapes: those of the launching op, the first `cpu_op` in the file with the
+    kernel's External id (the link `traceview.analysis.classes.launch_ops` trusts wherever it
+    exists); null for other events."""
+    shapes = op_shapes.unique("external_id", keep="first", maintain_order=True).drop_nulls("input_shapes")
+    if shapes.is_empty():
+        return x.with_columns(pl.lit(None, pl.String).alias("input_shapes"))
+    is_kernel = pl.col("cat_lc") == "kernel"
+    return x.join(shapes, on="external_id", how="left", maintain_order="left").with_columns(
+        pl.when(is_kernel).then(pl.col("input_shapes")).alias("input_shapes")
+    )
 
 
 #: Collective metadata args (recent PyTorch: on `record_param_comms` and copied onto NCCL kernels).

@@ -63,7 +63,9 @@ class LocalExecutor:
             workers = 1
         workers = memory.check(sizes, workers, jobs_given=self.jobs is not None)
         if workers <= 1:
-            yield from self._in_process(todo, folder_for, write_cache)
+            # One rank at a time here: a large Kineto file may then use the CPUs for its chunks.
+            jobs = self.jobs or os.cpu_count() or 1
+            yield from self._in_process(todo, folder_for, write_cache, jobs if len(todo) == 1 else 1)
             return
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
@@ -77,10 +79,10 @@ class LocalExecutor:
                 yield source, entry if entry is not None else TraceError(None, error)
 
     @staticmethod
-    def _in_process(todo: list[Source], folder_for: FolderFor, write_cache: bool) -> Results:
+    def _in_process(todo: list[Source], folder_for: FolderFor, write_cache: bool, jobs: int = 1) -> Results:
         for source in todo:
             try:
-                result = parse_source(source)
+                result = parse_source(source, jobs)
             except TraceError as exc:
                 yield source, exc
                 continue
