@@ -80,13 +80,11 @@ def parse_kineto(path: Path, jobs: int = 1) -> ParsedRank:
         for read in readers:
             warn = Warnings(path)
             try:
-                doc, frame = read(path, warn)
+                doc, frames = read(path, warn)
                 break
             except StreamUnsupported:
                 continue
-        box = [frame]
-        del frame
-        return _build(path, doc, box, warn)
+        return _build(path, doc, frames, warn)
 
 
 def _uncompressed_size(path: Path) -> int:
@@ -98,22 +96,21 @@ def _uncompressed_size(path: Path) -> int:
         return 0
 
 
-def _streamed(path: Path, warn: Warnings) -> tuple[dict, pl.DataFrame]:
+def _streamed(path: Path, warn: Warnings) -> tuple[dict, dict[str, pl.DataFrame]]:
     """Read chunk by chunk in this process."""
     stream = ChromeEvents(path)
     rendered: dict = {}
-    frame = _events_frame(((*_event_frame(events, warn, rendered), len(events)) for events in stream))
-    return stream.doc, frame  # complete only once the events are read
+    frames = _joined((_chunk(events, warn, rendered), len(events)) for events in stream)
+    return stream.doc, frames  # doc is complete only once the events are read
 
 
-def _whole(path: Path, warn: Warnings) -> tuple[dict, pl.DataFrame]:
+def _whole(path: Path, warn: Warnings) -> tuple[dict, dict[str, pl.DataFrame]]:
     """Read the document in one piece (any layout; precise errors for broken files)."""
     doc, events = _whole_document(path, warn)
-    frame = _events_frame([(*_event_frame(events, warn, {}), len(events))])
-    return doc, frame
+    return doc, _joined([(_chunk(events, warn, {}), len(events))])
 
 
-def _streamed_parallel(path: Path, warn: Warnings, jobs: int) -> tuple[dict, pl.DataFrame]:
+def _streamed_parallel(path: Path, warn: Warnings, jobs: int) -> tuple[dict, dict[str, pl.DataFrame]]:
     """Decode the chunks in `jobs` spawn processes (at most 2 x jobs chunks in flight, results
     taken in file order); StreamUnsupported if a piece does not decode (a wrong cut) or the
     workers cannot run (cannot start, or killed)."""
@@ -132,33 +129,33 @@ def _streamed_parallel(path: Path, warn: Warnings, jobs: int) -> tuple[dict, pl.
                 if isinstance(piece, list):  # the last events, decoded here
                     while pending:
                         yield _merged(pending.popleft().result(), warn)
-                    yield (*_event_frame(piece, warn, {}), len(piece))
+                    yield _chunk(piece, warn, {}), len(piece)
                     return
                 pending.append(pool.submit(_piece_frame, piece))
                 while len(pending) > 2 * jobs:
                     yield _merged(pending.popleft().result(), warn)
 
     try:
-        frame = _events_frame(parts())
+        frames = _joined(parts())
     except (BrokenProcessPool, OSError) as exc:
         raise StreamUnsupported(f"parallel decoding failed: {exc}") from None
-    return stream.doc, frame  # complete only once the events are read
+    return stream.doc, frames  # doc is complete only once the events are read
 
 
-def _merged(result, warn: Warnings) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+def _merged(result, warn: Warnings) -> tuple[dict[str, pl.DataFrame], int]:
     if result is None:
         raise StreamUnsupported("a piece did not decode")
-    x, shapes, n, counts = result
+    frames, n, counts = result
     for what, count in counts.items():
         warn.add(what, count)
-    return x, shapes, n
+    return frames, n
 
 
 _WORKER_RENDERED: dict = {}
 
 
 def _piece_frame(piece: bytes):
-    """Worker process: decode one piece; (frame, op shapes, events, warning counts) or None if
+    """Worker process: decode one piece; (its `_chunk` frames, events, warning counts) or None if
     the piece is not a JSON array (its cut fell inside an event)."""
     with gc_paused():
         try:
@@ -167,8 +164,7 @@ def _piece_frame(piece: bytes):
             return None
         del piece
         warn = Warnings("")
-        x, shapes = _event_frame(events, warn, _WORKER_RENDERED)
-        return x, shapes, len(events), dict(warn._counts)
+        return _chunk(events, warn, _WORKER_RENDERED), len(events), dict(warn._counts)
 
 
 def _whole_document(path: Path, warn: Warnings) -> tuple[dict, list]:
@@ -193,24 +189,31 @@ def _whole_document(path: Path, warn: Warnings) -> tuple[dict, list]:
     return doc, events
 
 
-def _events_frame(parts) -> pl.DataFrame:
-    """One frame of the chunks' complete events, in file order, from (frame, op shapes, events in
-    the chunk) per chunk (there is at least one: the streams end with the last, maybe empty,
-    chunk): `_i` becomes the event's index in the file, and kernels get their
-    input shapes (their launching op may sit in another chunk)."""
-    frames, op_shapes, offset = [], [], 0
-    for x, shapes, n in parts:
-        frames.append(x.with_columns(pl.col("_i") + offset) if offset else x)
-        op_shapes.append(shapes)
+def _joined(parts) -> dict[str, pl.DataFrame]:
+    """The frames of all chunks, from (`_chunk` frames, events in the chunk) per chunk in file
+    order (there is at least one: the streams end with the last, maybe empty, chunk). `_i`
+    becomes the event's index in the file; tasks and host events are sorted by (start, `_i`);
+    kernels get their input shapes (their launching op may sit in another chunk)."""
+    lists: dict[str, list] = {}
+    offset = 0
+    for frames, n in parts:
+        for name, df in frames.items():
+            if offset and "_i" in df.columns:
+                df = df.with_columns(pl.col("_i") + offset)
+            lists.setdefault(name, []).append(df)
         offset += n
-    frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
-    return _with_input_shapes(frame, pl.concat(op_shapes, how="diagonal_relaxed"))
+    out = {name: pl.concat(dfs, how="diagonal_relaxed") if len(dfs) > 1 else dfs[0] for name, dfs in lists.items()}
+    for name in ("tasks", "host", "collective_ops"):
+        out[name] = out[name].sort("start_ns", "_i")
+    out["tasks"] = _with_input_shapes(out["tasks"], out.pop("op_shapes"))
+    return out
 
 
-def _build(path: Path, doc: dict, box: list, warn: Warnings) -> ParsedRank:
-    """Canonical frames from the events frame (handed over in `box`, dropped once split)."""
-    device_tasks, host_events, annotations = _split(box.pop(), warn)
-    device_tasks = _finish_comm(device_tasks, host_events)
+def _build(path: Path, doc: dict, frames: dict[str, pl.DataFrame], warn: Warnings) -> ParsedRank:
+    """Canonical frames of the rank from the joined chunk frames."""
+    device_tasks = _finish_comm(frames["tasks"], frames["host"], frames["collective_ops"])
+    host_events, annotations = frames["host"], frames["annotations"]
+    frames.clear()
     step_frame, device_tasks = steps.kineto_steps(device_tasks, host_events, annotations)
     meta = _metadata(doc, path, device_tasks, host_events, warn)
     return ParsedRank.build(
@@ -225,10 +228,19 @@ def _build(path: Path, doc: dict, box: list, warn: Warnings) -> ParsedRank:
     )
 
 
-def _event_frame(events: list, warn: Warnings, rendered: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Complete (X) events of one chunk as a frame: cat/name/pid/tid (integers) plus the args we
-    use, start/dur/end ns, `_i` = the event's index in the chunk; and the input shapes of this
-    chunk's cpu_ops (`_op_shapes`; `rendered` caches shape texts across chunks)."""
+#: Columns kept per table while parsing (the canonical schema's, plus `_i` and intermediates).
+HOST_COLUMNS = ("_i", "pid", "tid", "name", "cat", "kind", "start_ns", "end_ns", "dur_ns", "correlation", "external_id")
+ANNOTATION_COLUMNS = ("_i", "device", "stream", "name", "start_ns", "end_ns")
+
+
+def _chunk(events: list, warn: Warnings, rendered: dict) -> dict[str, pl.DataFrame]:
+    """One chunk's complete (X) events split into the frames the rank is built from:
+    `tasks` (device tasks with kind, grid/block and collective args), `host` (host events),
+    `annotations` (GPU-side user annotations), `collective_ops` (host ops that may carry collective
+    metadata, with it) and `op_shapes` (`_op_shapes`); `_i` = the event's index in the chunk.
+    Each event's args are read once into the few columns used; only the rows that need more
+    (kernels, collective ops, cpu_ops) have their args dicts looked at again. `rendered` caches
+    shape texts across chunks."""
     try:
         df = pl.DataFrame(events, schema=EVENT_FIELDS, strict=False, infer_schema_length=None)
     except (TypeError, ValueError, pl.exceptions.PolarsError):
@@ -242,16 +254,17 @@ def _event_frame(events: list, warn: Warnings, rendered: dict) -> tuple[pl.DataF
         )
     df = df.with_row_index("_i")
     x = df.filter(pl.col("ph") == "X")
+    del df
     # Flows, counters, instants and metadata ('s', 'f', 'C', 'i', 'M') carry nothing the canonical
     # model holds: ranks, devices and correlations come from the X events and the document header.
-    rows = x["_i"].to_list()
-    args = [events[i].get("args") for i in rows]
+    args = [events[i].get("args") for i in x["_i"].to_list()]
     try:
         arg_frame = pl.DataFrame([a or _EMPTY for a in args], schema=ARG_FIELDS, strict=False, infer_schema_length=None)
     except (TypeError, ValueError, pl.exceptions.PolarsError):
         args = [a if isinstance(a, dict) else _EMPTY for a in args]
         arg_frame = pl.DataFrame(args, schema=ARG_FIELDS, strict=False, infer_schema_length=None)
-    x = pl.concat([x, arg_frame], how="horizontal")
+    # `_a`: the row's position in `args` (kept through the filters below).
+    x = pl.concat([x, arg_frame], how="horizontal").with_row_index("_a")
 
     x = x.with_columns(us_float_to_ns(pl.col("ts")).alias("start_ns"), us_float_to_ns(pl.col("dur")).alias("dur_ns"))
     warn.add("complete events with a missing or non-numeric 'ts' dropped", x["start_ns"].null_count())
@@ -268,8 +281,60 @@ def _event_frame(events: list, warn: Warnings, rendered: dict) -> tuple[pl.DataF
         _int_of("pid").alias("pid"),
         _int_of("tid").alias("tid"),
         _int_of("stream").alias("stream"),
-    ).drop("ph", "ts", "dur", "External id", "external id")
-    return _with_task_args(x, args, rendered)
+    )
+    mtia = x.filter(pl.col("cat_lc").str.starts_with("mtia_ccp")).height
+    warn.add("MTIA device events (mtia_ccp_events) not analysed yet: host side only", mtia)
+
+    device_kind = pl.col("cat_lc").replace_strict(kinds.DEVICE_CATEGORIES, default=None)
+    is_device = device_kind.is_not_null()
+    is_annotation = pl.col("cat_lc").is_in(list(kinds.DEVICE_ANNOTATION_CATEGORIES))
+    host = x.filter(~is_device & ~is_annotation & ~pl.col("cat_lc").is_in(list(kinds.IGNORED_CATEGORIES)))
+    host = host.with_columns(pl.col("cat_lc").replace_strict(kinds.HOST_CATEGORIES, default="other").alias("kind"))
+    collective_ops = host.filter(COLLECTIVE_OP).select("_i", "_a", "pid", "tid", "name", "start_ns", "end_ns", "external_id")
+    return {
+        "tasks": _tasks(x.filter(is_device), args),
+        "host": host.select(HOST_COLUMNS),
+        "annotations": x.filter(is_annotation)
+        .with_columns(pl.col("tid").alias("stream"), pl.col("pid").alias("device"))
+        .select(ANNOTATION_COLUMNS),
+        "collective_ops": _with_args(collective_ops, args, COMM_ARGS, COMM_COLUMNS).drop("_a"),
+        "op_shapes": _op_shapes(host, args, rendered),
+    }
+
+
+def _tasks(tasks: pl.DataFrame, args: list) -> pl.DataFrame:
+    """Device tasks: kind, stream (the `stream` arg, else the tid), device (the `device` arg, else
+    the pid), grid/block ('x,y,z' text) of kernels and the collective args of communication
+    kernels (read from those rows' args only)."""
+    device_kind = pl.col("cat_lc").replace_strict(kinds.DEVICE_CATEGORIES, default=None)
+    tasks = tasks.with_columns(
+        kinds.device_kind(device_kind, pl.col("name")).alias("kind"),
+        pl.coalesce("stream", "tid").alias("stream"),
+        pl.coalesce("device", "pid").alias("device"),
+    ).drop("pid", "tid", "cat", "ph", "ts", "dur", "External id", "external id")
+    kernels = tasks.filter(pl.col("cat_lc") == "kernel").select("_a")
+    kernel_args = [a if type(a := args[p]) is dict else _EMPTY for p in kernels["_a"].to_list()]
+    launch = kernels.with_columns(
+        pl.Series("grid", [_dims(a.get("grid")) for a in kernel_args], dtype=pl.String),
+        pl.Series("block", [_dims(a.get("block")) for a in kernel_args], dtype=pl.String),
+    )
+    comm = _with_args(
+        tasks.filter((pl.col("cat_lc") == "kernel") & pl.col("name").str.contains(kinds.communication_regex()))
+        .select("_a"),
+        args, COMM_ARGS, COMM_COLUMNS,
+    )
+    extra = launch.join(comm, on="_a", how="full", coalesce=True)
+    return tasks.join(extra, on="_a", how="left", maintain_order="left").drop("_a")
+
+
+def _with_args(rows: pl.DataFrame, args: list, fields: pl.Schema, names: dict[str, str]) -> pl.DataFrame:
+    """`rows` (with `_a`) plus one column per arg in `fields` (read as text, cast leniently to
+    its dtype, named by `names`)."""
+    found = [a if type(a := args[p]) is dict else _EMPTY for p in rows["_a"].to_list()]
+    return rows.with_columns(
+        pl.Series(names[key], [a.get(key) for a in found], dtype=pl.String, strict=False).cast(dtype, strict=False)
+        for key, dtype in fields.items()
+    )
 
 
 _EMPTY: dict = {}
@@ -287,55 +352,6 @@ def _int_of(col: str) -> pl.Expr:
     return pl.col(col).str.extract(r"(-?\d+)\s*$", 1).cast(pl.Int64, strict=False)
 
 
-def _split(x: pl.DataFrame, warn: Warnings) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Split complete events into device tasks, host events and GPU-side annotations."""
-    device_kind = pl.col("cat_lc").replace_strict(kinds.DEVICE_CATEGORIES, default=None)
-    is_device = device_kind.is_not_null()
-    is_annotation = pl.col("cat_lc").is_in(list(kinds.DEVICE_ANNOTATION_CATEGORIES))
-
-    tasks = (
-        x.filter(is_device)
-        .with_columns(
-            kinds.device_kind(device_kind, pl.col("name")).alias("kind"),
-            pl.coalesce("stream", "tid").alias("stream"),
-            pl.coalesce("device", "pid").alias("device"),
-        )
-        .sort("start_ns", "_i")
-    )
-
-    annotations = x.filter(is_annotation).with_columns(
-        pl.col("tid").alias("stream"), pl.col("pid").alias("device")
-    )
-    host = x.filter(~is_device & ~is_annotation & ~pl.col("cat_lc").is_in(list(kinds.IGNORED_CATEGORIES)))
-    host = host.with_columns(
-        pl.col("cat_lc").replace_strict(kinds.HOST_CATEGORIES, default="other").alias("kind"),
-    ).sort("start_ns", "_i")
-    mtia = x.filter(pl.col("cat_lc").str.starts_with("mtia_ccp")).height
-    warn.add("MTIA device events (mtia_ccp_events) not analysed yet: host side only", mtia)
-    return tasks, host, annotations
-
-
-def _with_task_args(x: pl.DataFrame, args: list, rendered: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Add grid/block ('x,y,z' text) of kernels and the collective metadata of communication
-    kernels and collective host ops, read from the args of those events only; and return the
-    input shapes of the cpu_ops (`_op_shapes`).
-
-    `args` holds the args of the rows of `x`, in order.
-    """
-    x = x.with_row_index("_pos")
-    pos = x.filter(pl.col("cat_lc") == "kernel")["_pos"].to_list()
-    kernel_args = [args[p] if isinstance(args[p], dict) else _EMPTY for p in pos]
-
-    def dims(key: str) -> pl.Series:
-        return pl.Series([_dims(a.get(key)) for a in kernel_args], dtype=pl.String)
-
-    launch = pl.DataFrame({"_pos": pl.Series(pos, dtype=pl.UInt32), "grid": dims("grid"), "block": dims("block")})
-    comm = _comm_args(x, args)
-    extra = launch.join(comm, on="_pos", how="full", coalesce=True)
-    shapes = _op_shapes(x, args, rendered)
-    return x.join(extra, on="_pos", how="left", maintain_order="left").drop("_pos"), shapes
-
-
 def _shapes_text(dims: list) -> str:
     """`Input Dims` ([[8192, 4096], [4096, 4096], []]) as Ascend's `Input Shapes` text
     ("8192,4096;4096,4096;"): one entry per input in order, joined by ';'; a tensor's dims joined
@@ -350,17 +366,17 @@ def _shapes_text(dims: list) -> str:
     return ";".join(out)
 
 
-def _op_shapes(x: pl.DataFrame, args: list, rendered: dict) -> pl.DataFrame:
-    """external_id, input_shapes of the first `cpu_op` (2021: `Operator`) per External id in `x`
+def _op_shapes(host: pl.DataFrame, args: list, rendered: dict) -> pl.DataFrame:
+    """external_id, input_shapes of the first `cpu_op` (2021: `Operator`) per External id in `host`
     (input_shapes null when it recorded no `Input Dims`: shapes are only there when the profile
     was recorded with record_shapes=True). One dict lookup per such op; each distinct dims list is
     rendered once (`_shapes_text`, memoised in `rendered`)."""
     ops = (
-        x.filter(pl.col("cat_lc").is_in(("cpu_op", "operator")) & pl.col("external_id").is_not_null())
-        .select("_pos", "external_id")
+        host.filter(pl.col("cat_lc").is_in(("cpu_op", "operator")) & pl.col("external_id").is_not_null())
+        .select("_a", "external_id")
         .unique("external_id", keep="first", maintain_order=True)
     )
-    dims = [a.get("Input Dims") if type(a := args[p]) is dict else None for p in ops["_pos"].to_list()]
+    dims = [a.get("Input Dims") if type(a := args[p]) is dict else None for p in ops["_a"].to_list()]
     text = []
     for d in dims:
         if type(d) is not list:
@@ -373,15 +389,15 @@ def _op_shapes(x: pl.DataFrame, args: list, rendered: dict) -> pl.DataFrame:
     return ops.select("external_id").with_columns(pl.Series("input_shapes", text, dtype=pl.String))
 
 
-def _with_input_shapes(x: pl.DataFrame, op_shapes: pl.DataFrame) -> pl.DataFrame:
+def _with_input_shapes(tasks: pl.DataFrame, op_shapes: pl.DataFrame) -> pl.DataFrame:
     """Kernels' input_shapes: those of the launching op, the first `cpu_op` in the file with the
     kernel's External id (the link `traceview.analysis.classes.launch_ops` trusts wherever it
     exists); null for other events."""
     shapes = op_shapes.unique("external_id", keep="first", maintain_order=True).drop_nulls("input_shapes")
     if shapes.is_empty():
-        return x.with_columns(pl.lit(None, pl.String).alias("input_shapes"))
+        return tasks.with_columns(pl.lit(None, pl.String).alias("input_shapes"))
     is_kernel = pl.col("cat_lc") == "kernel"
-    return x.join(shapes, on="external_id", how="left", maintain_order="left").with_columns(
+    return tasks.join(shapes, on="external_id", how="left", maintain_order="left").with_columns(
         pl.when(is_kernel).then(pl.col("input_shapes")).alias("input_shapes")
     )
 
@@ -417,21 +433,7 @@ DTYPE_BYTES: dict[str, int] = {
 COLLECTIVE_OP = (pl.col("name") == "record_param_comms") | pl.col("name").str.starts_with("nccl:")
 
 
-def _comm_args(x: pl.DataFrame, args: list) -> pl.DataFrame:
-    """Collective metadata (_pos, collective columns) of communication kernels and collective ops."""
-    is_kernel = pl.col("cat_lc") == "kernel"
-    comm_kernels = x.filter(is_kernel).filter(pl.col("name").str.contains(kinds.communication_regex()))
-    pos = sorted(comm_kernels["_pos"].to_list() + x.filter(~is_kernel & COLLECTIVE_OP)["_pos"].to_list())
-    rows = [args[p] if isinstance(args[p], dict) else _EMPTY for p in pos]
-    cols = {"_pos": pl.Series(pos, dtype=pl.UInt32)}
-    for key, dtype in COMM_ARGS.items():
-        cols[COMM_COLUMNS[key]] = pl.Series([a.get(key) for a in rows], dtype=pl.String, strict=False).cast(
-            dtype, strict=False
-        )
-    return pl.DataFrame(cols)
-
-
-def _finish_comm(tasks: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
+def _finish_comm(tasks: pl.DataFrame, host: pl.DataFrame, collective_ops: pl.DataFrame) -> pl.DataFrame:
     """Fill collective / process_group / group_size / msg_bytes of communication tasks.
 
     From the kernel's own args when present; else from the launching collective op: first the
@@ -440,13 +442,14 @@ def _finish_comm(tasks: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
     kernel when it has the kernel's External id, or else when it is the innermost such op that
     contains the kernel's launch (the runtime call with the same correlation) on the same thread.
     msg_bytes = max(In msg nelems, Out msg nelems) x bytes per element of `dtype` (nccl-tests' S).
+    `collective_ops`: the host ops matching COLLECTIVE_OP with their collective args, sorted as host.
     """
     is_comm = pl.col("kind") == "communication"
     if tasks.filter(is_comm & pl.col("_collective_raw").is_null()).height:
         unnamed = pl.col("_collective_raw").is_null() & (pl.col("name") != "record_param_comms")
-        named = host.filter(COLLECTIVE_OP & unnamed)
+        named = collective_ops.filter(unnamed)
         for ops in (
-            host.filter(pl.col("_collective_raw").is_not_null()),
+            collective_ops.filter(pl.col("_collective_raw").is_not_null()),
             named.with_columns(pl.col("name").str.strip_prefix("nccl:").alias("_collective_raw")),
         ):
             if ops.height:
@@ -523,7 +526,7 @@ def _metadata(doc: dict, path: Path, tasks: pl.DataFrame, host: pl.DataFrame, wa
         device_name = next((by_id[d] for d in used if by_id.get(d)), names[0])
     if tasks.height:
         device_type = "gpu"
-    elif host["cat_lc"].str.starts_with("mtia").any() if host.height else False:
+    elif host["cat"].str.to_lowercase().str.starts_with("mtia").any() if host.height else False:
         device_type = "mtia"
     else:
         device_type = "cpu"

@@ -137,8 +137,8 @@ def test_invalid_utf8_falls_back_with_its_warning(tmp_path):
 def _whole(path: Path):
     """The reference: the whole-document reader only."""
     warn = kineto.Warnings(path)
-    doc, frame = kineto._whole(path, warn)
-    return kineto._build(path, doc, [frame], warn)
+    doc, frames = kineto._whole(path, warn)
+    return kineto._build(path, doc, frames, warn)
 
 
 def _assert_same(a, b):
@@ -202,3 +202,26 @@ def test_parallel_wrong_cut_falls_back_to_serial(tmp_path, monkeypatch):
     parsed = kineto.parse_kineto(path, jobs=2)
     assert serial == [1]
     _assert_same(parsed, _whole(path))
+
+
+def test_args_stay_with_their_event_when_earlier_events_are_dropped(tmp_path):
+    """Events dropped for a bad ts/dur before a kernel must not shift the kernels' args
+    (grid, collective metadata) onto the wrong rows."""
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "bad ts", "pid": 1, "tid": 1, "ts": "x", "dur": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "bad dur", "pid": 1, "tid": 1, "ts": 1, "dur": -5},
+        {"ph": "X", "cat": "kernel", "name": "k0", "pid": 0, "tid": 7, "ts": 10, "dur": 1,
+         "args": {"grid": [1, 1, 1], "stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float", "pid": 0, "tid": 7,
+         "ts": 20, "dur": 1, "args": {"grid": [2, 1, 1], "stream": 7, "Collective name": "allreduce",
+                                      "Group size": 8}},
+        {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 30, "dur": 1,
+         "args": {"grid": [3, 1, 1], "stream": 7}},
+    ]
+    path = tmp_path / "t.json"
+    path.write_bytes(orjson.dumps({"traceEvents": events}))
+    tasks = kineto.parse_kineto(path).frames["device_tasks"].sort("start_ns")
+    assert tasks["name"].to_list()[0] == "k0"
+    assert tasks["grid"].to_list() == ["1,1,1", "2,1,1", "3,1,1"]
+    assert tasks["collective"].to_list() == [None, "allreduce", None]
+    assert tasks["group_size"].to_list() == [None, 8, None]
