@@ -85,12 +85,14 @@ class ParsedRank:
 
     `frames` must hold every table of `schema.TABLES` except `ranks`; `meta` holds the columns of the
     `ranks` table (rank, world_size, format, source, device_name, device_type); `warnings` holds
-    one line per kind of recoverable oddity (see `traceview.errors.Warnings`).
+    one line per kind of recoverable oddity (see `traceview.errors.Warnings`). `analyses`: the
+    rank-local analyses computed where the rank was parsed (`traceview.analysis.per_rank`), or None.
     """
 
     frames: dict[str, pl.DataFrame]
     meta: dict
     warnings: list[str] = field(default_factory=list)
+    analyses: dict[str, bytes] | None = None
 
     @classmethod
     def build(cls, frames: dict[str, pl.DataFrame], meta: dict, warnings: list[str]) -> "ParsedRank":

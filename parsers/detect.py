@@ -13,6 +13,7 @@ Hidden folders and msprof `PROF_*` raw folders are skipped.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ KINETO_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 JSON_SUFFIXES = (".json", ".json.gz", ".gz")
 SNIFF_BYTES = 64 * 1024
 MAX_DEPTH = 8
+#: Start of torch.profiler's `"distributedInfo": {...}` header block (it holds the rank).
+DISTRIBUTED_INFO = re.compile(rb'"distributedInfo"\s*:\s*\{')
 
 
 @dataclass(frozen=True)
@@ -135,3 +138,55 @@ def discover(path: str | Path) -> list[Source]:
             "ASCEND_PROFILER_OUTPUT/, or MindSpore *timeline_display_*.json files",
         )
     return sorted(set(sources), key=lambda s: (str(s.path), s.format))
+
+
+def recorded_rank(source: Source) -> int | None:
+    """The rank `source` records, learned without parsing it; None when only a parse can tell.
+
+    The same value the source's parser puts in `meta["rank"]`, from:
+    - kineto: `distributedInfo.rank` in the first 64 KiB (gunzipped) of the file, when that block
+      comes before `"traceEvents"` (torch.profiler writes it in the header); a block found after the
+      events start, or cut off by the 64 KiB, is not trusted;
+    - ascend: `profiler_info_<rank>.json` beside ASCEND_PROFILER_OUTPUT/ (`rank_id`, else the number in
+      the name; `parsers.ascend.files.read_rank`); a DB-only export without that file needs a parse;
+    - mindspore: the number in the `*timeline_display_<rank>.json` name.
+    Used by `traceview.load(ranks=...)` to skip unselected ranks before parsing them.
+    """
+    try:
+        if source.format == "kineto":
+            return _kineto_rank(source.path)
+        if source.format == "ascend":
+            return _ascend_rank(source.path)
+        if source.format == "mindspore":
+            from parsers.mindspore import TIMELINE_NAME
+
+            m = TIMELINE_NAME.search(source.path.name)
+            return int(m.group(1)) if m else None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _kineto_rank(path: Path) -> int | None:
+    head = peek_bytes(path, SNIFF_BYTES)
+    m = DISTRIBUTED_INFO.search(head)
+    if m is None:
+        return None
+    events = head.find(b'"traceEvents"')
+    if 0 <= events < m.start():  # not the header block: it could belong to an event; let the parser say
+        return None
+    try:
+        block, _ = json.JSONDecoder().raw_decode(head[m.end() - 1 :].decode("utf-8", errors="replace"))
+    except ValueError:  # cut off by the peek, or not JSON
+        return None
+    rank = block.get("rank") if isinstance(block, dict) else None
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+
+
+def _ascend_rank(path: Path) -> int | None:
+    from parsers.ascend.files import read_rank
+    from traceview.errors import Warnings
+
+    root = path.parent if path.name == ASCEND_OUTPUT_DIR and not (path / ASCEND_OUTPUT_DIR).is_dir() else path
+    info = sorted(p for p in root.glob("profiler_info*.json") if p.is_file())
+    return read_rank(info, Warnings(path)) if info else None

@@ -40,7 +40,7 @@ def test_changed_file_misses_the_cache(trace_file, tmp_path, monkeypatch):
     tv.load(trace_file, cache_dir=cache_dir)
     calls = []
     real = parsers.parse_source
-    monkeypatch.setattr(executors, "parse_source", lambda s: calls.append(s) or real(s))
+    monkeypatch.setattr(executors, "parse_source", lambda s, *a: calls.append(s) or real(s, *a))
     st = trace_file.stat()
     os.utime(trace_file, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     tv.load(trace_file, cache_dir=cache_dir)

@@ -124,6 +124,22 @@ def test_memory_guard_suggests_fewer_jobs(monkeypatch):
     assert memory.check(sizes, 4, jobs_given=True) == 4
 
 
+def test_streamed_kineto_is_estimated_by_its_streaming_peak():
+    """Kineto JSON streams: a 1 GB file's parse peak is budgeted at ~1.9 GB (measured 1.57 GB),
+    not 10 GB; formats read whole keep PARSE_FACTOR; a file decoded by 2 processes adds theirs."""
+    from parsers import Source
+    from pathlib import Path
+
+    gb = 1_000_000_000
+    kineto, ascend = Source("kineto", Path("r.json")), Source("ascend", Path("r_ascend_pt"))
+    assert memory.parse_peak(kineto, gb) == memory.STREAM_FIXED + memory.STREAM_FACTOR * gb < 2 * gb
+    assert memory.parse_peak(kineto, gb, jobs=2) == memory.parse_peak(kineto, gb) + 2 * memory.STREAM_FIXED
+    assert memory.parse_peak(kineto, 10_000_000, jobs=2) == memory.parse_peak(kineto, 10_000_000)  # small: serial
+    assert memory.parse_peak(ascend, gb) == memory.PARSE_FACTOR * gb
+    peaks = [memory.parse_peak(kineto, gb)]
+    assert memory.estimate([gb], 1, peaks) == peaks[0] + memory.KEEP_FACTOR * gb
+
+
 def test_gzip_size_comes_from_the_trailer(tmp_path):
     raw = (DATA / "kineto_minimal.json").read_bytes() * 50
     gz = tmp_path / "t.json.gz"
@@ -137,3 +153,52 @@ def test_gzip_size_comes_from_the_trailer(tmp_path):
 def test_unknown_executor_is_refused():
     with pytest.raises(ValueError, match="unknown executor"):
         executors.get("dask")
+
+
+# ---- rank-local analyses (traceview.analysis.per_rank) ----------------------------------------
+
+from tests.conftest import SHARED_TRACES  # noqa: E402
+
+RANK_LOCAL_PROFILES = [SAMPLES / "dp4_nccl", SAMPLES / "pp4_1f1b", SAMPLES / "ascend_2rank",
+                       SHARED_TRACES / "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto"]
+
+
+def _sorted(frame):
+    return frame.sort(frame.columns, nulls_last=True)
+
+
+@pytest.mark.parametrize("profile", RANK_LOCAL_PROFILES, ids=lambda p: p.name)
+def test_rank_local_analyses_equal_the_whole_profile_ones(profile):
+    """Each analysis declared rank-local, run on every rank alone and concatenated, equals the
+    same analysis run on all ranks at once: what makes running them in the Ray tasks correct."""
+    from parsers import discover, parse_source
+    from traceview.analysis import per_rank
+    from traceview.loader import one_rank_trace
+
+    if not profile.exists():
+        pytest.skip(f"real-trace corpus not found at {SHARED_TRACES} (present in CI; absent in a user's clone)")
+    whole = tv.load(profile, use_cache=False)
+    results = [per_rank.compute(one_rank_trace(s, parse_source(s))) for s in discover(profile)]
+    seeded = tv.load(profile, use_cache=False)
+    assert per_rank.seed(seeded, results)
+    for name, (key, run) in per_rank.ANALYSES.items():
+        expected = whole.classified_tasks() if name == "classified" else run(whole)
+        try:
+            # float sums may differ in the last bits (summation order), never more
+            assert_frame_equal(_sorted(seeded._memo[key]), _sorted(expected), rel_tol=1e-12, abs_tol=1e-9)
+        except AssertionError as exc:
+            raise AssertionError(f"{name}: {exc}") from None
+    assert not per_rank.seed(seeded, results[:-1] + [None])  # a rank without results: nothing seeded
+
+
+def test_ray_runs_the_rank_local_analyses_and_the_summary_matches_local(local_ray, tmp_path):
+    from traceview.analysis import per_rank
+    from traceview.summary import build_summary
+
+    local = tv.load(SAMPLES / "dp4_nccl", use_cache=False)
+    remote = tv.load(SAMPLES / "dp4_nccl", executor="ray", analyse=True, cache_dir=tmp_path / "cache")
+    assert all(key in remote._memo for key, _ in per_rank.ANALYSES.values())
+    assert build_summary(remote) == build_summary(local)
+    # a second load reads the ranks from the cache: no per-rank results, computed on the driver
+    again = tv.load(SAMPLES / "dp4_nccl", executor="ray", analyse=True, cache_dir=tmp_path / "cache")
+    assert not again._memo and build_summary(again) == build_summary(local)

@@ -7,6 +7,10 @@ rank's Parquet + meta.json bytes (`cache.pack`) through the object store, so wor
 filesystem shared with the driver for their output (they do need to read the profile at the same
 absolute path, and the same traceview installed). Ray is an optional extra (`traceview[ray]`),
 imported only when the `ray` executor is asked for.
+
+With `analyse=True`, a Ray task also runs the rank-local analyses on its rank
+(`traceview.analysis.per_rank`) and returns them with the frames, so the driver only combines
+small per-rank results and runs the cross-rank steps.
 """
 
 from __future__ import annotations
@@ -32,8 +36,10 @@ Results = Iterator[tuple[Source, "ParsedRank | TraceError"]]
 FolderFor = Callable[[Source], Path]
 
 
-def get(name: str = "local", *, jobs: int | None = None, address: str | None = None):
-    """The executor called `name` ("local" or "ray"); TraceError if Ray is asked for but not installed."""
+def get(name: str = "local", *, jobs: int | None = None, address: str | None = None, analyse: bool = False):
+    """The executor called `name` ("local" or "ray"); TraceError if Ray is asked for but not installed.
+    `analyse`: Ray tasks also compute the rank-local analyses (the local executor leaves them to
+    the Trace, which computes them on first use)."""
     if name == "local":
         return LocalExecutor(jobs)
     if name == "ray":
@@ -42,7 +48,7 @@ def get(name: str = "local", *, jobs: int | None = None, address: str | None = N
         except ImportError:
             raise TraceError(None, "--executor ray needs Ray, which is not installed",
                              "pip install 'traceview[ray]'") from None
-        return RayExecutor(address, jobs)
+        return RayExecutor(address, jobs, analyse)
     raise ValueError(f"unknown executor {name!r}: choose one of {', '.join(NAMES)}")
 
 
@@ -61,11 +67,12 @@ class LocalExecutor:
         workers = min(self.jobs or os.cpu_count() or 1, len(todo))
         if sum(sizes) < PARALLEL_MIN_BYTES:
             workers = 1
-        workers = memory.check(sizes, workers, jobs_given=self.jobs is not None)
+        # A single rank is parsed here, where a large Kineto file may spread its chunks over the CPUs.
+        inner = (self.jobs or os.cpu_count() or 1) if len(todo) == 1 else 1
+        peaks = [memory.parse_peak(s, n, inner) for s, n in zip(todo, sizes)]
+        workers = memory.check(sizes, workers, jobs_given=self.jobs is not None, peaks=peaks)
         if workers <= 1:
-            # One rank at a time here: a large Kineto file may then use the CPUs for its chunks.
-            jobs = self.jobs or os.cpu_count() or 1
-            yield from self._in_process(todo, folder_for, write_cache, jobs if len(todo) == 1 else 1)
+            yield from self._in_process(todo, folder_for, write_cache, inner)
             return
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
@@ -96,9 +103,10 @@ class RayExecutor:
     instance started here), at most `jobs` in flight (default: all). Uses an already initialised Ray
     as it is. The memory guard does not apply: Ray schedules the tasks on its nodes."""
 
-    def __init__(self, address: str | None = None, jobs: int | None = None):
+    def __init__(self, address: str | None = None, jobs: int | None = None, analyse: bool = False):
         self.address = address
         self.jobs = jobs
+        self.analyse = analyse
 
     def run(self, todo: list[Source], folder_for: FolderFor, write_cache: bool) -> Results:
         import ray
@@ -113,7 +121,7 @@ class RayExecutor:
         while queue or pending:
             while queue and len(pending) < limit:
                 source = queue.pop(0)
-                pending[task.remote(source.format, str(source.path.resolve()))] = source
+                pending[task.remote(source.format, str(source.path.resolve()), self.analyse)] = source
             (ref,), _ = ray.wait(list(pending), num_returns=1)
             source = pending.pop(ref)
             yield source, self._result(ray, ref, source, folder_for, write_cache)
@@ -121,7 +129,7 @@ class RayExecutor:
     @staticmethod
     def _result(ray, ref, source: Source, folder_for: FolderFor, write_cache: bool) -> ParsedRank | TraceError:
         try:
-            version, error, files = ray.get(ref)
+            version, error, files, analyses = ray.get(ref)
         except ray.exceptions.RayError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return TraceError(source.path, f"the Ray task failed: {first}")
@@ -132,7 +140,9 @@ class RayExecutor:
             return TraceError(None, error)
         if write_cache:
             write_quietly(folder_for(source), files)
-        return cache.unpack(files)
+        parsed = cache.unpack(files)
+        parsed.analyses = analyses
+        return parsed
 
 
 def write_quietly(folder: Path, entry: ParsedRank | dict[str, bytes]) -> None:
@@ -157,9 +167,18 @@ def _parse_to_folder(source: Source, folder: str) -> str | None:
     return None
 
 
-def _parse_packed(fmt: str, path: str) -> tuple[int, str | None, dict[str, bytes] | None]:
-    """Ray task: parse one source; return (parser version, error line or None, `cache.pack` bytes)."""
+def _parse_packed(fmt: str, path: str, analyse: bool = False):
+    """Ray task: parse one source (and run its rank-local analyses when `analyse`); return
+    (parser version, error line or None, `cache.pack` bytes, `per_rank.compute` bytes or None)."""
+    source = Source(fmt, Path(path))
     try:
-        return PARSER_VERSION, None, cache.pack(parse_source(Source(fmt, Path(path))))
+        parsed = parse_source(source)
     except TraceError as exc:
-        return PARSER_VERSION, str(exc), None
+        return PARSER_VERSION, str(exc), None, None
+    analyses = None
+    if analyse:
+        from traceview.analysis import per_rank
+        from traceview.loader import one_rank_trace
+
+        analyses = per_rank.compute(one_rank_trace(source, parsed))
+    return PARSER_VERSION, None, cache.pack(parsed), analyses

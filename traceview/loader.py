@@ -1,18 +1,42 @@
-"""`load(path)`: find the ranks under a path, parse them (in parallel, cached), return a `Trace`."""
+"""`load(path)`: find the ranks under a path, parse them (in parallel, cached), return a `Trace`.
+
+Selection (`load(..., ranks=, steps=)`, the CLI's `--ranks SPEC` / `--steps SPEC`), the way out for a
+profile too large to load whole:
+
+- ranks: the rank numbers of the loaded Trace (`t.ranks["rank"]`): the rank each source records,
+  except that a missing or repeated one is renumbered (`_rank_numbers`). A source whose recorded
+  rank is known without parsing it (`parsers.detect.recorded_rank`: Kineto's distributedInfo header,
+  Ascend's profiler_info_<rank>.json, MindSpore's file name; or a cached entry's meta.json) and is
+  not selected is never parsed (nor counted by the memory guard); the others are parsed and dropped
+  afterwards when their final number is not selected. The numbering is computed over every source
+  (skipped ones with their recorded rank), so a rank has the same number with and without
+  selection. Exceptions, both rare: a skipped source that would have failed to parse still takes
+  its number; a recorded rank repeated by a source whose rank only a parse reveals can renumber a
+  source that was already skipped.
+- steps: `select_steps` after the load (`Trace.select_steps`).
+
+A selection given as text is a SPEC: inclusive ranges and numbers separated by commas, e.g.
+`0-7,12,16-19` (`Selection.parse`). Asking for ranks or steps none of which exist is a TraceError
+naming those that do; asking for some that do not exist loads the others with a warning.
+"""
 
 from __future__ import annotations
 
 import os
 import tempfile
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Callable
 
+import orjson
 import polars as pl
 
 from parsers import ParsedRank, Source, discover
+from parsers.detect import recorded_rank
 from traceview import cache, executors, schema
 from traceview.errors import TraceError
+from traceview.selection import Selection, listing, select_steps
 from traceview.trace import Trace
 
 #: progress(done, total, label): called as rank sources finish.
@@ -28,6 +52,9 @@ def load(
     progress: Progress | None = None,
     executor: str = "local",
     ray_address: str | None = None,
+    ranks: str | Iterable[int] | None = None,
+    steps: str | Iterable[int] | None = None,
+    analyse: bool = False,
 ) -> Trace:
     """Load the profile at `path` (a file, a rank folder, or a folder of ranks) into a `Trace`.
 
@@ -41,16 +68,31 @@ def load(
     `$RAY_ADDRESS` or a local Ray instance; needs `traceview[ray]`), with identical results; see
     `traceview.executors`. Before a local parse, `traceview.memory` checks that the load fits in the
     available memory (fewer workers if not, else a TraceError naming the size and the ways out).
+
+    `ranks`: load only these ranks (a SPEC such as "0-7,12", or integers); unselected ranks whose
+    rank is known without parsing are never parsed (see the module docstring). `steps`: keep only
+    these steps (`Trace.select_steps`). A bad SPEC raises ValueError; ranks or steps none of which
+    exist raise TraceError naming those that do; some missing: a warning in `Trace.warnings`.
+
+    `analyse=True` (with `executor="ray"`): each Ray task also runs its rank's rank-local
+    analyses (`traceview.analysis.per_rank`), which the Trace then holds ready; ranks read from
+    the cache bring none, and the Trace computes everything itself as usual.
     """
-    runner = executors.get(executor, jobs=jobs, address=ray_address)
+    rank_sel = Selection.of(ranks, "ranks")
+    step_sel = Selection.of(steps, "steps")
+    runner = executors.get(executor, jobs=jobs, address=ray_address, analyse=analyse)
     sources = discover(path)
     root = Path(cache_dir) if cache_dir else cache.default_root()
     if use_cache and not _writable(root):
         use_cache = False
+    skipped: dict[Source, int] = {}
+    if rank_sel is not None:
+        skipped = _unselected(sources, rank_sel, root if use_cache else None)
+    wanted = [s for s in sources if s not in skipped]
     parsed: dict[Source, ParsedRank] = {}
     errors: dict[Source, TraceError] = {}
     todo = []
-    for source in sources:
+    for source in wanted:
         entry = cache.read_entry(root / cache.key(source)) if use_cache else None
         if entry is not None:
             parsed[source] = entry
@@ -58,7 +100,7 @@ def load(
             todo.append(source)
     done = len(parsed)
     if progress and done:
-        progress(done, len(sources), "cached")
+        progress(done, len(wanted), "cached")
 
     with tempfile.TemporaryDirectory(prefix="traceview-") as scratch:
         def folder_for(source: Source) -> Path:
@@ -71,12 +113,72 @@ def load(
             else:
                 parsed[source] = result
             if progress:
-                progress(done, len(sources), source.path.name)
+                progress(done, len(wanted), source.path.name)
 
-    if not parsed:
-        raise errors[sources[0]]
-    ordered = [(s, parsed[s]) for s in sources if s in parsed]
-    return _assemble(str(path), ordered, [str(errors[s]) for s in sources if s in errors])
+    first_error = next((errors[s] for s in wanted if s in errors), None)
+    if not parsed and first_error is not None:
+        raise first_error
+    failures = [str(errors[s]) for s in sources if s in errors]
+    if rank_sel is None:
+        ordered = [(s, parsed[s]) for s in sources if s in parsed]
+        trace = _assemble(str(path), ordered, failures)
+    else:
+        trace = _assemble_selected(str(path), sources, parsed, skipped, rank_sel, failures, first_error)
+    return select_steps(trace, step_sel) if step_sel is not None else trace
+
+
+def _unselected(sources: list[Source], wanted: Selection, cache_root: Path | None) -> dict[Source, int]:
+    """The sources that need not be parsed for rank selection `wanted`, with their recorded rank:
+    those whose rank is known without parsing (cache meta.json, else `recorded_rank`), is not
+    selected, and is recorded by no other source (a repeated rank may be renumbered into the
+    selection, so those are parsed and judged by their final number)."""
+    known = {s: _cheap_rank(s, cache_root) for s in sources}
+    counts = Counter(r for r in known.values() if r is not None)
+    return {s: r for s, r in known.items() if r is not None and counts[r] == 1 and r not in wanted}
+
+
+def _cheap_rank(source: Source, cache_root: Path | None) -> int | None:
+    """Recorded rank of `source` without parsing it: its cache entry's meta.json, else the file headers."""
+    if cache_root is not None:
+        meta_file = cache_root / cache.key(source) / cache.META_FILE
+        try:
+            rank = orjson.loads(meta_file.read_bytes())["meta"].get("rank")
+            return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+        except (OSError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError):
+            pass
+    return recorded_rank(source)
+
+
+def _assemble_selected(
+    source: str,
+    sources: list[Source],
+    parsed: dict[Source, ParsedRank],
+    skipped: dict[Source, int],
+    wanted: Selection,
+    failures: list[str],
+    first_error: TraceError | None,
+) -> Trace:
+    """Number every rank source as a whole load would (skipped ones by their recorded rank), keep
+    the parsed ones whose number is selected; TraceError when none is, a warning when some are missing."""
+    candidates = [s for s in sources if s in parsed or s in skipped]
+    recorded = [parsed[s].meta.get("rank") if s in parsed else skipped[s] for s in candidates]
+    names = [str(s.path) for s in candidates]
+    numbering: list[str] = []
+    numbers = _rank_numbers(recorded, names, numbering)
+    present = set(numbers)
+    keep = [(s, n) for s, n in zip(candidates, numbers) if s in parsed and n in wanted]
+    if not keep:
+        if first_error is not None:  # the asked rank may be in the source that failed
+            raise first_error
+        raise TraceError(None, f"no {wanted.describe('rank')} in this profile",
+                         f"{source} has {listing('rank', present)}")
+    kept_names = [str(s.path) + ": " for s, _ in keep]
+    warnings = [w for w in numbering if any(w.startswith(name) for name in kept_names)]
+    missing = wanted.missing(present)
+    if missing is not None:
+        warnings.append(f"{source}: no {missing.describe('rank')} in this profile (it has {listing('rank', present)}); "
+                        f"loaded the others")
+    return _assemble(source, [(s, parsed[s]) for s, _ in keep], failures, [n for _, n in keep], warnings)
 
 
 def _writable(root: Path) -> bool:
@@ -87,10 +189,23 @@ def _writable(root: Path) -> bool:
         return False
 
 
-def _assemble(source: str, ranks: list[tuple[Source, ParsedRank]], failures: list[str]) -> Trace:
-    """Concatenate per-rank frames, giving every rank a distinct number."""
-    warnings: list[str] = []
-    numbers = _rank_numbers([p.meta.get("rank") for _, p in ranks], [str(s.path) for s, _ in ranks], warnings)
+def one_rank_trace(source: Source, parsed: ParsedRank) -> Trace:
+    """A Trace of one parsed rank alone (where it was parsed: a Ray task's rank-local analyses)."""
+    return _assemble(str(source.path), [(source, parsed)], [])
+
+
+def _assemble(
+    source: str,
+    ranks: list[tuple[Source, ParsedRank]],
+    failures: list[str],
+    numbers: list[int] | None = None,
+    warnings: list[str] | None = None,
+) -> Trace:
+    """Concatenate per-rank frames, giving every rank a distinct number (`numbers` when the caller
+    numbered them, with the numbering's `warnings`; else `_rank_numbers` here)."""
+    warnings = list(warnings or [])
+    if numbers is None:
+        numbers = _rank_numbers([p.meta.get("rank") for _, p in ranks], [str(s.path) for s, _ in ranks], warnings)
     frames: dict[str, list[pl.DataFrame]] = {t: [] for t in schema.TABLES if t != "ranks"}
     metas = []
     for (src, parsed), rank in zip(ranks, numbers):
@@ -102,7 +217,12 @@ def _assemble(source: str, ranks: list[tuple[Source, ParsedRank]], failures: lis
             frames[table].append(df.with_columns(pl.lit(rank, dtype=pl.Int64).alias("rank")))
     ranks_df = schema.conform(pl.DataFrame(metas, schema=schema.polars_schema("ranks")), "ranks")
     combined = {t: pl.concat([schema.conform(d, t) for d in dfs]) if dfs else schema.empty(t) for t, dfs in frames.items()}
-    return Trace(source, ranks_df, combined, warnings, failures)
+    trace = Trace(source, ranks_df, combined, warnings, failures)
+    if any(p.analyses for _, p in ranks):
+        from traceview.analysis import per_rank
+
+        per_rank.seed(trace, [p.analyses for _, p in ranks])
+    return trace
 
 
 def _rank_numbers(recorded: list[int | None], names: list[str], warnings: list[str]) -> list[int]:

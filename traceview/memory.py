@@ -2,8 +2,12 @@
 
 Estimate of a load's peak memory, from the input sizes only (stats and a 4-byte read per file):
 
-    peak = PARSE_FACTOR x (sum of the `workers` largest per-rank inputs)   # ranks being parsed at once
+    peak = sum of the `workers` largest per-rank parse peaks                # ranks being parsed at once
          + KEEP_FACTOR x (sum of all per-rank inputs)                      # frames kept for the Trace
+
+    parse peak of a rank = STREAM_FIXED + STREAM_FACTOR x its input        # Kineto JSON (streamed)
+                           (+ STREAM_FIXED per extra process decoding one large file's chunks)
+                         = PARSE_FACTOR x its input                        # other formats (read whole)
 
 where a rank's input is its uncompressed bytes: a `.gz` file's size comes from its gzip trailer
 (ISIZE, the uncompressed size mod 2**32: a member over 4 GiB reads as its size mod 4 GiB, so a
@@ -27,12 +31,21 @@ from traceview.errors import TraceError
 
 #: Peak resident memory of parsing one rank, per byte of uncompressed input. Measured (peak RSS
 #: minus the RSS before the parse, `parse_source` in a fresh process, 2-core x86 box, polars 1.x):
-#: bench/out/v100_54mb.json (53.7 MB) 7.2x, bench/out/a100_40mb.json (38.9 MB) 9.8x; the gzip
-#: kineto-tb_plugin resnet50 worker0.1623143566756.pt.trace.json.gz (35.2 MB uncompressed) 4.0x and
-#: tracelens h100 google_owlv2 (55.6 MB uncompressed) 3.9x. Small inputs (2-3 MB Ascend/MindSpore
-#: folders) show 18-19x, but that is fixed overhead (~50 MB), not a per-byte cost. 10x covers the
-#: worst large case measured; lower it when the parsers stream.
+#: the Kineto parser before it streamed: bench/out/v100_54mb.json (53.7 MB) 7.2x,
+#: bench/out/a100_40mb.json (38.9 MB) 9.8x; the gzip kineto-tb_plugin resnet50 worker0 (35.2 MB
+#: uncompressed) 4.0x and tracelens h100 google_owlv2 (55.6 MB uncompressed) 3.9x. Small inputs
+#: (2-3 MB Ascend/MindSpore folders) show 18-19x, but that is fixed overhead (~50 MB), not a
+#: per-byte cost. Used for the formats read whole (Ascend, MindSpore): 10x covers the worst case.
 PARSE_FACTOR = 10.0
+
+#: Kineto JSON is streamed (`parsers.jsonio.ChromeEvents`): its parse peak is a fixed part (one
+#: chunk's decoded events, imports) plus a part per input byte (the frames being built, their sort
+#: and joins). Measured (peak RSS minus the RSS before the parse, `parse_source` in a fresh
+#: process, serial, this 2-core box): a100_40mb 302 MB (38.9 MB input), v100_54mb 250 MB (53.7),
+#: resnet50 worker0 .gz 200 MB (35.2), owlv2 .gz 204 MB (55.6), a100_250mb 445 MB (250.3),
+#: a100_1gb 1,572 MB (1,004.6): all under 300 MB + 1.6 x input.
+STREAM_FIXED = 300e6
+STREAM_FACTOR = 1.6
 
 #: Memory of the parsed frames kept per byte of input (`estimated_size` of a rank's frames / its
 #: uncompressed bytes: 0.09 to 0.42 on the same traces; rounded up).
@@ -63,10 +76,24 @@ def input_bytes(source: Source) -> int:
         return 0
 
 
-def estimate(sizes: list[int], workers: int) -> int:
-    """Peak bytes to parse ranks of these input sizes with `workers` at once (module docstring)."""
-    largest = sorted(sizes, reverse=True)[: max(workers, 1)]
-    return int(PARSE_FACTOR * sum(largest) + KEEP_FACTOR * sum(sizes))
+def parse_peak(source: Source, size: int, jobs: int = 1) -> int:
+    """Peak bytes of parsing one rank source of `size` input bytes (module docstring); `jobs`:
+    processes that decode its chunks (a single large Kineto file parsed in-process)."""
+    if source.format == "kineto":
+        from parsers import kineto
+
+        extra = jobs if jobs > 1 and size >= kineto.PARALLEL_FILE_BYTES else 0
+        return int(STREAM_FIXED * (1 + extra) + STREAM_FACTOR * size)
+    return int(PARSE_FACTOR * size)
+
+
+def estimate(sizes: list[int], workers: int, peaks: list[int] | None = None) -> int:
+    """Peak bytes to parse ranks of these input sizes with `workers` at once (module docstring);
+    `peaks`: each rank's parse peak (`parse_peak`), default PARSE_FACTOR x its size."""
+    if peaks is None:
+        peaks = [int(PARSE_FACTOR * n) for n in sizes]
+    largest = sorted(peaks, reverse=True)[: max(workers, 1)]
+    return int(sum(largest) + KEEP_FACTOR * sum(sizes))
 
 
 def available() -> int | None:
@@ -106,26 +133,26 @@ def _cgroup_left() -> int | None:
         return None
 
 
-def fit_workers(sizes: list[int], workers: int, limit: int) -> int:
+def fit_workers(sizes: list[int], workers: int, limit: int, peaks: list[int] | None = None) -> int:
     """The most workers (<= `workers`) whose estimate fits in `limit` bytes; 0 if not even one."""
-    while workers >= 1 and estimate(sizes, workers) > limit:
+    while workers >= 1 and estimate(sizes, workers, peaks) > limit:
         workers -= 1
     return workers
 
 
-def check(sizes: list[int], workers: int, jobs_given: bool) -> int:
+def check(sizes: list[int], workers: int, jobs_given: bool, peaks: list[int] | None = None) -> int:
     """Workers to parse with: `workers`, or fewer when they would not fit and the user did not set
     `--jobs`. Raises TraceError (one line: the size, what is available, the ways out) when the load
     does not fit, with one worker or with the user's `--jobs`."""
     limit = available()
     if limit is None or not sizes:
         return workers
-    fits = fit_workers(sizes, workers, limit)
+    fits = fit_workers(sizes, workers, limit, peaks)
     if fits == workers or (fits >= 1 and not jobs_given):
         return max(fits, 1)
-    need = estimate(sizes, workers)
+    need = estimate(sizes, workers, peaks)
     ways = [f"--jobs {fits}"] if fits >= 1 else []
-    ways += ["load fewer ranks (point at a sub-folder)", "--executor ray"]
+    ways += ["load fewer ranks (--ranks SPEC, e.g. --ranks 0-7, or point at a sub-folder)", "--executor ray"]
     raise TraceError(
         None,
         f"loading {len(sizes)} rank(s) of {_gb(sum(sizes))} uncompressed needs about {_gb(need)} of memory "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import polars as pl
 
 from traceview import schema
@@ -44,6 +46,22 @@ class Trace:
     def frame(self, table: str) -> pl.DataFrame:
         """A canonical table by name (see `traceview.schema.TABLES`)."""
         return self.ranks if table == "ranks" else self._frames[table]
+
+    def select_steps(self, steps: Iterable[int] | str) -> Trace:
+        """A new Trace holding only the steps `steps` (integers, or a SPEC such as "3-5,8"); the
+        frames are filtered, never modified, and the new trace's analyses start afresh.
+
+        Kept: the `steps` rows of those steps; device tasks assigned to them (their `step` column) or
+        overlapping their device windows (so that `step_breakdown` of a chosen step equals the whole
+        trace's: the gpu_annotation rule clips every task overlapping the window); host events that
+        start inside their host ProfilerStep windows (the device window where there is no host one),
+        plus the launch calls of the kept device tasks; device annotations starting inside their
+        device windows; `ascend_step_trace` / `ascend_communication` rows of those steps. `ranks`,
+        `warnings` (plus one for steps asked for but absent) and `failures` are kept. TraceError
+        when none of the steps is in the trace. See `traceview.selection.select_steps`."""
+        from traceview.selection import select_steps
+
+        return select_steps(self, steps)
 
     @property
     def plot(self):

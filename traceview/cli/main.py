@@ -36,7 +36,7 @@ def handle_errors(func):
         except TraceError as exc:
             _fail(str(exc), verbose)
         except MemoryError:
-            _fail("out of memory while loading (load fewer ranks, or a smaller profile)", verbose)
+            _fail("out of memory while loading (load fewer ranks with --ranks, or a smaller profile)", verbose)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - last line of defence: never a bare traceback
@@ -52,12 +52,29 @@ def main(verbose: bool) -> None:
     """Profiler trace analysis for torch.profiler (Kineto) and torch_npu (Ascend) profiles."""
 
 
+def _keep_spec(ctx: click.Context, param: click.Parameter, value: str | None):
+    """Check a --ranks/--steps SPEC (a bad one is a usage error, exit 2) and keep it on the context."""
+    if value is not None:
+        from traceview.selection import Selection
+
+        try:
+            value = Selection.parse(value, param.name)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    ctx.meta[f"traceview.{param.name}"] = value
+
+
 def load_options(func):
-    """Options shared by every command that loads a profile. `--executor`/`--address` are kept on
-    the click context (not passed to the command) and read by `load_trace`."""
+    """Options shared by every command that loads a profile. `--executor`/`--address` and
+    `--ranks`/`--steps` are kept on the click context (not passed to the command) and read by
+    `load_trace`, so they apply to every profile a command loads (both runs of `diff`)."""
     keep = lambda ctx, param, value: ctx.meta.__setitem__(f"traceview.{param.name}", value)  # noqa: E731
+    func = click.option("--steps", metavar="SPEC", default=None, expose_value=False, callback=_keep_spec,
+                        help="Keep only these steps, e.g. 3-5,8 (ProfilerStep#N / Step Id).")(func)
+    func = click.option("--ranks", metavar="SPEC", default=None, expose_value=False, callback=_keep_spec,
+                        help="Load only these ranks, e.g. 0-7,12,16-19 (the others are not parsed).")(func)
     func = click.option("--address", default=None, expose_value=False, callback=keep, help="Ray cluster for --executor ray (default: $RAY_ADDRESS, else a local Ray).")(func)
-    func = click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True, expose_value=False, callback=keep, help="Where ranks are parsed: local processes or Ray tasks (pip install 'traceview[ray]').")(func)
+    func = click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True, expose_value=False, callback=keep, help="Where ranks are parsed (and, with ray, their rank-local analyses run): local processes or Ray tasks (pip install 'traceview[ray]').")(func)
     func = click.option("--quiet", "-q", is_flag=True, help="No progress display.")(func)
     func = click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Parallel parse processes (default: CPUs).")(func)
     func = click.option("--no-cache", is_flag=True, help="Do not read or write the Parquet cache.")(func)
@@ -65,15 +82,17 @@ def load_options(func):
     return func
 
 
-def load_trace(path: Path, quiet: bool, jobs, no_cache: bool, cache_dir):
-    """traceview.load with the CLI's progress display."""
+def load_trace(path: Path, quiet: bool, jobs, no_cache: bool, cache_dir, analyse: bool = True):
+    """traceview.load with the CLI's progress display (`analyse`: Ray tasks also run the
+    rank-local analyses; every command but `info` analyses)."""
     from traceview.cli.progress import LoadProgress
     from traceview.loader import load
 
     meta = click.get_current_context().meta
     with LoadProgress(path.name or str(path), quiet=quiet) as progress:
         return load(path, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, progress=progress,
-                    executor=meta.get("traceview.executor", "local"), ray_address=meta.get("traceview.address"))
+                    executor=meta.get("traceview.executor", "local"), ray_address=meta.get("traceview.address"),
+                    ranks=meta.get("traceview.ranks"), steps=meta.get("traceview.steps"), analyse=analyse)
 
 
 def throughput_options(func):
@@ -157,7 +176,7 @@ def info(path: Path, fmt: str, quiet: bool, jobs, no_cache: bool, cache_dir) -> 
     """What a profile holds: per rank the format, device, task counts, streams, steps and time span."""
     from traceview.cli.info import render_info
 
-    trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
+    trace = load_trace(path, quiet, jobs, no_cache, cache_dir, analyse=False)
     click.echo(render_info(trace, fmt))
     for line in trace.warnings if fmt == "json" else []:
         click.echo(f"traceview: warning: {line}", err=True)
