@@ -226,7 +226,9 @@ def launch_ops(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.Seri
     Method (vectorised): the operators of each thread are swept as +1/-1 events; the nesting depth
     d at the launch time and each operator's own depth (level) are cumulative sums; the innermost
     open operator is then the latest-starting operator of level d (an as-of join per thread and
-    level), kept only if it indeed still runs at the launch time. Operators of one thread nest in
+    level), kept only if it indeed still runs at the launch time. Every sort is by time only: the
+    per-thread sums and as-of joins need time order within each thread, which a global time order
+    gives without sorting by thread first (multi-key sorts cost most here). Operators of one thread nest in
     practice; if some overlapped without nesting, a task could get an outer open operator or null,
     never one that is not open at its launch.
     """
@@ -246,7 +248,7 @@ def launch_ops(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.Seri
             & pl.col("pid").is_not_null() & pl.col("tid").is_not_null()
         )
         .select(*_THREAD, "start_ns", "end_ns", "name")
-        .sort(*_THREAD, "start_ns", "end_ns", descending=[False, False, False, False, True])
+        .sort("start_ns", "end_ns", descending=[False, True])
         .with_row_index("_k")
     )
     if ops.height == 0 or runtime.height == 0:
@@ -259,10 +261,10 @@ def launch_ops(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.Seri
             ops.select(*_THREAD, "_k", pl.col("end_ns").alias("_x"), pl.lit(0, pl.Int8).alias("_o"),
                        pl.lit(-1, pl.Int32).alias("_d")),
         ]
-    ).sort(*_THREAD, "_x", "_o", "_k")
+    ).sort("_x", "_o", "_k")
     sweep = sweep.with_columns(pl.col("_d").cum_sum().over(_THREAD).alias("_depth"))
     levels = sweep.filter(pl.col("_o") == 1).select("_k", pl.col("_depth").alias("_level"))
-    ops = ops.join(levels, on="_k", how="left").sort(*_THREAD, "_level", "start_ns", "_k")
+    ops = ops.join(levels, on="_k", how="left", maintain_order="left")
 
     tasks = (
         device_tasks.select("rank", "correlation")
@@ -270,7 +272,7 @@ def launch_ops(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.Seri
         .filter(pl.col("correlation").is_not_null())
         .join(runtime, on=["rank", "correlation"], how="inner")
         .filter(pl.col("pid").is_not_null() & pl.col("tid").is_not_null())
-        .sort(*_THREAD, "_t")
+        .sort("_t")
     )
     if tasks.height == 0:
         return empty
@@ -279,7 +281,7 @@ def launch_ops(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.Seri
         sweep.select(*_THREAD, "_x", "_depth"), left_on="_t", right_on="_x", by=_THREAD,
         strategy="backward", **_ASOF_KW,
     ).filter(pl.col("_depth") > 0)
-    at = at.sort(*_THREAD, "_depth", "_t").join_asof(
+    at = at.join_asof(
         ops.select(*_THREAD, pl.col("_level").alias("_depth"), "start_ns", "end_ns", "name"),
         left_on="_t", right_on="start_ns", by=[*_THREAD, "_depth"],
         strategy="backward", **_ASOF_KW,
