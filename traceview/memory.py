@@ -38,14 +38,14 @@ from traceview.errors import TraceError
 #: per-byte cost. Used for the formats read whole (Ascend, MindSpore): 10x covers the worst case.
 PARSE_FACTOR = 10.0
 
-#: Kineto JSON is streamed (`parsers.jsonio.ChromeEvents`): its parse peak is a fixed part (one
-#: chunk's decoded events, imports) plus a part per input byte (the frames being built, their sort
-#: and joins). Measured (peak RSS minus the RSS before the parse, `parse_source` in a fresh
-#: process, serial, this 2-core box): a100_40mb 302 MB (38.9 MB input), v100_54mb 250 MB (53.7),
-#: resnet50 worker0 .gz 200 MB (35.2), owlv2 .gz 204 MB (55.6), a100_250mb 445 MB (250.3),
-#: a100_1gb 1,572 MB (1,004.6): all under 300 MB + 1.6 x input.
-STREAM_FIXED = 300e6
-STREAM_FACTOR = 1.6
+#: Kineto JSON is streamed (`parsers.jsonio.ChromeEvents`, 8 MiB chunks): its parse peak is a
+#: fixed part (one chunk's decoded events, imports) plus a part per input byte (the frames being
+#: built, their sort and joins). Measured (peak RSS minus the RSS before the parse, `parse_source`
+#: in a fresh process, serial, this 2-core box): a100_40mb 178 MB (38.9 MB input), v100_54mb 153 MB
+#: (53.7), resnet50 worker0 .gz 131 MB (35.2), owlv2 .gz 124 MB (55.6), a100_250mb 479 MB (250.3),
+#: a100_1gb 1,712 MB (1,004.6): all under 150 MB + 1.7 x input.
+STREAM_FIXED = 150e6
+STREAM_FACTOR = 1.7
 
 #: Memory of the parsed frames kept per byte of input (`estimated_size` of a rank's frames / its
 #: uncompressed bytes: 0.09 to 0.42 on the same traces; rounded up).
