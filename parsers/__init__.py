@@ -16,6 +16,7 @@ PARSERS = {
     "kineto": "parsers.kineto:parse_kineto",
     "ascend": "parsers.ascend:parse_ascend_rank",
     "mindspore": "parsers.mindspore:parse_mindspore_timeline",
+    "partial": "parsers.detect:parse_partial",  # a profile still being written: always a failure
 }
 
 

@@ -9,7 +9,7 @@ import polars as pl
 from traceview import schema
 
 #: Bumped whenever a parser's output changes, so cached Parquet from an older version is not reused.
-PARSER_VERSION = 5
+PARSER_VERSION = 6
 
 #: Canonical collective of a communication task, from its "Collective name" (Kineto args) or, when
 #: there is none, from the task name (Ascend `hcom_allReduce__712_0_1`, NCCL kernel names, symmetric-
@@ -109,8 +109,52 @@ class ParsedRank:
             if "rank" not in df.columns or df["rank"].null_count() == df.height:
                 df = df.with_columns(pl.lit(rank, dtype=pl.Int64).alias("rank"))
             out[table] = schema.conform(df, table)
-        out["device_tasks"] = schema.conform(
-            fill_collective(out["device_tasks"], out["ascend_communication"]), "device_tasks"
-        )
+        tasks, copies = drop_duplicate_tasks(out["device_tasks"])
+        warnings = list(warnings)
+        if copies:
+            warnings.append(f"{meta.get('source')}: {copies:,} {DUPLICATE_TASKS}")
+        out["device_tasks"] = tasks
+        nul = 0
+        for table in NAMED_TABLES:
+            out[table], n = replace_nul(out[table])
+            nul += n
+        if nul:
+            warnings.append(f"{meta.get('source')}: {nul:,} {NUL_NAMES}")
+        tasks = out["device_tasks"]
+        out["device_tasks"] = schema.conform(fill_collective(tasks, out["ascend_communication"]), "device_tasks")
         full_meta = {col: meta.get(col) for col in schema.RANKS}
-        return cls(frames=out, meta=full_meta, warnings=list(warnings))
+        return cls(frames=out, meta=full_meta, warnings=warnings)
+
+
+#: The columns that make two device tasks the same task: one stream runs one task at a time, so
+#: two rows equal in all of these are one task written twice (a buggy trace merge, a repeated CSV
+#: row); counting both would double its time in every sum.
+DUPLICATE_KEY = ("device", "stream", "kind", "name", "start_ns", "end_ns", "correlation")
+DUPLICATE_TASKS = "exact duplicate device tasks (same name, stream, start and end) dropped"
+
+
+#: Tables whose `name` is shown to people (text, HTML, CSV): NUL characters there are replaced.
+NAMED_TABLES = ("device_tasks", "host_events", "device_annotations")
+NUL_NAMES = "event names with NUL characters: those replaced by U+FFFD"
+
+
+def replace_nul(df: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """`df` with NUL characters in `name` replaced by U+FFFD (a NUL is valid JSON, `\\u0000`, but
+    ends C strings, breaks CSV readers and is a parse error in HTML), and how many names had one."""
+    if df.is_empty() or "name" not in df.columns:
+        return df, 0
+    has_nul = df["name"].str.contains("\x00", literal=True)
+    n = int(has_nul.sum())
+    if not n:
+        return df, 0
+    return df.with_columns(pl.col("name").str.replace_all("\x00", "\ufffd", literal=True)), n
+
+
+def drop_duplicate_tasks(tasks: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """`tasks` without the repeated copies of a task (the first is kept, order unchanged), and how
+    many copies were dropped. Duplicates: equal in every DUPLICATE_KEY column (nulls equal)."""
+    if tasks.height < 2:
+        return tasks, 0
+    first = tasks.select(pl.struct(list(DUPLICATE_KEY)).is_first_distinct()).to_series()
+    copies = tasks.height - int(first.sum())
+    return (tasks.filter(first), copies) if copies else (tasks, 0)

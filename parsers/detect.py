@@ -7,7 +7,9 @@ The rules, in order:
   inside it is looked at again;
 - `*timeline_display_*.json` files are MindSpore timelines (`mindspore`);
 - `*.pt.trace.json[.gz]` files, and other `.json[.gz]` files whose first 64 KiB hold a Chrome
-  trace object (`"traceEvents"` / `"schemaVersion"`), are Kineto traces (`kineto`).
+  trace object (`"traceEvents"` / `"schemaVersion"`), are Kineto traces (`kineto`);
+- such files with a temporary suffix (`.part`, `.tmp`, `.partial`) are `partial`: still being
+  written, so reported as failed ranks (`parse_partial`) rather than read half-written or skipped.
 Hidden folders and msprof `PROF_*` raw folders are skipped.
 """
 
@@ -28,6 +30,8 @@ MINDSPORE_TIMELINE = re.compile(r"timeline_display_.*\.json$")
 KINETO_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 JSON_SUFFIXES = (".json", ".json.gz", ".gz")
 SNIFF_BYTES = 64 * 1024
+#: Temporary names of a file being written (by the profiler, a copy, a download).
+PARTIAL_SUFFIXES = (".part", ".tmp", ".partial")
 MAX_DEPTH = 8
 #: Start of torch.profiler's `"distributedInfo": {...}` header block (it holds the rank).
 DISTRIBUTED_INFO = re.compile(rb'"distributedInfo"\s*:\s*\{')
@@ -74,8 +78,18 @@ def _sniff_json(path: Path) -> str | None:
 
 
 def classify_file(path: Path) -> Source | None:
-    """The source a single file stands for, or None if it is not a profile."""
+    """The source a single file stands for, or None if it is not a profile. A profile file with a
+    temporary name (`rank1.pt.trace.json.part`, `.tmp`, `.partial`: still being written, or left by
+    a write that died) is a `partial` source, which `parse_partial` reports as a failure."""
     name = path.name
+    for suffix in PARTIAL_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            stem = name[: -len(suffix)]
+            if stem.endswith(KINETO_SUFFIXES) or MINDSPORE_TIMELINE.search(stem) or (
+                stem.endswith(JSON_SUFFIXES) and _sniff_json(path) == "kineto"
+            ):
+                return Source("partial", path)
+            return None
     if name in ASCEND_LOOSE_FILES or (name.startswith("ascend_pytorch_profiler") and name.endswith(".db")):
         folder = path.parent
         if folder.name == ASCEND_OUTPUT_DIR:
@@ -138,6 +152,16 @@ def discover(path: str | Path) -> list[Source]:
             "ASCEND_PROFILER_OUTPUT/, or MindSpore *timeline_display_*.json files",
         )
     return sorted(set(sources), key=lambda s: (str(s.path), s.format))
+
+
+def parse_partial(path: Path):
+    """The "parser" of a `partial` source: a TraceError naming the file as still being written."""
+    suffix = next((s for s in PARTIAL_SUFFIXES if Path(path).name.endswith(s)), ".part")
+    raise TraceError(
+        path,
+        f"still being written: a profile with a temporary name ({suffix}) is not read",
+        f"wait for the profiler to finish; if the file is complete, rename it without {suffix}",
+    )
 
 
 def recorded_rank(source: Source) -> int | None:

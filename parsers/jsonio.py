@@ -88,25 +88,29 @@ def loads(raw: bytes, path: Path, warnings=None):
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        problem = _describe_json_error(exc, len(raw))
         if "utf-8" not in str(exc).lower() and "surrogate" not in str(exc).lower():
-            raise TraceError(path, problem, "re-export the profile or copy it again") from None
+            raise TraceError(path, *_describe_json_error(getattr(exc, "pos", None), exc.msg, len(raw))) from None
     # Invalid UTF-8 or lone surrogates: decode leniently, then replace what cannot be encoded.
+    text = raw.decode("utf-8", errors="replace")
     try:
-        doc = json.loads(raw.decode("utf-8", errors="replace"))
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise TraceError(path, f"invalid JSON at byte {exc.pos:,}: {exc.msg}") from None
+        raise TraceError(path, *_describe_json_error(exc.pos, exc.msg, len(text))) from None
     if warnings is not None:
         warnings.add("file(s) with invalid UTF-8 bytes or unicode escapes: those characters replaced by U+FFFD")
     return _scrub_surrogates(doc)
 
 
-def _describe_json_error(exc: orjson.JSONDecodeError, size: int) -> str:
-    pos = getattr(exc, "pos", None)
+#: The fix named for a JSON file that ends before its document does.
+TRUNCATED_FIX = "the file was cut short or is still being written: wait for the profiler to finish, or copy it again"
+
+
+def _describe_json_error(pos: int | None, msg: str, size: int) -> tuple[str, str]:
+    """(problem, fix) of a JSON decode error at `pos` of a `size`-long text."""
     if pos is not None and pos >= size - 1:
-        return f"truncated JSON: the text ends at byte {size:,} before the document is complete"
+        return f"truncated JSON: the text ends at byte {size:,} before the document is complete", TRUNCATED_FIX
     where = f" at byte {pos:,}" if pos is not None else ""
-    return f"invalid JSON{where}: {exc.msg if hasattr(exc, 'msg') else exc}"
+    return f"invalid JSON{where}: {msg}", "re-export the profile or copy it again"
 
 
 def _scrub_surrogates(obj):

@@ -59,6 +59,17 @@ ARG_FIELDS = pl.Schema(
 )
 
 
+#: Every phase (`ph`) of the Chrome trace event format. Only complete events ('X') carry what the
+#: canonical model holds; flows, instants, counters, async, object, sample and metadata events are
+#: skipped silently; 'B'/'E' duration pairs (torch.profiler never writes them) and phases outside
+#: this set, or no `ph` at all, are skipped and counted.
+CHROME_PHASES = ("X", "B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "N", "O", "D", "M", "V", "v", "R",
+                 "c", "(", ")", "S", "T", "F")
+UNKNOWN_PHASE = "events with a missing or unknown 'ph' (phase) ignored"
+BEGIN_END_PHASE = "duration events with ph 'B'/'E' ignored (only complete 'X' events are read)"
+NOT_OBJECTS = "trace entries that are not JSON objects skipped"
+NOT_A_TRACE_FIX = "pass a torch.profiler trace (export_chrome_trace or tensorboard_trace_handler output)"
+
 #: A file at least this large (uncompressed) is decoded by several processes when `jobs` > 1.
 PARALLEL_FILE_BYTES = 256 << 20
 
@@ -177,15 +188,15 @@ def _whole_document(path: Path, warn: Warnings) -> tuple[dict, list]:
             raise TraceError(
                 path,
                 f"JSON is not a Chrome trace: no 'traceEvents' key (top-level keys: {keys})",
-                "pass a torch.profiler trace (export_chrome_trace or tensorboard_trace_handler output)",
+                NOT_A_TRACE_FIX,
             )
         events = doc.pop("traceEvents")
     elif isinstance(doc, list):
         events, doc = doc, {}
     else:
-        raise TraceError(path, f"JSON is a {type(doc).__name__}, not a Chrome trace object or event list")
+        raise TraceError(path, f"JSON is a {type(doc).__name__}, not a Chrome trace object or event list", NOT_A_TRACE_FIX)
     if not isinstance(events, list):
-        raise TraceError(path, "'traceEvents' is not a list of events")
+        raise TraceError(path, "'traceEvents' is not a list of events", NOT_A_TRACE_FIX)
     return doc, events
 
 
@@ -210,7 +221,15 @@ def _joined(parts) -> dict[str, pl.DataFrame]:
 
 
 def _build(path: Path, doc: dict, frames: dict[str, pl.DataFrame], warn: Warnings) -> ParsedRank:
-    """Canonical frames of the rank from the joined chunk frames."""
+    """Canonical frames of the rank from the joined chunk frames; TraceError when the event list
+    held entries but none of them was an event object (`[1, 2, 3]`)."""
+    skipped = warn.count(NOT_OBJECTS)
+    if skipped and not any(frames[name].height for name in ("tasks", "host", "annotations")):
+        raise TraceError(
+            path,
+            f"holds no trace events: the {skipped:,} entries of its event list are not JSON objects",
+            NOT_A_TRACE_FIX,
+        )
     device_tasks = _finish_comm(frames["tasks"], frames["host"], frames["collective_ops"])
     host_events, annotations = frames["host"], frames["annotations"]
     frames.clear()
@@ -246,14 +265,21 @@ def _chunk(events: list, warn: Warnings, rendered: dict) -> dict[str, pl.DataFra
     except (TypeError, ValueError, pl.exceptions.PolarsError):
         # Slow path for broken traces: drop non-objects, read ts/dur as text and convert leniently.
         good = [e for e in events if isinstance(e, dict)]
-        warn.add("trace entries that are not JSON objects skipped", len(events) - len(good))
+        warn.add(NOT_OBJECTS, len(events) - len(good))
         events = good
         lenient = pl.Schema({**EVENT_FIELDS, "ts": pl.String, "dur": pl.String})
         df = pl.DataFrame(events, schema=lenient, strict=False, infer_schema_length=None).with_columns(
             pl.col("ts", "dur").str.strip_chars().cast(pl.Float64, strict=False)
         )
     df = df.with_row_index("_i")
-    x = df.filter(pl.col("ph") == "X")
+    phase = pl.col("ph")
+    unknown, begin_end = df.select(
+        (phase.is_null() | ~phase.is_in(CHROME_PHASES)).sum().alias("unknown"),
+        phase.is_in(["B", "E"]).sum().alias("begin_end"),
+    ).row(0)
+    warn.add(UNKNOWN_PHASE, unknown)
+    warn.add(BEGIN_END_PHASE, begin_end)
+    x = df.filter(phase == "X")
     del df
     # Flows, counters, instants and metadata ('s', 'f', 'C', 'i', 'M') carry nothing the canonical
     # model holds: ranks, devices and correlations come from the X events and the document header.

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import polars as pl
 
+#: Times must fit Int64 nanoseconds: |µs| below this (about the year 2262 as epoch µs). A value at
+#: or beyond it converts to null (the parsers count it as non-numeric) instead of wrapping around.
+MAX_WHOLE_US = (2**63 - 1) // 1000 - 1
+
 
 def us_text_to_ns(expr: pl.Expr) -> pl.Expr:
     """Polars expression: decimal microsecond text -> Int64 ns, exactly; null if not a number.
@@ -25,8 +29,9 @@ def us_text_to_ns(expr: pl.Expr) -> pl.Expr:
     frac4 = (frac + pl.lit("0000")).str.slice(0, 4)
     ns_frac = frac4.str.slice(0, 3).cast(pl.Int64)
     round_up = (frac4.str.slice(3, 1).cast(pl.Int64) >= 5).cast(pl.Int64)
-    valid = s.str.contains(r"^[+-]?(\d+\.?\d*|\.\d+)$")
-    magnitude = int_part.replace("", "0").cast(pl.Int64, strict=False) * 1000 + ns_frac + round_up
+    whole = int_part.replace("", "0").cast(pl.Int64, strict=False)
+    valid = s.str.contains(r"^[+-]?(\d+\.?\d*|\.\d+)$") & (whole < MAX_WHOLE_US)
+    magnitude = whole * 1000 + ns_frac + round_up
     value = pl.when(sign == "-").then(-magnitude).otherwise(magnitude)
     return pl.when(valid).then(value).otherwise(None)
 
@@ -42,4 +47,5 @@ def us_float_to_ns(expr: pl.Expr) -> pl.Expr:
     value = expr.cast(pl.Float64)
     whole = value.floor()
     frac_ns = ((value - whole) * 1000.0).round(0).cast(pl.Int64, strict=False)
-    return whole.cast(pl.Int64, strict=False) * 1000 + frac_ns
+    in_range = value.abs() < float(MAX_WHOLE_US)
+    return pl.when(in_range).then(whole.cast(pl.Int64, strict=False) * 1000 + frac_ns)

@@ -58,9 +58,15 @@ def output_dir(rel: str) -> Path:
     return folder / "ASCEND_PROFILER_OUTPUT" if (folder / "ASCEND_PROFILER_OUTPUT").is_dir() else folder
 
 
-def csv_rows(path: Path) -> list[dict[str, str]]:
+def csv_rows(path: Path, distinct: bool = True) -> list[dict[str, str]]:
+    """The CSV's rows; `distinct`: a row repeated exactly is kept once (the parser drops the copies
+    of a duplicated task, as in msprof-analyze's advisor test data, which repeats one row 4 times)."""
     with open(path, newline="", encoding="utf-8-sig") as fh:
-        return list(csv.DictReader(fh))
+        rows = list(csv.DictReader(fh))
+    if not distinct:
+        return rows
+    seen: set = set()
+    return [r for r in rows if not (tuple(r.items()) in seen or seen.add(tuple(r.items())))]
 
 
 def us_text_to_ns_reference(text: str) -> int:
@@ -88,6 +94,10 @@ def test_device_tasks_one_per_csv_row(rel, rank):
     tasks = parsed(rel).frames["device_tasks"]
     assert tasks.height == len(rows) > 0
     assert tasks["name"].to_list() == [r["Name"].strip() for r in rows]
+    copies = len(csv_rows(output_dir(rel) / "kernel_details.csv", distinct=False)) - len(rows)
+    dropped = [w for w in parsed(rel).warnings if "exact duplicate device tasks" in w]
+    assert dropped == ([f"{TRACES / rel}: {copies:,} exact duplicate device tasks (same name, stream, start and end) "
+                        "dropped"] if copies else [])
 
 
 @needs_traces

@@ -96,8 +96,12 @@ def test_invalid_unicode_is_replaced_and_reported(tmp_path):
         assert len(parsed.warnings) == 1 and "U+FFFD" in parsed.warnings[0]
 
 
-def test_bom_and_nul_characters_load_without_warnings(tmp_path):
-    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + _ONE_KERNEL.replace(b"NAME", b"a\\u0000b"))
+def test_bom_loads_without_warnings_and_nul_characters_are_replaced(tmp_path):
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + _ONE_KERNEL)
     parsed = parse_kineto(tmp_path / "bom.json")
-    assert parsed.frames["device_tasks"]["name"].to_list() == ["a\x00b", "ok"]
+    assert parsed.frames["device_tasks"]["name"].to_list() == ["NAME", "ok"]
     assert parsed.warnings == []
+    (tmp_path / "nul.json").write_bytes(b"\xef\xbb\xbf" + _ONE_KERNEL.replace(b"NAME", b"a\\u0000b"))
+    parsed = parse_kineto(tmp_path / "nul.json")
+    assert parsed.frames["device_tasks"]["name"].to_list() == ["a\ufffdb", "ok"]
+    assert len(parsed.warnings) == 1 and "1 event names with NUL characters" in parsed.warnings[0]

@@ -38,5 +38,9 @@ class Warnings:
         if count:
             self._counts[what] += int(count)
 
+    def count(self, what: str) -> int:
+        """How many of `what` were counted so far."""
+        return self._counts.get(what, 0)
+
     def messages(self) -> list[str]:
         return [f"{self.source}: {n:,} {what}" for what, n in self._counts.items()]

@@ -177,10 +177,22 @@ class Trace:
 
     def collectives(self) -> pl.DataFrame:
         """One row per collective instance and rank, matched across ranks: transfer (min duration
-        over ranks), wait, start skew, bandwidths. See `traceview.analysis.collectives`."""
+        over ranks), wait, start skew, bandwidths. See `traceview.analysis.collectives`. When the ranks'
+        clocks disagree (`collectives.clock_offsets`), start skew is computed on aligned clocks and
+        a line naming the offsets is added to `warnings`."""
         from traceview.analysis import collectives
 
-        return self._cached("collectives", lambda: collectives.match_collectives(self.device_tasks))
+        def compute() -> pl.DataFrame:
+            matched = collectives.match_collectives(self.device_tasks)
+            offsets = collectives.clock_offsets(matched)
+            if offsets is None:
+                return matched
+            note = f"{self.source}: {collectives.clock_warning(offsets)}"
+            if note not in self.warnings:
+                self.warnings.append(note)
+            return collectives.align_start_skew(matched, offsets)
+
+        return self._cached("collectives", compute)
 
     def slow_ranks(self) -> pl.DataFrame:
         """Per rank: waits in collectives and `is_slow` for the rank the others wait for."""

@@ -29,6 +29,15 @@ Limits of the rule:
 - start_skew_us compares start times on different ranks' clocks: exact on one host, as good as the
   hosts' clock synchronisation otherwise. transfer_us and wait_us use durations only and do not
   depend on clocks.
+
+Clocks that disagree (`clock_offsets`). No rank can finish an all-reduce, all-gather,
+reduce-scatter, all-to-all or barrier before every member has started it (each needs the others'
+data). When an instance of one of these starts on some rank more than CLOCK_TOLERANCE_NS after it
+ended on another, the ranks' clocks disagree (ranks profiled on hosts whose clocks were seconds
+apart). Then each rank's clock offset is estimated as the median, over those collectives, of its
+end minus the instance's median end (the ends of a synchronising collective nearly coincide), and
+`align_start_skew` recomputes start_skew_us on the aligned clocks; `Trace.collectives` adds a
+warning naming the offsets. Nothing else changes: the frames keep each rank's own clock.
 """
 
 from __future__ import annotations
@@ -203,7 +212,8 @@ def slow_ranks(matched: pl.DataFrame, include_p2p: bool = False) -> pl.DataFrame
         multi = multi.filter(~pl.col("collective").is_in(POINT_TO_POINT) | pl.col("collective").is_null())
     if multi.is_empty():
         return pl.DataFrame(schema=SLOW_SCHEMA)
-    last = (pl.col("start_ns") == pl.col("start_ns").max().over("collective_id")).cast(pl.Int64)
+    # by start_skew_us rather than start_ns: the same order, on aligned clocks when they disagree
+    last = (pl.col("start_skew_us") == pl.col("start_skew_us").max().over("collective_id")).cast(pl.Int64)
     per_rank = (
         multi.with_columns(last.alias("_last"))
         .group_by("rank")
@@ -271,3 +281,68 @@ def step_skew(step_durations: pl.DataFrame) -> pl.DataFrame:
         .with_columns(pl.when(pl.col("max_us") > 0).then(pl.col("skew_us") / pl.col("max_us")).alias("skew_frac"))
     )
     return out.select(list(SKEW_SCHEMA)).cast(dict(SKEW_SCHEMA)).sort("step")
+
+
+#: Collectives that no member can finish before every member has started (each needs all members'
+#: data); their instances tell whether the ranks' clocks agree.
+SYNCHRONISING = ("allreduce", "allgather", "reduce_scatter", "alltoall", "barrier")
+#: How far an instance may start on one rank after it ended on another before the clocks are
+#: taken to disagree (hosts synchronised by NTP/PTP agree to well under this).
+CLOCK_TOLERANCE_NS = 1_000_000
+
+OFFSET_SCHEMA = pl.Schema({"rank": pl.Int64, "offset_ns": pl.Int64, "instances": pl.Int64})
+
+
+def clock_offsets(matched: pl.DataFrame) -> pl.DataFrame | None:
+    """Per rank, its clock's estimated offset (ns, relative to the lowest rank) when the ranks'
+    clocks disagree (see the module docstring), else None.
+
+    Input: `match_collectives` output. Columns: rank, offset_ns (add to the lowest rank's clock to
+    get this rank's), instances (synchronising instances the estimate used). None when no
+    synchronising instance spans >= 2 ranks or none is impossible on the recorded clocks.
+    """
+    sync = matched.filter((pl.col("n_ranks") >= 2) & pl.col("collective").is_in(SYNCHRONISING))
+    if sync.is_empty():
+        return None
+    spans = sync.group_by("collective_id").agg(
+        (pl.col("start_ns").max() - pl.col("end_ns").min()).alias("_late_ns")
+    )
+    if spans["_late_ns"].max() <= CLOCK_TOLERANCE_NS:
+        return None
+    per_rank = (
+        sync.with_columns((pl.col("end_ns") - pl.col("end_ns").median().over("collective_id")).alias("_d"))
+        .group_by("rank")
+        .agg(pl.col("_d").median().alias("_offset"), pl.len().cast(pl.Int64).alias("instances"))
+        .sort("rank")
+    )
+    base = per_rank["_offset"][0]
+    return per_rank.select(
+        "rank", (pl.col("_offset") - base).round(0).cast(pl.Int64).alias("offset_ns"), "instances"
+    ).cast(dict(OFFSET_SCHEMA))
+
+
+def align_start_skew(matched: pl.DataFrame, offsets: pl.DataFrame) -> pl.DataFrame:
+    """`matched` with start_skew_us recomputed on clocks aligned by `offsets` (`clock_offsets`);
+    ranks without an offset keep theirs (0)."""
+    aligned = pl.col("start_ns") - pl.col("offset_ns").fill_null(0)
+    return (
+        matched.join(offsets.select("rank", "offset_ns"), on="rank", how="left")
+        .with_columns(((aligned - aligned.min().over("collective_id")) / 1000).alias("start_skew_us"))
+        .select(matched.columns)
+    )
+
+
+def clock_warning(offsets: pl.DataFrame) -> str:
+    """One line for the trace's warnings: which ranks' clocks are off, and by how much."""
+    far = offsets.filter(pl.col("offset_ns").abs() > CLOCK_TOLERANCE_NS)
+    base = offsets["rank"][0]
+    shown = ", ".join(f"rank {r} {o / 1e9:+,.3f} s" for r, o in zip(far["rank"], far["offset_ns"]))
+    more = f" and {far.height - 8} more" if far.height > 8 else ""
+    if far.height > 8:
+        shown = ", ".join(shown.split(", ")[:8])
+    return (
+        f"ranks' clocks disagree (a collective starts on one rank after it ended on another); clock offsets "
+        f"from rank {base}'s, estimated from the ends of synchronising collectives: {shown}{more}. Start skew "
+        f"and last arrivals are computed on clocks aligned by these offsets; durations, waits and every "
+        f"per-rank number use each rank's own clock and are unaffected; the timeline shows each rank on its own clock"
+    )

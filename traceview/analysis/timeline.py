@@ -61,16 +61,26 @@ def sort_tasks(tasks: pl.DataFrame) -> pl.DataFrame:
 def _merge(g: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Disjoint union of intervals [s, e) (e > s, Int64 ns) per integer group g >= 0.
 
-    One sort and one cumulative max over the whole array: times are shifted by g · (span + 1)
-    so that groups occupy disjoint, increasing ranges and a run can never cross a group boundary.
+    One sort and one cumulative max over the whole array: each group's times are shifted so that
+    groups occupy disjoint, increasing ranges (group k starts where group k-1's span ends) and a
+    run can never cross a group boundary. Each group is shifted by its own first start, so ranks on
+    unrelated clocks (a GPU trace's relative µs beside an Ascend rank's epoch ns) fit.
     Returns (g, s, e) of the merged intervals, sorted by group then start."""
     if len(s) == 0:
         return g[:0], s[:0], e[:0]
-    base = int(s.min())
-    span = int(e.max()) - base + 1
-    if (int(g.max()) + 1) * span >= 2**62:
+    gi = g.astype(np.int64)
+    n_groups = int(gi.max()) + 1
+    lo = np.full(n_groups, np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(n_groups, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(lo, gi, s)
+    np.maximum.at(hi, gi, e)
+    present = lo <= hi
+    lo = np.where(present, lo, 0)
+    width = np.where(present, hi - lo + 1, 0)
+    if float(width.astype(np.float64).sum()) >= 2.0**62:
         raise OverflowError("timeline window too long for this many lanes/classes")
-    off = g.astype(np.int64) * span - base
+    shift = np.concatenate(([0], np.cumsum(width)[:-1])) - lo  # group k: t -> t - lo_k + (spans before k)
+    off = shift[gi]
     ks, ke = s + off, e + off
     if len(s) > 1 and bool((s[1:] >= s[:-1]).all()):
         # already sorted by start (tasks cut from a start-sorted frame): a stable sort by group
@@ -86,7 +96,7 @@ def _merge(g: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.
     first = np.flatnonzero(new)
     last = np.append(first[1:] - 1, len(ks) - 1)
     mg = g[order][first]
-    moff = mg.astype(np.int64) * span - base
+    moff = shift[mg.astype(np.int64)]
     return mg, ks[first] - moff, reach[last] - moff
 
 

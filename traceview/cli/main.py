@@ -167,6 +167,17 @@ CLASSES_OPTION = click.option(
 )
 
 
+def _warn_on_stderr(warnings: list[str], failures: list[str], fmt: str) -> None:
+    """Warnings and failed ranks on stderr, one line each, when stdout is data (json, html) and so
+    does not show them to a person (the text output lists them itself)."""
+    if fmt == "text":
+        return
+    for line in warnings:
+        click.echo(f"traceview: warning: {line}", err=True)
+    for line in failures:
+        click.echo(f"traceview: error: {line}", err=True)
+
+
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
@@ -178,11 +189,8 @@ def info(path: Path, fmt: str, quiet: bool, jobs, no_cache: bool, cache_dir) -> 
 
     trace = load_trace(path, quiet, jobs, no_cache, cache_dir, analyse=False)
     click.echo(render_info(trace, fmt))
-    for line in trace.warnings if fmt == "json" else []:
-        click.echo(f"traceview: warning: {line}", err=True)
+    _warn_on_stderr(trace.warnings, trace.failures, fmt)
     if trace.failures:
-        for line in trace.failures:
-            click.echo(f"traceview: error: {line}", err=True)
         sys.exit(1)
 
 
@@ -212,6 +220,7 @@ def summary(path: Path, fmt: str, step, classes, top: int, tokens_per_step, seq_
     doc = build_summary(trace, step=step, classes=str(classes) if classes else None, top=top, throughput=throughput,
                         findings_rules=rules, micro_batches=micro_batches)
     click.echo(render_summary(doc, fmt))
+    _warn_on_stderr(doc["warnings"], doc["failures"], fmt)
     if trace.failures:
         sys.exit(1)
 
@@ -240,6 +249,7 @@ def diff(base: Path, new: Path, fmt: str, top: int, step, whole_trace: bool, cla
     runs = [load_trace(p, quiet, jobs, no_cache, cache_dir) for p in (base, new)]
     result = compare(*runs, step=step, classes=str(classes) if classes else None, whole_trace=whole_trace)
     click.echo(render_diff(result, fmt, top))
+    _warn_on_stderr(result.warnings, result.failures, fmt)
     if result.failures:
         sys.exit(1)
 
@@ -360,10 +370,10 @@ def serve(path: Path, host: str, port: int, open_browser: bool, tokens_per_step,
                                  devices, peak_tflops)
     rules = check_findings_rules(findings_rules)
     trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
-    for line in [*trace.warnings, *trace.failures]:
-        click.echo(f"traceview: warning: {line}", err=True)
     app = create_app(trace, build_summary(trace, details=False, throughput=throughput, findings_rules=rules,
                                           micro_batches=micro_batches))
+    for line in [*trace.warnings, *trace.failures]:  # after the summary, which may add a warning
+        click.echo(f"traceview: warning: {line}", err=True)
     try:
         port = pick_port(host, port)
     except OSError as exc:
