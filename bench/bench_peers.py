@@ -1,0 +1,589 @@
+"""Benchmark: traceview against HolisticTraceAnalysis (HTA) and orjson.loads, on large multi-rank inputs.
+
+    python bench/bench_peers.py [--only NAME ...] [--skip-hta] [--repeat 1] [--out bench/out/peers]
+                                [--hta-python PATH] [--hta-timeout 1200] [--hta-max-rss 20]
+
+Inputs (built once into --out, reused while their files exist) all come from one real trace,
+../shared/traces/hta/tests/data/nccl_parser_config/nccl_data.json.gz (A100 + NCCL, rank 0 of 2, 40k
+events, 3 profiler steps). A rank file repeats the trace's events (cut to whole profiler steps when a
+rank is smaller than one copy) shifted in time; each copy offsets correlation ids, "External id"s and
+flow ids (ph s/f "id") by 1,000,000 and renumbers ProfilerStep#N, so copies never alias, and the
+metadata events (process/thread names, the profiler span, instants) are written once. Rank r of N gets
+distributedInfo.rank = r, world_size = N (and a process group of N ranks on its collectives), is shifted
+by r x 25 us and stretches a quarter of its compute kernels by (r mod 4) x 1.5 % (never past the next
+kernel on the stream), so the ranks differ. Files keep torch.profiler's layout: header keys
+(schemaVersion, deviceProperties, distributedInfo, ...), "traceEvents" with one event per line, then
+the trailing keys; written streaming, copy by copy, as `<input>/rank{r}.pt.trace.json`.
+- a100_8x40mb: 8 ranks x 40 MB;    a100_1gb: 1 rank of 1.0 GB (a folder holding that one file);
+- ranks_64: 64 ranks x 5 MB (2 of the 3 profiler steps); ranks_8/16/32: its first 8/16/32 ranks
+  (symlinks), for the scaling table. `--only scaling` selects these four.
+
+Each measurement runs in a fresh process (bench/peers_child.py), so imports, caches and memory are
+isolated, and the inputs are read from the page cache (the build or an earlier run left them there):
+- orjson: read each rank file + orjson.loads, one after the other, default GC (the floor for any
+  Python parser; frees each file's objects before the next);
+- tv cold: `tv.load(folder, cache_dir=<fresh dir>)` + `build_summary(trace)` (parse in traceview's spawn
+  pool of workers, write the Parquet cache, everything `traceview summary` computes);
+- tv cached: the same in a new process with the same cache dir (the second open);
+- HTA: `TraceAnalysis(trace_dir=folder)` (parse, HTA's default settings: stdlib json, a fork pool) +
+  `get_comm_comp_overlap(visualize=False)` + `get_temporal_breakdown(visualize=False)`, in HTA's own
+  interpreter (--hta-python; default bench/out/hta-venv, created with `pip install HolisticTraceAnalysis`).
+Wall s is the whole process, start to exit (interpreter start and imports included; the JSON has the
+in-process import/load/analysis split). MB is the peak RSS of the process tree: the parent polls /proc
+every 20 ms, finds the child's descendants (/proc/<pid>/task/*/children, else the ppid in /proc/*/stat)
+and sums their VmRSS (pages shared between forked processes count once per process, so a fork pool reads
+a little high; a peak shorter than 20 ms can be missed). results.json also has the child's ru_maxrss
+from wait4 (the largest single process among the child and its waited workers, kernel-exact). Every run
+is held to --hta-timeout seconds and --hta-max-rss GB of tree RSS (killed beyond; HTA is the one expected
+to reach them) and then shows "timeout" or "OOM" (out of memory: > the cap) instead of a number.
+--repeat N takes the median of N runs.
+
+Reading the table: cold/orjson is traceview's cold wall over orjson's (parse + analysis against bare
+decoding of the same bytes, both in fresh processes); speed-up is HTA wall / tv cold wall and mem
+HTA/tv is HTA's peak tree RSS over traceview's cold one (both: how many times more HTA needs). In the
+scaling table, per-rank seconds roughly constant means linear scaling in the number of ranks.
+results.json accumulates: each (input, tool) keeps its latest measurement, so runs with --only add up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import functools
+import gzip
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "traces"
+SOURCE = SHARED / "hta/tests/data/nccl_parser_config/nccl_data.json.gz"
+CHILD = Path(__file__).resolve().with_name("peers_child.py")
+DEFAULT_OUT = ROOT / "bench" / "out" / "peers"
+DEFAULT_HTA_VENV = ROOT / "bench" / "out" / "hta-venv"
+
+
+@dataclass(frozen=True)
+class Spec:
+    ranks: int
+    rank_bytes: float
+    of: str | None = None  # the first `ranks` ranks of this input, as symlinks
+
+
+INPUTS = {
+    "a100_8x40mb": Spec(8, 40e6),
+    "a100_1gb": Spec(1, 1.0e9),
+    "ranks_64": Spec(64, 5e6),
+    "ranks_8": Spec(8, 5e6, of="ranks_64"),
+    "ranks_16": Spec(16, 5e6, of="ranks_64"),
+    "ranks_32": Spec(32, 5e6, of="ranks_64"),
+}
+SCALING = ["ranks_8", "ranks_16", "ranks_32", "ranks_64"]
+ORDER = ["a100_8x40mb", "a100_1gb", *SCALING]
+TOOLS = ["orjson", "tv cold", "tv cached", "HTA"]
+
+DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
+ID_ARGS = ("correlation", "External id", "external id")
+ID_STRIDE = 1_000_000
+GAP_US = 1000.0
+RANK_SHIFT_US = 25.0
+STRETCH_PER_RANK = 0.015
+STEP_NAME = re.compile(r"ProfilerStep#(\d+)")
+POLL_S = 0.02
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def progress(msg: str) -> None:
+    print(f"[bench_peers {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------- inputs
+
+
+@dataclass
+class Unit:
+    """What every copy of a rank file repeats: the source trace's events, cut to whole profiler steps."""
+
+    header: dict  # the keys before "traceEvents"
+    trailer: dict  # the keys after it
+    body: list[dict]  # repeated, shifted, ids offset
+    tail: list[dict]  # written once, after the copies: metadata, the profiler span, instants
+    steps: int  # profiler steps per copy
+    period: float  # us between copies
+    step_of: dict[int, int] = field(default_factory=dict)  # body index -> ProfilerStep number
+    room: dict[int, float] = field(default_factory=dict)  # body index of a compute kernel -> free us after it
+    pick: dict[int, int] = field(default_factory=dict)  # body index of a compute kernel -> its ordinal mod 4
+
+
+@functools.cache
+def source_doc() -> dict:
+    return orjson.loads(gzip.decompress(SOURCE.read_bytes()))
+
+
+def is_once(e: dict) -> bool:
+    return e.get("ph") in ("M", "i") or e.get("cat") == "Trace"
+
+
+def first_steps(body: list[dict], steps: int) -> list[dict]:
+    """The events of the first `steps` profiler steps (and before): GPU work and flows go with their launch."""
+    starts = sorted(e["ts"] for e in body if e.get("cat") == "user_annotation" and STEP_NAME.fullmatch(e["name"]))
+    if steps >= len(starts):
+        return body
+    cut = starts[steps]
+    launch = {e["args"]["correlation"]: e["ts"] for e in body if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+
+    def anchor(e: dict) -> float:
+        corr = e["id"] if e.get("cat") == "ac2g" else e.get("args", {}).get("correlation") if e.get("cat") in DEVICE_CATS else None
+        return launch.get(corr, e["ts"])
+
+    keep = [e.get("cat") != "gpu_user_annotation" and anchor(e) < cut for e in body]
+    device_end = max(e["ts"] + e["dur"] for e, k in zip(body, keep) if k and e.get("cat") in DEVICE_CATS)
+    # GPU-side annotations have no launch to follow: keep those that start while the kept GPU work runs.
+    return [e for e, k in zip(body, keep) if k or e.get("cat") == "gpu_user_annotation" and e["ts"] < device_end]
+
+
+def stretch_room(body: list[dict]) -> dict[int, float]:
+    """For each compute kernel (not NCCL): the idle time after it on its stream, up to the next device op."""
+    by_stream: dict[tuple, list[int]] = {}
+    for i, e in enumerate(body):
+        if e.get("cat") in DEVICE_CATS:
+            by_stream.setdefault((e["pid"], e["tid"]), []).append(i)
+    room = {}
+    for idx in by_stream.values():
+        idx.sort(key=lambda i: body[i]["ts"])
+        for i, j in zip(idx, idx[1:] + [None]):
+            e = body[i]
+            if e["cat"] == "kernel" and not e["name"].startswith("nccl"):
+                nxt = body[j]["ts"] if j is not None else e["ts"] + e["dur"] + GAP_US / 2
+                room[i] = max(0.0, nxt - e["ts"] - e["dur"])
+    return room
+
+
+def make_unit(steps: int | None = None) -> Unit:
+    doc = source_doc()
+    keys = list(doc)
+    split = keys.index("traceEvents")
+    events = doc["traceEvents"]
+    body = [e for e in events if not is_once(e)]
+    all_steps = sum(1 for e in body if e.get("cat") == "user_annotation" and STEP_NAME.fullmatch(e.get("name", "")))
+    steps = min(steps or all_steps, all_steps)
+    body = first_steps(body, steps)
+    span = max(e["ts"] + e.get("dur", 0.0) for e in body) - min(e["ts"] for e in body)
+    room = stretch_room(body)
+    step_of = {i: int(m.group(1)) for i, e in enumerate(body) if e.get("cat") == "user_annotation" and (m := STEP_NAME.fullmatch(e["name"]))}
+    return Unit(
+        header={k: doc[k] for k in keys[:split]}, trailer={k: doc[k] for k in keys[split + 1:]},
+        body=body, tail=[e for e in events if is_once(e)], steps=steps, period=span + GAP_US,
+        step_of=step_of, room=room, pick={i: n % 4 for n, i in enumerate(sorted(room))},
+    )
+
+
+def copy_events(unit: Unit, k: int, rank: int, world: int):
+    """Copy `k` of the unit's events for rank `rank` of `world` (fresh dicts; the unit is not modified)."""
+    dt = k * unit.period + rank * RANK_SHIFT_US
+    ids = k * ID_STRIDE
+    stretch = STRETCH_PER_RANK * (rank % 4)
+    group = str(list(range(world)))
+    for i, src in enumerate(unit.body):
+        e = dict(src)
+        e["ts"] = round(e["ts"] + dt, 3)
+        if "id" in e:
+            e["id"] += ids
+        if "args" in e:
+            args = e["args"] = dict(e["args"])
+            for key in ID_ARGS:
+                if key in args:
+                    args[key] += ids
+            if args.get("Process Group Ranks") == "[0, 1]":
+                args["Process Group Ranks"], args["Group size"] = group, world
+        if stretch and i in unit.room and (unit.pick[i] + rank) % 4 == 0:
+            e["dur"] = round(e["dur"] + min(e["dur"] * stretch, unit.room[i]), 3)
+        if i in unit.step_of:
+            e["name"] = f"ProfilerStep#{unit.step_of[i] + k * unit.steps}"
+        yield e
+
+
+def tail_events(unit: Unit, copies: int, rank: int):
+    """The once-only events, the profiler span and the window end stretched over all copies."""
+    extra = (copies - 1) * unit.period
+    for src in unit.tail:
+        e = dict(src, ts=round(src["ts"] + rank * RANK_SHIFT_US, 3))
+        if e.get("cat") == "Trace":
+            e["dur"] = round(e["dur"] + extra, 3)
+        if e.get("name") == "Record Window End":
+            e["ts"] = round(e["ts"] + extra, 3)
+        yield e
+
+
+def header_bytes(unit: Unit, rank: int, world: int) -> bytes:
+    """Kineto's header, one key a line, `"key": value` with json.dumps spacing (HTA greps `"rank":\\s+N`)."""
+    header = copy.deepcopy(unit.header)
+    info = header.setdefault("distributedInfo", {})
+    info.update(rank=rank, world_size=world)
+    for pg in info.get("pg_config", []):
+        pg.update(pg_size=world, ranks=list(range(world)))
+    lines = [f"  {json.dumps(k)}: {json.dumps(v)},\n" for k, v in header.items()]
+    return ("{\n" + "".join(lines) + '  "traceEvents": [\n').encode()
+
+
+def trailer_bytes(unit: Unit) -> bytes:
+    lines = [f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in unit.trailer.items()]
+    return ("\n  ]" + "".join(",\n" + line for line in lines) + "\n}\n").encode()
+
+
+def events_bytes(events) -> bytes:
+    return b",\n".join(orjson.dumps(e) for e in events)
+
+
+def write_rank(path: Path, unit: Unit, rank: int, world: int, copies: int) -> None:
+    """Write one rank file streaming (one copy in memory at a time); rename into place when complete."""
+    part = path.with_name(path.name + ".part")
+    with open(part, "wb") as f:
+        f.write(header_bytes(unit, rank, world))
+        for k in range(copies):
+            f.write(events_bytes(copy_events(unit, k, rank, world)) + b",\n")
+        f.write(events_bytes(tail_events(unit, copies, rank)))
+        f.write(trailer_bytes(unit))
+    part.rename(path)
+
+
+def plan(rank_bytes: float) -> tuple[Unit, int]:
+    """The unit (whole profiler steps) and number of copies that make a rank file of about `rank_bytes`."""
+    units = [make_unit(s) for s in range(1, make_unit().steps + 1)]
+    sizes = [len(events_bytes(copy_events(u, 0, 0, 1))) for u in units]
+    if rank_bytes < sizes[-1]:
+        best = min(range(len(units)), key=lambda i: abs(sizes[i] - rank_bytes))
+        return units[best], 1
+    unit = units[-1]
+    guess = max(1, round(rank_bytes / sizes[-1]))
+    # Ids grow by a few digits over the copies: size a copy from the middle of the file.
+    mid = len(events_bytes(copy_events(unit, guess // 2, 0, 1))) + 2
+    return unit, max(1, round(rank_bytes / mid))
+
+
+def rank_file(r: int) -> str:
+    return f"rank{r}.pt.trace.json"
+
+
+def build_input(name: str, out: Path) -> Path:
+    spec = INPUTS[name]
+    folder = out / name
+    folder.mkdir(parents=True, exist_ok=True)
+    if spec.of:
+        base = build_input(spec.of, out)
+        for r in range(spec.ranks):
+            link = folder / rank_file(r)
+            if not link.is_symlink():
+                link.symlink_to(os.path.relpath(base / rank_file(r), folder))
+        return folder
+    todo = [r for r in range(spec.ranks) if not (folder / rank_file(r)).exists()]
+    if todo:
+        unit, copies = plan(spec.rank_bytes)
+        progress(f"building {name}: {len(todo)} rank file(s), {copies} copies of {unit.steps} step(s) each")
+        for r in todo:
+            write_rank(folder / rank_file(r), unit, r, spec.ranks, copies)
+        progress(f"built {name}: {folder_bytes(folder) / 1e6:,.0f} MB")
+    return folder
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.glob("*.json"))
+
+
+# ---------------------------------------------------------------------------------------- measurement
+
+
+def process_tree(root: int) -> list[int]:
+    """`root` and all its descendants: from /proc/<pid>/task/*/children where the kernel has it, else
+    from one scan of the parent pids in /proc/*/stat."""
+    if Path(f"/proc/{root}/task/{root}/children").exists():
+        def kids(pid: int) -> list[int]:
+            return [int(c) for f in Path(f"/proc/{pid}/task").glob("*/children") for c in _read(f).split()]
+    else:
+        by_parent: dict[int, list[int]] = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            text = _read(stat)  # "pid (comm) state ppid ...", comm may hold spaces and parentheses
+            if text:
+                by_parent.setdefault(int(text[text.rfind(")") + 2:].split()[1]), []).append(int(stat.parent.name))
+        kids = by_parent.get  # type: ignore[assignment]
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(kids(pid) or [])
+    return tree
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:  # the process ended meanwhile
+        return ""
+
+
+def tree_rss(root: int) -> int:
+    """Sum of the resident set sizes (bytes, /proc/<pid>/statm) of `root` and all its descendants."""
+    total = 0
+    for pid in process_tree(root):
+        statm = _read(Path(f"/proc/{pid}/statm")).split()
+        total += int(statm[1]) * PAGE if len(statm) > 1 else 0
+    return total
+
+
+def run_child(cmd: list[str], log: Path, timeout: float, max_rss: float) -> dict:
+    """Run `cmd` in a new session, polling its tree RSS; kill the session past `timeout` s or `max_rss` bytes."""
+    with open(log, "wb") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+        peak, killed = 0, None
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            peak = max(peak, tree_rss(proc.pid))
+            if killed is None and (peak > max_rss or time.perf_counter() - t0 > timeout):
+                killed = "OOM" if peak > max_rss else "timeout"
+                os.killpg(proc.pid, signal.SIGKILL)
+            time.sleep(POLL_S)
+        wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # workers left behind by a killed or crashed child
+    except ProcessLookupError:
+        pass
+    status_text = killed or ("ok" if proc.returncode == 0 else f"error (exit {proc.returncode})")
+    return {
+        "status": status_text, "wall_s": round(wall, 3), "peak_tree_rss_mb": round(peak / 1e6, 1),
+        "ru_maxrss_mb": round(usage.ru_maxrss * 1024 / 1e6, 1), "log": str(log),
+    }
+
+
+def measure(tool: str, folder: Path, name: str, rep: int, cache: Path, args) -> dict:
+    kind = {"orjson": "orjson", "tv cold": "traceview", "tv cached": "traceview", "HTA": "hta"}[tool]
+    python = args.hta_python if kind == "hta" else sys.executable
+    logs = args.out / "logs"
+    logs.mkdir(exist_ok=True)
+    stem = f"{name}.{tool.replace(' ', '_')}.{rep}"
+    result_file = logs / f"{stem}.json"
+    result_file.unlink(missing_ok=True)
+    cmd = [str(python), str(CHILD), kind, str(folder), str(result_file)] + ([str(cache)] if kind == "traceview" else [])
+    run = run_child(cmd, logs / f"{stem}.log", args.hta_timeout, args.hta_max_rss * 1e9)
+    if run["status"] == "ok":
+        run["child"] = json.loads(result_file.read_text())
+    else:
+        run["log_tail"] = (logs / f"{stem}.log").read_text(errors="replace")[-2000:]
+    cell = f"{run['wall_s']:.2f} s, {run['peak_tree_rss_mb']:,.0f} MB" if run["status"] == "ok" else run["status"]
+    progress(f"{name} {tool} run {rep + 1}/{args.repeat}: {cell}")
+    return run
+
+
+def summarise(runs: list[dict], cap_gb: float) -> dict:
+    """Median wall and memory over the runs; a failure anywhere gives its status instead of numbers."""
+    failed = [r for r in runs if r["status"] != "ok"]
+    out = {"measured": date.today().isoformat(), "runs": runs}
+    if failed:
+        first = failed[0]
+        status = {"OOM": f"out of memory (> {cap_gb:g} GB)"}.get(first["status"], first["status"])
+        return dict(out, status=status, note=f"{first['status']} after {first['wall_s']:.0f} s, peak {first['peak_tree_rss_mb']:,.0f} MB; log {first['log']}")
+    return dict(
+        out, status="ok",
+        **{k: statistics.median(r[k] for r in runs) for k in ("wall_s", "peak_tree_rss_mb", "ru_maxrss_mb")},
+    )
+
+
+def measure_input(name: str, folder: Path, args) -> dict:
+    tools = [t for t in TOOLS if not (t == "HTA" and args.skip_hta)]
+    runs: dict[str, list] = {t: [] for t in tools}
+    for rep in range(args.repeat):
+        runs["orjson"].append(measure("orjson", folder, name, rep, args.out, args))
+        cache = Path(tempfile.mkdtemp(prefix="tv-cache-", dir=args.out))
+        try:
+            for tool in ("tv cold", "tv cached"):
+                runs[tool].append(measure(tool, folder, name, rep, cache, args))
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+        if "HTA" in runs:
+            runs["HTA"].append(measure("HTA", folder, name, rep, args.out, args))
+    return {tool: summarise(r, args.hta_max_rss) for tool, r in runs.items()}
+
+
+# ----------------------------------------------------------------------------------------------- report
+
+
+def cell(t: dict | None, key: str, fmt: str) -> str:
+    if not t:
+        return "-"
+    if t["status"] != "ok":
+        return {"timeout": "timeout"}.get(t["status"], "OOM" if t["status"].startswith("out of memory") else "error")
+    return format(t[key], fmt)
+
+
+def ratio(a: dict | None, b: dict | None, key: str) -> str:
+    """a[key] / b[key] when both runs succeeded."""
+    if not a or not b or a["status"] != "ok" or b["status"] != "ok":
+        return "-"
+    return f"{a[key] / b[key]:.2f}x"
+
+
+def inputs_table(results: dict) -> list[str]:
+    head = (
+        f"{'input':<12} {'MB':>6} {'ranks':>5} {'events':>10} | {'orjson s':>8} {'MB':>6} | {'cold s':>7} {'MB':>6} | "
+        f"{'cached s':>8} {'MB':>5} | {'HTA s':>7} {'MB':>6} | {'cold/orjson':>11} {'speed-up':>8} {'mem HTA/tv':>10}"
+    )
+    lines = [head]
+    for name in ORDER:
+        if name not in results:
+            continue
+        r = results[name]
+        t = r["tools"]
+        o, c, k, h = (t.get(x) for x in TOOLS)
+        lines.append(
+            f"{name:<12} {r['mb']:>6,.0f} {r['ranks']:>5} {r.get('events') or 0:>10,} | "
+            f"{cell(o, 'wall_s', '.2f'):>8} {cell(o, 'peak_tree_rss_mb', ',.0f'):>6} | "
+            f"{cell(c, 'wall_s', '.2f'):>7} {cell(c, 'peak_tree_rss_mb', ',.0f'):>6} | "
+            f"{cell(k, 'wall_s', '.2f'):>8} {cell(k, 'peak_tree_rss_mb', ',.0f'):>5} | "
+            f"{cell(h, 'wall_s', '.1f'):>7} {cell(h, 'peak_tree_rss_mb', ',.0f'):>6} | "
+            f"{ratio(c, o, 'wall_s'):>11} {ratio(h, c, 'wall_s'):>8} {ratio(h, c, 'peak_tree_rss_mb'):>10}"
+        )
+    return lines
+
+
+def scaling_table(results: dict) -> list[str]:
+    rows = [n for n in SCALING if n in results]
+    if not rows:
+        return []
+    lines = [f"{'ranks':>5} {'MB':>6} | {'cold s':>7} {'cached s':>8} | {'cold s/rank':>11} {'cached s/rank':>13} | {'HTA s':>7} {'HTA s/rank':>10}"]
+    for name in rows:
+        r = results[name]
+        n = r["ranks"]
+        c, k, h = (r["tools"].get(x) for x in ("tv cold", "tv cached", "HTA"))
+
+        def per_rank(t: dict | None, digits: int) -> str:
+            return f"{t['wall_s'] / n:.{digits}f}" if t and t["status"] == "ok" else cell(t, "wall_s", "")
+
+        lines.append(
+            f"{n:>5} {r['mb']:>6,.0f} | {cell(c, 'wall_s', '.2f'):>7} {cell(k, 'wall_s', '.2f'):>8} | "
+            f"{per_rank(c, 3):>11} {per_rank(k, 4):>13} | {cell(h, 'wall_s', '.1f'):>7} {per_rank(h, 2):>10}"
+        )
+    return lines
+
+
+def notes(results: dict) -> list[str]:
+    """A line per failed run, and per run that loaded another number of ranks than the input has."""
+    out = []
+    for name in ORDER:
+        entry = results.get(name, {})
+        for tool, t in entry.get("tools", {}).items():
+            if t["status"] != "ok":
+                out.append(f"{name} {tool}: {t['status']}: {t['note']}")
+                continue
+            seen = {r["child"].get("ranks") for r in t["runs"]} - {None}
+            if seen and seen != {entry["ranks"]}:
+                out.append(f"{name} {tool}: loaded {', '.join(map(str, sorted(seen)))} of {entry['ranks']} ranks")
+    return out
+
+
+# --------------------------------------------------------------------------------------------- driver
+
+
+def hta_interpreter(args) -> Path:
+    """--hta-python, else bench/out/hta-venv (created with `pip install HolisticTraceAnalysis` if missing)."""
+    if args.hta_python:
+        return Path(args.hta_python)
+    python = DEFAULT_HTA_VENV / "bin" / "python"
+    if not python.exists():
+        progress(f"creating {DEFAULT_HTA_VENV} and installing HolisticTraceAnalysis (once)")
+        subprocess.run(["python3", "-m", "venv", str(DEFAULT_HTA_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "HolisticTraceAnalysis"], check=True)
+    return python
+
+
+def versions(args) -> dict:
+    import polars
+
+    git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    info = {
+        "date": date.today().isoformat(), "python": platform.python_version(), "orjson": orjson.__version__,
+        "polars": polars.__version__, "traceview_commit": git, "cpus": os.cpu_count(),
+        "memory_gb": round(os.sysconf("SC_PHYS_PAGES") * PAGE / 1e9, 1),
+    }
+    if not args.skip_hta:
+        probe = "import importlib.metadata as m, platform; print(m.version('HolisticTraceAnalysis'), m.version('pandas'), platform.python_version())"
+        hta, pandas, py = subprocess.run([str(args.hta_python), "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+        info.update(hta=hta, hta_pandas=pandas, hta_python=py)
+    return info
+
+
+def selected(only: list[str] | None) -> list[str]:
+    names = set()
+    for n in only or ORDER:
+        if n == "scaling":
+            names.update(SCALING)
+        elif n in INPUTS:
+            names.add(n)
+        else:
+            sys.exit(f"bench_peers: unknown input {n!r} (choose from {', '.join(ORDER)}, scaling)")
+    return [n for n in ORDER if n in names]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", action="append", metavar="NAME", help=f"an input ({', '.join(ORDER)}) or 'scaling'; repeatable")
+    ap.add_argument("--skip-hta", action="store_true", help="do not run HTA")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per tool and input; the median is reported")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="inputs, logs and results.json")
+    ap.add_argument("--hta-python", help=f"the interpreter with HTA installed (default: {DEFAULT_HTA_VENV}, created if missing)")
+    ap.add_argument("--hta-timeout", type=float, default=1200, help="seconds before a run is killed (every run)")
+    ap.add_argument("--hta-max-rss", type=float, default=20, help="GB of tree RSS before a run is killed (every run)")
+    args = ap.parse_args()
+    if not SOURCE.is_file():
+        sys.exit(f"bench_peers: the real-trace corpus is not at {SHARED}")
+    names = selected(args.only)
+    args.out = args.out.resolve()
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not args.skip_hta:
+        args.hta_python = hta_interpreter(args)
+    results_path = args.out / "results.json"
+    results = json.loads(results_path.read_text()) if results_path.exists() else {}
+    results["method"] = __doc__.split("Each measurement", 1)[1].split("Reading the table", 1)[0].strip()
+    results["machine"] = dict(results.get("machine", {}), **versions(args))
+    inputs = results.setdefault("inputs", {})
+    folders = {name: build_input(name, args.out) for name in names}
+    for name in names:
+        folder = folders[name]
+        progress(f"measuring {name} ({folder_bytes(folder) / 1e6:,.0f} MB, {INPUTS[name].ranks} ranks)")
+        entry = inputs.setdefault(name, {"tools": {}})
+        entry.update(mb=folder_bytes(folder) / 1e6, ranks=INPUTS[name].ranks)
+        entry["tools"].update(measure_input(name, folder, args))
+        orjson_child = entry["tools"]["orjson"]["runs"][-1].get("child", {})
+        entry["events"] = orjson_child.get("events", entry.get("events"))
+        results_path.write_text(json.dumps(results, indent=1))
+    m = results["machine"]
+    print(f"traceview vs HTA vs orjson; {m['cpus']} CPUs, {m['memory_gb']} GB, Python {m['python']}, polars {m['polars']}, "
+          f"orjson {m['orjson']}" + (f", HTA {m['hta']} (pandas {m['hta_pandas']})" if "hta" in m else "") + f"; median of {args.repeat}")
+    print("wall s: whole fresh process incl. imports; MB: peak RSS summed over the process tree (child + workers), /proc polled every 20 ms")
+    print("\n".join(inputs_table(inputs)))
+    scaling = scaling_table(inputs)
+    if scaling:
+        print("\nscaling (ranks_N: the first N ranks of ranks_64, 5 MB each)")
+        print("\n".join(scaling))
+    for line in notes(inputs):
+        print(line)
+    print(f"measured now: {', '.join(names)}; results: {results_path}")
+
+
+if __name__ == "__main__":
+    main()
