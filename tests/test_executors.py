@@ -92,6 +92,23 @@ def test_default_load_does_not_import_ray():
     assert out.stdout.strip() == "False", out.stderr
 
 
+def test_a_script_read_from_stdin_loads_in_process(tmp_path):
+    """Spawned workers re-run the main script by path; `python - < script` has none, so the ranks
+    are parsed in-process instead of every worker dying (BrokenProcessPool)."""
+    script = (
+        "import sys, traceview as tv\n"
+        "from traceview import executors\n"
+        "executors.PARALLEL_MIN_BYTES = 0  # the 4 small ranks would otherwise be parsed in-process anyway\n"
+        "print(executors.spawn_can_start())\n"
+        f"t = tv.load({str(SAMPLES / 'dp4_nccl')!r}, cache_dir={str(tmp_path)!r})\n"
+        "print(t.ranks.height, t.device_tasks.height)\n"
+    )
+    out = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    expected = tv.load(SAMPLES / "dp4_nccl", use_cache=False)
+    assert out.stdout.split() == ["False", "4", str(expected.device_tasks.height)]
+
+
 def test_memory_guard_fails_early_with_the_way_out():
     path = str(SAMPLES / "dp4_nccl")
     out = run("info", path, "--no-cache", "--jobs", "2", env_extra={"TRACEVIEW_MEMORY_LIMIT": "1M"})

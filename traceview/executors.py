@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Callable, Iterator
@@ -71,7 +72,7 @@ class LocalExecutor:
         inner = (self.jobs or os.cpu_count() or 1) if len(todo) == 1 else 1
         peaks = [memory.parse_peak(s, n, inner) for s, n in zip(todo, sizes)]
         workers = memory.check(sizes, workers, jobs_given=self.jobs is not None, peaks=peaks)
-        if workers <= 1:
+        if workers <= 1 or not spawn_can_start():
             yield from self._in_process(todo, folder_for, write_cache, inner)
             return
         ctx = multiprocessing.get_context("spawn")
@@ -96,6 +97,16 @@ class LocalExecutor:
             if write_cache:
                 write_quietly(folder_for(source), result)
             yield source, result
+
+
+def spawn_can_start() -> bool:
+    """Whether spawned workers can start here. A spawned worker first re-runs the parent's main
+    script from its path; a script read from standard input (`python - < script.py`, `__file__` is
+    `<stdin>`) has none, and every worker would die before parsing. Then ranks are parsed in this
+    process instead (slower, same results)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None) if getattr(main, "__spec__", None) is None else None
+    return path is None or os.path.isfile(path)
 
 
 class RayExecutor:
