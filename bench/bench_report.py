@@ -1,11 +1,13 @@
 """Benchmark: `traceview report` (issue: an 8-rank profile in under 10 s after parsing; the HTML
 under 15 MB for a 1M-task profile).
 
-    python bench/bench_report.py [--tasks 1000000] [--ranks 4]
+    python bench/bench_report.py [--tasks 1000000] [--ranks 4] [--profile PATH ...]
 
 Times, after a cached load: the summary and the HTML page of the real 8-rank DLRM set from
 ../shared/traces (skipped when absent), and of the synthetic 1M-task profile of
-bench/bench_serve.py (written to bench/out/serve_1000k/ when missing); prints each page's size.
+bench/bench_serve.py (written to bench/out/serve_1000k/ when missing), and of each --profile
+(e.g. bench/out/peers/ranks_64, built by bench/bench_peers.py: the 64-rank scaling); prints each
+page's size.
 Numbers go to docs/benchmarks.md.
 """
 
@@ -45,6 +47,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=int, default=1_000_000)
     ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--profile", type=Path, action="append", default=[], help="also measure this profile")
     args = ap.parse_args()
     print(f"{'profile':<18} {'ranks':>5} {'tasks':>10} {'cached s':>9} {'summary s':>9} {'html s':>8} "
           f"{'after parse s':>14} {'HTML MB':>8}")
@@ -55,6 +58,8 @@ def main() -> None:
     folder = ROOT / "bench" / "out" / f"serve_{args.tasks // 1000}k"
     write_profile(folder, args.tasks, args.ranks)
     measure(f"synthetic {args.tasks // 1000}k", folder)
+    for path in args.profile:
+        measure(path.name[:18], path)
 
 
 if __name__ == "__main__":
