@@ -19,7 +19,8 @@ def allowed_path(path: str) -> bool:
     """Whether the server answers `path` (percent-decoded, as Flask sees it)."""
     if "\\" in path or "\x00" in path or any(part in ("..", ".") for part in path.split("/")):
         return False
-    return path.rstrip("/") in ("", *PAGES) or path in ENDPOINTS or path.startswith(BUNDLES)
+    bundle = path.startswith(BUNDLES) and path.count("/") >= 3 and not path.endswith("/")  # /<suites>/<package>/<file>
+    return path.rstrip("/") in ("", *PAGES) or path in ENDPOINTS or bundle
 
 
 def harden(app) -> None:
@@ -51,6 +52,18 @@ def pick_port(host: str, port: int, tries: int = 100) -> int:
         if port_is_free(host, candidate):
             return candidate
     raise OSError(f"no free port in {port}..{port + tries - 1} on {host} (pass another --port)")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` keeps the server on this machine (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to a public address
 
 
 def url_for(host: str, port: int) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import gzip
+import io
 import json
 import re
 import zlib
@@ -20,9 +21,14 @@ UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def read_bytes(path: Path) -> bytes:
-    """The file's bytes, gunzipped when it starts with the gzip magic (whatever its extension)."""
+    """The file's bytes, gunzipped when it starts with the gzip magic (whatever its extension).
+
+    Bounded by the memory guard (`whole_bound`): a file whose whole read would not fit in the
+    memory available, or a gzip file that inflates past that (a gzip bomb, or a trailer that
+    under-states the size), raises TraceError before the memory is taken."""
+    bound = whole_bound(path)
     try:
-        raw = path.read_bytes()
+        raw = path.read_bytes()  # its size (<= the declared size of a .gz) is within `bound`
     except FileNotFoundError:
         raise TraceError(path, "no such file", "check the path") from None
     except IsADirectoryError:
@@ -33,7 +39,14 @@ def read_bytes(path: Path) -> bytes:
         raise TraceError(path, "the file is empty", "re-export the profile")
     if raw[:2] == GZIP_MAGIC:
         try:
-            raw = gzip.decompress(raw)
+            if bound is None:
+                raw = gzip.decompress(raw)
+            else:
+                with gzip.GzipFile(fileobj=io.BytesIO(raw)) as gz:
+                    raw = gz.read(bound + 1)
+                    if len(raw) > bound:
+                        raise too_large(path, bound, inflated=True)
+                    gz.read(1)  # reach the end: checks the CRC and length, reports a truncated stream
         except EOFError:
             raise TraceError(
                 path,
@@ -45,6 +58,91 @@ def read_bytes(path: Path) -> bytes:
         if not raw:
             raise TraceError(path, "the gzip file holds no data", "re-export the profile")
     return raw
+
+
+def _guard():
+    """(memory available or None when the check is off, the memory module); lazy: no import cycle."""
+    from traceview import memory
+
+    return memory.available(), memory
+
+
+def whole_bound(path: Path) -> int | None:
+    """Most bytes `path` may hold (uncompressed) to be read whole: what fits, at the memory guard's
+    `PARSE_FACTOR + KEEP_FACTOR` per byte, in the memory available; None when the guard is off.
+    Raises TraceError at once when the file's (declared) size is already over it."""
+    limit, memory = _guard()
+    if limit is None:
+        return None
+    bound = int(limit / (memory.PARSE_FACTOR + memory.KEEP_FACTOR))
+    try:
+        declared = memory.uncompressed_size(path)
+    except OSError:
+        return bound  # read_bytes reports the problem
+    if declared > bound:
+        raise too_large(path, bound, inflated=False, size=declared)
+    return bound
+
+
+def stream_bound(path: Path) -> int | None:
+    """Most bytes a gzip file may inflate to while streamed: its declared size (the gzip trailer,
+    `memory.uncompressed_size`, which the guard counted), or more when one streamed parse of more
+    still fits the memory available; None when the guard is off."""
+    limit, memory = _guard()
+    if limit is None:
+        return None
+    fit = int((limit - memory.STREAM_FIXED) / (memory.STREAM_FACTOR + memory.KEEP_FACTOR))
+    try:
+        return max(memory.uncompressed_size(path), fit)
+    except OSError:
+        return fit
+
+
+def too_large(path: Path, bound: int, inflated: bool, size: int | None = None) -> TraceError:
+    """The one line for a file over the memory guard's bound (a gzip bomb, a giant event)."""
+    from traceview.memory import LIMIT_ENV, _gb, available, uncompressed_size
+
+    if inflated:
+        what = f"the gzip data inflates to more than {_gb(bound)}"
+        try:
+            what += f" (its gzip trailer says {_gb(uncompressed_size(path))})"
+        except OSError:
+            pass
+    else:
+        what = f"{_gb(size)} to read whole (the streaming reader could not cut it into events)"
+    return TraceError(
+        path,
+        f"{what}, more than fits in the {_gb(available() or 0)} of memory available: "
+        f"{'a gzip bomb, or a file too large' if inflated else 'an event too large, or a damaged file'}",
+        f"check the file; if it is genuine: load fewer ranks (--ranks SPEC, or point at a sub-folder), "
+        f"--executor ray, a machine with more memory, or {LIMIT_ENV} higher",
+    )
+
+
+class _Bounded:
+    """A binary stream that raises TraceError (`too_large`) once more than `bound` bytes were read."""
+
+    def __init__(self, fh, path: Path, bound: int):
+        self.fh, self.path, self.bound, self.seen = fh, path, bound, 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.fh.read(self.bound + 1 - self.seen if n is None or n < 0 else min(n, self.bound + 1 - self.seen))
+        self.seen += len(data)
+        if self.seen > self.bound:
+            raise too_large(self.path, self.bound, inflated=True)
+        return data
+
+
+def nested_too_deep(values) -> bool:
+    """True when a value in `values` nests more than orjson's 255 levels (or holds an integer beyond
+    64 bits). polars takes minutes to reject a list nested ~1,000 deep in a text column (found by
+    bench/fuzz_parsers.py), so the parsers send such events to their per-field slow path directly.
+    Costs an `orjson.dumps` of `values`, ~2 % of a chunk's parse."""
+    try:
+        orjson.dumps(values)
+    except TypeError:
+        return True
+    return False
 
 
 def peek_bytes(path: Path, n: int = 4096) -> bytes:
@@ -94,11 +192,13 @@ def loads(raw: bytes, path: Path, warnings=None):
     text = raw.decode("utf-8", errors="replace")
     try:
         doc = json.loads(text)
+        if warnings is not None:
+            warnings.add("file(s) with invalid UTF-8 bytes or unicode escapes: those characters replaced by U+FFFD")
+        return _scrub_surrogates(doc)
     except json.JSONDecodeError as exc:
         raise TraceError(path, *_describe_json_error(exc.pos, exc.msg, len(text))) from None
-    if warnings is not None:
-        warnings.add("file(s) with invalid UTF-8 bytes or unicode escapes: those characters replaced by U+FFFD")
-    return _scrub_surrogates(doc)
+    except RecursionError:  # found by bench/fuzz_parsers.py: arrays nested ~1,000 deep
+        raise TraceError(path, "invalid JSON: values nested too deeply", "re-export the profile or copy it again") from None
 
 
 #: The fix named for a JSON file that ends before its document does.
@@ -197,7 +297,9 @@ class ChromeEvents:
             with open(self.path, "rb") as raw:
                 gz = raw.read(2) == GZIP_MAGIC
                 raw.seek(0)
-                yield gzip.open(raw) if gz else raw
+                bound = stream_bound(self.path) if gz else None
+                stream = gzip.open(raw) if gz else raw
+                yield _Bounded(stream, self.path, bound) if bound is not None else stream
         except (OSError, EOFError, zlib.error) as exc:
             raise StreamUnsupported(str(exc)) from None
 

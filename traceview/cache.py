@@ -82,9 +82,22 @@ def pack(parsed: ParsedRank) -> dict[str, bytes]:
 def unpack(files: dict[str, bytes]) -> ParsedRank:
     """The inverse of `pack` (raises OSError, orjson.JSONDecodeError or PolarsError on bad bytes)."""
     blob = orjson.loads(files[META_FILE])
+    _check_meta(blob)
     frames = {name.removesuffix(".parquet"): pl.read_parquet(io.BytesIO(data))
               for name, data in files.items() if name.endswith(".parquet")}
+    for table, df in frames.items():  # a Parquet file swapped or edited by hand: not ours
+        if table not in schema.TABLES or df.schema != schema.polars_schema(table):
+            raise KeyError(f"{table}.parquet does not have the schema of a cache entry")
     return ParsedRank(frames=frames, meta=blob["meta"], warnings=blob["warnings"])
+
+
+def _check_meta(blob) -> None:
+    """KeyError unless `blob` has the shape `pack` writes (an entry edited or damaged by hand)."""
+    meta, warnings = (blob.get("meta"), blob.get("warnings")) if isinstance(blob, dict) else (None, None)
+    rank = meta.get("rank") if isinstance(meta, dict) else None
+    if (not isinstance(meta, dict) or not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings)
+            or not (rank is None or (isinstance(rank, int) and not isinstance(rank, bool)))):
+        raise KeyError("meta.json does not have the shape of a cache entry")
 
 
 def write_entry(parsed: ParsedRank, folder: Path) -> Path:

@@ -71,7 +71,8 @@ class LocalExecutor:
         # A single rank is parsed here, where a large Kineto file may spread its chunks over the CPUs.
         inner = (self.jobs or os.cpu_count() or 1) if len(todo) == 1 else 1
         peaks = [memory.parse_peak(s, n, inner) for s, n in zip(todo, sizes)]
-        workers = memory.check(sizes, workers, jobs_given=self.jobs is not None, peaks=peaks)
+        workers = memory.check(sizes, workers, jobs_given=self.jobs is not None, peaks=peaks,
+                               names=[str(s.path) for s in todo])
         if workers <= 1 or not spawn_can_start():
             yield from self._in_process(todo, folder_for, write_cache, inner)
             return

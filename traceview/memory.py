@@ -11,8 +11,10 @@ Estimate of a load's peak memory, from the input sizes only (stats and a 4-byte 
 
 where a rank's input is its uncompressed bytes: a `.gz` file's size comes from its gzip trailer
 (ISIZE, the uncompressed size mod 2**32: a member over 4 GiB reads as its size mod 4 GiB, so a
-value below the compressed size is raised by 4 GiB steps until it is not; a multi-member gzip
-reports its last member only, so the estimate can be low there), any other file (JSON, Ascend CSV,
+value below the compressed size is raised by 4 GiB steps until it is not, when the file is large
+enough to inflate to 4 GiB at deflate's best ratio, ~1032:1 (a small file whose gzip overhead
+exceeds its data keeps its ISIZE); a multi-member gzip reports its last member only, so the estimate
+can be low there: `parsers.jsonio` bounds the inflating itself), any other file (JSON, Ascend CSV,
 MindSpore JSON) counts its bytes. Available memory: `$TRACEVIEW_MEMORY_LIMIT` (bytes, with an
 optional K/M/G/T suffix, or `off` to skip the check), else the smaller of /proc/meminfo
 MemAvailable (or `SC_AVPHYS_PAGES x SC_PAGE_SIZE`) and the cgroup v2 limit left.
@@ -51,6 +53,10 @@ STREAM_FACTOR = 1.7
 #: uncompressed bytes: 0.09 to 0.42 on the same traces; rounded up).
 KEEP_FACTOR = 0.5
 
+#: Deflate's best compression ratio is about 1032:1 (258-byte matches at ~2 bits each); a little
+#: more here so that no file that could hold 4 GiB keeps a wrapped ISIZE.
+MAX_GZIP_RATIO = 1100
+
 LIMIT_ENV = "TRACEVIEW_MEMORY_LIMIT"
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -63,8 +69,9 @@ def uncompressed_size(path: Path) -> int:
     with path.open("rb") as f:
         f.seek(-4, os.SEEK_END)
         isize = struct.unpack("<I", f.read(4))[0]
-    while isize < size:
-        isize += 1 << 32
+    if size * MAX_GZIP_RATIO >= 1 << 32:  # else it cannot hold 4 GiB: ISIZE < size is gzip overhead
+        while isize < size:
+            isize += 1 << 32
     return isize
 
 
@@ -140,10 +147,12 @@ def fit_workers(sizes: list[int], workers: int, limit: int, peaks: list[int] | N
     return workers
 
 
-def check(sizes: list[int], workers: int, jobs_given: bool, peaks: list[int] | None = None) -> int:
+def check(sizes: list[int], workers: int, jobs_given: bool, peaks: list[int] | None = None,
+          names: list[str] | None = None) -> int:
     """Workers to parse with: `workers`, or fewer when they would not fit and the user did not set
-    `--jobs`. Raises TraceError (one line: the size, what is available, the ways out) when the load
-    does not fit, with one worker or with the user's `--jobs`."""
+    `--jobs`. Raises TraceError (one line: the size, the largest rank's file when `names` (one per
+    size) are given, what is available, the ways out) when the load does not fit, with one worker
+    or with the user's `--jobs`."""
     limit = available()
     if limit is None or not sizes:
         return workers
@@ -153,10 +162,11 @@ def check(sizes: list[int], workers: int, jobs_given: bool, peaks: list[int] | N
     need = estimate(sizes, workers, peaks)
     ways = [f"--jobs {fits}"] if fits >= 1 else []
     ways += ["load fewer ranks (--ranks SPEC, e.g. --ranks 0-7, or point at a sub-folder)", "--executor ray"]
+    largest = f": {names[sizes.index(max(sizes))]}" if names and len(names) == len(sizes) else ""
     raise TraceError(
         None,
         f"loading {len(sizes)} rank(s) of {_gb(sum(sizes))} uncompressed needs about {_gb(need)} of memory "
-        f"({workers} parallel parse(s), largest rank {_gb(max(sizes))}) but {_gb(limit)} is available",
+        f"({workers} parallel parse(s), largest rank {_gb(max(sizes))}{largest}) but {_gb(limit)} is available",
         f"use {', '.join(ways)}; {LIMIT_ENV}=off skips this check",
     )
 

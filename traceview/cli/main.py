@@ -362,7 +362,7 @@ def serve(path: Path, host: str, port: int, open_browser: bool, tokens_per_step,
     """Interactive dashboard of a profile (Dash): step breakdown, step times, compute classes, kernels,
     timeline (docs/dashboard.md)."""
     from dashboards.app import create_app
-    from dashboards.server import pick_port, serve as run_server, url_for
+    from dashboards.server import is_loopback, pick_port, serve as run_server, url_for
     from traceview.errors import TraceError
     from traceview.summary import build_summary
 
@@ -378,6 +378,10 @@ def serve(path: Path, host: str, port: int, open_browser: bool, tokens_per_step,
         port = pick_port(host, port)
     except OSError as exc:
         raise TraceError(None, str(exc)) from None
+    if not is_loopback(host):
+        click.echo(f"traceview: warning: --host {host}: the dashboard is reachable from the network, with no "
+                   "authentication: anyone who can reach this port sees the profile's kernel names and numbers "
+                   "(use the default --host 127.0.0.1, or an SSH tunnel, to keep it on this machine)", err=True)
     click.echo(f"Serving {path} at {url_for(host, port)} (Ctrl+C to stop)")
     run_server(app, host, port, open_browser)
 
