@@ -24,13 +24,14 @@ for 3-decimal µs below ~9e12 µs, which covers every trace we know of).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import orjson
 import polars as pl
 
 from parsers.base import ParsedRank, collective_of
-from parsers.jsonio import ChromeEvents, StreamUnsupported, gc_paused, loads, read_bytes
+from parsers.jsonio import ChromeEvents, StreamUnsupported, gc_paused, loads, nested_too_deep, read_bytes
 from parsers.timeconv import us_float_to_ns
 from traceview import kinds, steps
 from traceview.errors import TraceError, Warnings
@@ -252,6 +253,42 @@ HOST_COLUMNS = ("_i", "pid", "tid", "name", "cat", "kind", "start_ns", "end_ns",
 ANNOTATION_COLUMNS = ("_i", "device", "stream", "name", "start_ns", "end_ns")
 
 
+NESTED_VALUES = "event fields holding a list or object where a number or text belongs read as missing"
+
+
+def _scalar_fields(event: dict, fields: pl.Schema, warn: Warnings) -> dict:
+    """`event` with the lists/objects in `fields` (scalar columns) replaced by None (counted), the
+    other values of String columns as text and integers beyond Int64 as None (polars cannot append
+    them: found by bench/fuzz_parsers.py)."""
+    out = None
+    for k, dtype in fields.items():
+        v = event.get(k)
+        if v is None or (isinstance(v, str) and dtype == pl.String):
+            continue
+        if isinstance(v, (list, dict)):
+            warn.add(NESTED_VALUES)
+            v = None
+        elif dtype == pl.String:
+            v = str(v)
+        elif isinstance(v, bool) or (isinstance(v, int) and -(2**63) <= v < 2**63):
+            continue
+        elif isinstance(v, float) and math.isfinite(v) and abs(v) < 2**63:
+            continue
+        else:  # an integer beyond Int64, inf, nan or text in an integer column
+            v = _int_text(v) if isinstance(v, str) else None
+        out = out if out is not None else dict(event)
+        out[k] = v
+    return event if out is None else out
+
+
+def _int_text(v: str) -> int | None:
+    try:
+        n = int(v.strip())
+    except ValueError:
+        return None
+    return n if -(2**63) <= n < 2**63 else None
+
+
 def _chunk(events: list, warn: Warnings, rendered: dict) -> dict[str, pl.DataFrame]:
     """One chunk's complete (X) events split into the frames the rank is built from:
     `tasks` (device tasks with kind, grid/block and collective args), `host` (host events),
@@ -260,13 +297,16 @@ def _chunk(events: list, warn: Warnings, rendered: dict) -> dict[str, pl.DataFra
     Each event's args are read once into the few columns used; only the rows that need more
     (kernels, collective ops, cpu_ops) have their args dicts looked at again. `rendered` caches
     shape texts across chunks."""
+    deep = nested_too_deep(events)
     try:
+        if deep:
+            raise ValueError("nested too deeply")
         df = pl.DataFrame(events, schema=EVENT_FIELDS, strict=False, infer_schema_length=None)
     except (TypeError, ValueError, pl.exceptions.PolarsError):
         # Slow path for broken traces: drop non-objects, read ts/dur as text and convert leniently.
         good = [e for e in events if isinstance(e, dict)]
         warn.add(NOT_OBJECTS, len(events) - len(good))
-        events = good
+        events = [_scalar_fields(e, EVENT_FIELDS, warn) for e in good]
         lenient = pl.Schema({**EVENT_FIELDS, "ts": pl.String, "dur": pl.String})
         df = pl.DataFrame(events, schema=lenient, strict=False, infer_schema_length=None).with_columns(
             pl.col("ts", "dur").str.strip_chars().cast(pl.Float64, strict=False)
@@ -285,9 +325,12 @@ def _chunk(events: list, warn: Warnings, rendered: dict) -> dict[str, pl.DataFra
     # model holds: ranks, devices and correlations come from the X events and the document header.
     args = [events[i].get("args") for i in x["_i"].to_list()]
     try:
+        if deep:
+            raise ValueError("nested too deeply")
         arg_frame = pl.DataFrame([a or _EMPTY for a in args], schema=ARG_FIELDS, strict=False, infer_schema_length=None)
     except (TypeError, ValueError, pl.exceptions.PolarsError):
         args = [a if isinstance(a, dict) else _EMPTY for a in args]
+        args = [_scalar_fields(a, ARG_FIELDS, warn) if a is not _EMPTY else a for a in args]
         arg_frame = pl.DataFrame(args, schema=ARG_FIELDS, strict=False, infer_schema_length=None)
     # `_a`: the row's position in `args` (kept through the filters below).
     x = pl.concat([x, arg_frame], how="horizontal").with_row_index("_a")
@@ -544,11 +587,12 @@ def _metadata(doc: dict, path: Path, tasks: pl.DataFrame, host: pl.DataFrame, wa
     rank = dist.get("rank")
     world = dist.get("world_size")
     props = doc.get("deviceProperties") or doc.get("computeProperties") or []
-    names = [p.get("name") for p in props if isinstance(p, dict) and p.get("name")]
+    props = [p for p in props if isinstance(p, dict)] if isinstance(props, list) else []  # fuzz: any JSON value
+    names = [p.get("name") for p in props if isinstance(p.get("name"), str) and p.get("name")]
     device_name = None
     if names:
         used = tasks["device"].drop_nulls().unique().to_list()
-        by_id = {p.get("id"): p.get("name") for p in props if isinstance(p, dict)}
+        by_id = {p.get("id"): p.get("name") for p in props if isinstance(p.get("id"), int) and isinstance(p.get("name"), str)}
         device_name = next((by_id[d] for d in used if by_id.get(d)), names[0])
     if tasks.height:
         device_type = "gpu"
@@ -556,9 +600,12 @@ def _metadata(doc: dict, path: Path, tasks: pl.DataFrame, host: pl.DataFrame, wa
         device_type = "mtia"
     else:
         device_type = "cpu"
+    def int64(v):  # the header is any JSON: a rank of 2**63 broke the Int64 rank column (fuzz)
+        return v if isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63 else None
+
     return {
-        "rank": rank if isinstance(rank, int) else None,
-        "world_size": world if isinstance(world, int) else None,
+        "rank": int64(rank),
+        "world_size": int64(world),
         "format": "kineto",
         "source": str(path),
         "device_name": device_name,

@@ -165,7 +165,10 @@ def trace_events_frame(events: list, warnings: Warnings) -> pl.DataFrame:
     M events only; null otherwise): connection_id, task_type, arg_name, arg_labels (args.name /
     args.labels of metadata events).
     """
+    deep = jsonio.nested_too_deep(events)
     try:
+        if deep:
+            raise ValueError("nested too deeply")
         df = pl.DataFrame(events, schema=EVENT_SCHEMA, strict=False, infer_schema_length=None)
     except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
         events, df = _lenient_events(events, warnings)
@@ -177,7 +180,7 @@ def trace_events_frame(events: list, warnings: Warnings) -> pl.DataFrame:
     )
     rows = df.filter(pl.col("ph").is_in(["X", "M"]))["_i"].to_list()
     args = [a if isinstance(a := events[i].get("args"), dict) else _EMPTY for i in rows]
-    arg_frame = _args_frame(args, warnings).rename(ARG_FIELDS)
+    arg_frame = _args_frame(args, warnings, deep).rename(ARG_FIELDS)
     arg_frame = arg_frame.with_columns(pl.Series("_i", rows, dtype=pl.UInt32))
     return df.join(arg_frame, on="_i", how="left", maintain_order="left").drop("_i")
 
@@ -199,9 +202,11 @@ def _lenient_events(events: list, warnings: Warnings) -> tuple[list, pl.DataFram
     return good, pl.DataFrame(columns, schema=EVENT_SCHEMA)
 
 
-def _args_frame(args: list[dict], warnings: Warnings) -> pl.DataFrame:
+def _args_frame(args: list[dict], warnings: Warnings, deep: bool = False) -> pl.DataFrame:
     """The ARG_FIELDS of each args dict as text (one polars call; per field for malformed args)."""
     try:
+        if deep:
+            raise ValueError("nested too deeply")
         return pl.DataFrame(args, schema=_ARG_SCHEMA, strict=False, infer_schema_length=None)
     except (TypeError, ValueError, OverflowError, pl.exceptions.PolarsError):
         columns = {key: _scalar_texts([a.get(key) for a in args], warnings) for key in ARG_FIELDS}

@@ -1,0 +1,165 @@
+"""Regression inputs found by bench/fuzz_parsers.py (docs/fuzzing.md): each crashed or hung the
+loader before its fix. Every input is a tiny trace written here; each must load (with its oddity
+counted) or fail with a one-line TraceError, never another exception, and quickly."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import traceview as tv
+from traceview.errors import TraceError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _doc(**header) -> dict:
+    """A one-step Kineto rank: a host step, a launch and its kernel."""
+    doc = {
+        "schemaVersion": 1,
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
+        "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1},
+        "traceEvents": [
+            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 100.0,
+             "dur": 50.0, "args": {}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 101.0,
+             "dur": 2.0, "args": {"correlation": 7}},
+            {"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": 110.5, "dur": 20.25,
+             "args": {"correlation": 7, "stream": 7, "device": 0}},
+        ],
+    }
+    doc.update(header)
+    return doc
+
+
+def _load(tmp_path: Path, text: str | bytes, name: str = "rank0.pt.trace.json"):
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)
+    return tv.load(path, use_cache=False, jobs=1)
+
+
+def _kernel_us(t) -> list[float]:
+    return (t.device_tasks["dur_ns"] / 1000).to_list()
+
+
+@pytest.mark.parametrize("props", [1.5, "x", [1, "a", None], [{"id": [0], "name": "A100"}], [{"id": 0, "name": 5}]])
+def test_device_properties_of_any_type(tmp_path, props):
+    """kineto._metadata: `deviceProperties` 1.5 raised TypeError ('float' object is not iterable);
+    an unhashable id raised TypeError too."""
+    t = _load(tmp_path, json.dumps(_doc(deviceProperties=props)))
+    assert _kernel_us(t) == [20.25]
+    t.step_breakdown(), t.trace_breakdown()
+
+
+@pytest.mark.parametrize("rank", [2**63, -(2**63) - 1, 10**30, 1e300, True])
+def test_rank_beyond_int64(tmp_path, rank):
+    """kineto._metadata: distributedInfo.rank 2**63 broke the Int64 rank column
+    (InvalidOperationError: conversion from u64 to i64 failed); now read as unknown."""
+    t = _load(tmp_path, json.dumps(_doc(distributedInfo={"rank": rank, "world_size": rank})))
+    assert t.ranks["rank"].to_list() == [0]
+    t.step_breakdown(), t.trace_breakdown()
+
+
+def test_deep_nesting_with_a_lone_surrogate_is_a_trace_error(tmp_path):
+    """jsonio.loads: a lone surrogate sends the file to the stdlib parser, whose RecursionError on
+    arrays nested deeper than the recursion limit (1,000 by default; pytest's plugins raise it)
+    escaped."""
+    depth = sys.getrecursionlimit() + 100
+    doc = json.dumps(_doc()).replace('"gemm_kernel"', '"gemm\\ud800"', 1)
+    doc = doc.replace('"tid": 7', '"tid": ' + "[" * depth + "1" + "]" * depth, 1)
+    with pytest.raises(TraceError) as info:
+        _load(tmp_path, doc)
+    assert "nested too deeply" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_deep_nesting_in_an_event_field_loads_quickly(tmp_path):
+    """kineto._chunk: polars took minutes to reject a list nested 1,000 deep in `pid` (the fuzz's
+    hang); such chunks now take the slow path directly and the value is read as missing."""
+    deep = "[" * 1000 + "1" + "]" * 1000
+    doc = json.dumps(_doc())
+    doc = doc.replace('"ts": 101.0', '"ts": 101.0, "name2": 1', 1)
+    doc = doc.replace('"cat": "kernel", "name": "gemm_kernel", "pid": 0', '"cat": "kernel", "name": "gemm_kernel", "pid": 0, "args2": ' + deep, 1)
+    doc = doc[:-2] + ', {"ph": "X", "cat": "kernel", "name": "k2", "pid": ' + deep + ', "tid": 7, "ts": 200, "dur": 1, "args": {"stream": ' + deep + "}}]}"
+    start = time.perf_counter()
+    t = _load(tmp_path, doc)
+    assert time.perf_counter() - start < 20  # minutes before the fix; well under 1 s after
+    assert 20.25 in _kernel_us(t)
+    assert any("list or object" in w for w in t.warnings), t.warnings
+    t.step_breakdown(), t.trace_breakdown()
+
+
+def test_deep_nesting_in_ascend_trace_view_loads_quickly(tmp_path):
+    """parsers.ascend.trace_view.trace_events_frame: the same polars slowness on trace_view.json."""
+    folder = tmp_path / "rank0_ascend_pt"
+    shutil.copytree(ROOT / "sample_traces/ascend_2rank/rank0_ascend_pt", folder)
+    path = folder / "ASCEND_PROFILER_OUTPUT/trace_view.json"
+    events = json.loads(path.read_text())
+    events.append({"ph": "X", "name": "deep", "pid": "__DEEP__", "tid": 1, "ts": "1.0", "dur": 1.0,
+                   "args": {"Task Type": "__DEEP__"}})
+    deep = "[" * 1000 + "1" + "]" * 1000
+    path.write_text(json.dumps(events).replace('"__DEEP__"', deep))
+    start = time.perf_counter()
+    t = tv.load(folder, use_cache=False, jobs=1)
+    assert time.perf_counter() - start < 20
+    assert t.device_tasks.height > 0
+    t.step_breakdown(), t.trace_breakdown()
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("ts", "1" + "0" * 30),  # an integer beyond Int64 (i128 in polars) in ts
+        ("dur", "-" + "9" * 25),
+        ("pid", "1" + "0" * 30),
+        ("tid", "1e999"),  # Infinity as a number token that overflows float64 (read by the stdlib)
+    ],
+)
+def test_huge_numbers_in_event_fields(tmp_path, field, value):
+    """kineto._chunk slow path: 'could not append value: 1000...0 of type i128' escaped from polars."""
+    doc = _doc()
+    doc["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 300.0,
+                               "dur": 1.0, "args": {"stream": 7}})
+    text = _replace_last(json.dumps(doc), field, value)
+    try:
+        t = _load(tmp_path, text)
+    except TraceError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert 20.25 in _kernel_us(t)
+    t.step_breakdown(), t.trace_breakdown()
+
+
+def _replace_last(text: str, field: str, value: str) -> str:
+    """`text` with the value of `field` in its last event replaced by the raw token `value`."""
+    head, last = text.rsplit('{"ph": "X"', 1)
+    key = f'"{field}": '
+    i = last.index(key) + len(key)
+    j = i
+    while last[j] not in ",}":
+        j += 1
+    return head + '{"ph": "X"' + last[:i] + value + last[j:]
+
+
+@pytest.mark.parametrize(
+    "key, token",
+    [("correlation", "-Infinity"), ("correlation", "NaN"), ("device", "1e300"), ("stream", "[[1]]"),
+     ("device", '"x"'), ("bytes", "18446744073709551616"), ("correlation", '"12"')],
+)
+def test_odd_values_in_kernel_args(tmp_path, key, token):
+    """kineto._chunk: args with -inf / NaN / 1e300 in an Int64 column failed the args slow path
+    (ComputeError: could not append value: -inf of type f64)."""
+    doc = _doc()
+    doc["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 300.0,
+                               "dur": 1.0, "args": {"stream": 7, "correlation": 9, "device": 0, "bytes": 4}})
+    text = json.dumps(doc)
+    head, last = text.rsplit(f'"{key}": ', 1)
+    rest = last[last.index(",") if "," in last.split("}")[0] else last.index("}"):]
+    # a lone surrogate sends the file to the stdlib parser, which reads NaN/-Infinity tokens (as the fuzz case)
+    t = _load(tmp_path, (head + f'"{key}": {token}' + rest).replace('"gemm_kernel"', '"gemm\\ud800"', 1))
+    assert sorted(_kernel_us(t)) == [1.0, 20.25]
+    t.step_breakdown(), t.trace_breakdown()
