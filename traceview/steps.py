@@ -3,7 +3,8 @@
 Rules (DESIGN.md §3), per rank:
 1. gpu_annotation: the GPU-side `ProfilerStep#N` annotation (Kineto cat `gpu_user_annotation`)
    when the trace has one with a positive duration for the step. The device window is that
-   annotation; a device task belongs to the step whose window contains its start.
+   annotation; a device task belongs to the step whose window contains its start, unless rule 2
+   gives it a step that has no GPU annotation.
 2. correlation: otherwise the host `ProfilerStep#N` range is mapped to device time through launch
    correlation ids: the device tasks launched (runtime call start) inside the host step belong to
    it, and the window runs from the first such task's start to the last one's end.
@@ -84,7 +85,15 @@ def kineto_steps(
 
     if not gpu.is_empty():
         window_step = step_in_window(tasks, "start_ns", gpu.rename({"gpu_start_ns": "s", "gpu_end_ns": "e"}), "s", "e")
-        tasks = tasks.with_columns(window_step.alias("step"))
+        # A step without a GPU annotation (when others have one) keeps rule 2: its tasks are those
+        # it launched (found by tests/test_properties.py: they were clipped to its window instead).
+        unannotated = host.filter(~pl.col("step").is_in(gpu["step"].implode()))["step"]
+        tasks = tasks.with_columns(
+            pl.when(pl.col("launch_step").is_in(unannotated.implode()))
+            .then(pl.col("launch_step"))
+            .otherwise(window_step)
+            .alias("step")
+        )
     else:
         tasks = tasks.with_columns(pl.col("launch_step").alias("step"))
 
