@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import builtins
 import gzip
+import os
 import subprocess
 import sys
+import tempfile
+import textwrap
 
 import pytest
 from polars.testing import assert_frame_equal
@@ -21,8 +24,6 @@ TABLES = ("device_tasks", "host_events", "steps", "ranks")
 
 
 def run(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
-    import os
-
     env = dict(os.environ, **(env_extra or {}))
     return subprocess.run([sys.executable, "-m", "traceview", *args], capture_output=True, text=True, cwd=ROOT,
                           env=env)
@@ -107,6 +108,72 @@ def test_a_script_read_from_stdin_loads_in_process(tmp_path):
     assert out.returncode == 0, out.stderr
     expected = tv.load(SAMPLES / "dp4_nccl", use_cache=False)
     assert out.stdout.split() == ["False", "4", str(expected.device_tasks.height)]
+
+
+LOAD_SCRIPT = """\
+import sys, traceview as tv
+from traceview import executors
+executors.PARALLEL_MIN_BYTES = 0  # the 4 small ranks would otherwise be parsed in-process anyway
+print("top", flush=True)  # run again by each spawned worker: counts the script's re-runs
+def load():
+    print(executors.spawn_can_start())
+    t = tv.load({samples!r}, cache_dir={cache!r})
+    print(t.ranks.height, t.device_tasks.height, len(t.failures))
+"""
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_script_file_loads_with_or_without_a_main_guard(tmp_path, guarded):
+    """`t = tv.load(...)` at a script's top level: spawned workers would re-run it and die
+    (BrokenProcessPool, a traceback per worker), so it parses in-process; under the guard the
+    workers run. Same frames either way."""
+    script = tmp_path / "script.py"
+    body = LOAD_SCRIPT.format(samples=str(SAMPLES / "dp4_nccl"), cache=str(tmp_path / "cache"))
+    body += 'if __name__ == "__main__":\n    load()\n' if guarded else "load()\n"
+    script.write_text(body)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    expected = tv.load(SAMPLES / "dp4_nccl", use_cache=False)
+    lines = out.stdout.splitlines()
+    runs = lines.count("top")  # the script's own run, then its workers' imports of it
+    assert runs > 1 if guarded else runs == 1, out.stdout
+    assert [x for x in lines if x != "top"] == [str(guarded), f"4 {expected.device_tasks.height} 0"]
+
+
+def test_an_unguarded_module_run_with_dash_m_loads_in_process(tmp_path):
+    """`python -m pkg.job` is re-imported by name in each worker, top level included."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    body = LOAD_SCRIPT.format(samples=str(SAMPLES / "dp4_nccl"), cache=str(tmp_path / "cache")) + "load()\n"
+    (tmp_path / "pkg" / "job.py").write_text(body)
+    out = subprocess.run([sys.executable, "-m", "pkg.job"], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"})
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert out.stdout.splitlines()[:2] == ["top", "False"]
+
+
+def test_the_main_guard_check_reads_the_script():
+    src = textwrap.dedent("""\
+        import x
+        a = 1
+        if __name__ == "__main__":
+            b = 2
+            c = (3,
+                 4)
+        if "__main__" == __name__:
+            d = 5
+        if __name__ != "__main__":
+            e = 6
+        """)
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+        fh.write(src)
+    try:
+        guarded = [n for n in range(1, 11) if executors._under_main_guard(fh.name, n)]
+    finally:
+        os.unlink(fh.name)
+    assert guarded == [4, 5, 6, 8]
+    assert executors._under_main_guard("/nonexistent/script.py", 1) is False
 
 
 def test_memory_guard_fails_early_with_the_way_out():

@@ -15,6 +15,7 @@ small per-rank results and runs the cross-rank steps.
 
 from __future__ import annotations
 
+import ast
 import logging
 import multiprocessing
 import os
@@ -68,12 +69,13 @@ class LocalExecutor:
         workers = min(self.jobs or os.cpu_count() or 1, len(todo))
         if sum(sizes) < PARALLEL_MIN_BYTES:
             workers = 1
+        can_spawn = spawn_can_start()
         # A single rank is parsed here, where a large Kineto file may spread its chunks over the CPUs.
-        inner = (self.jobs or os.cpu_count() or 1) if len(todo) == 1 else 1
+        inner = (self.jobs or os.cpu_count() or 1) if len(todo) == 1 and can_spawn else 1
         peaks = [memory.parse_peak(s, n, inner) for s, n in zip(todo, sizes)]
         workers = memory.check(sizes, workers, jobs_given=self.jobs is not None, peaks=peaks,
                                names=[str(s.path) for s in todo])
-        if workers <= 1 or not spawn_can_start():
+        if workers <= 1 or not can_spawn:
             yield from self._in_process(todo, folder_for, write_cache, inner)
             return
         ctx = multiprocessing.get_context("spawn")
@@ -102,12 +104,59 @@ class LocalExecutor:
 
 def spawn_can_start() -> bool:
     """Whether spawned workers can start here. A spawned worker first re-runs the parent's main
-    script from its path; a script read from standard input (`python - < script.py`, `__file__` is
-    `<stdin>`) has none, and every worker would die before parsing. Then ranks are parsed in this
-    process instead (slower, same results)."""
+    script (by path, or by name for `python -m module`) as `__mp_main__`, which skips the code
+    under `if __name__ == "__main__":`.
+    Workers cannot start, and ranks are parsed in this process instead (slower, same results), when:
+    - the script was read from standard input (`python - < script.py`, `__file__` is `<stdin>`):
+      there is no path to re-run, and every worker would die before parsing;
+    - the load is called from the script's top level outside a `__main__` guard (a plain
+      `t = tv.load(...)` script): every worker would run that load again and die on starting
+      workers of its own (and run whatever the script does before it)."""
     main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None) if getattr(main, "__spec__", None) is None else None
-    return path is None or os.path.isfile(path)
+    name = getattr(getattr(main, "__spec__", None), "name", None) or ""
+    if name == "__main__" or name.endswith(".__main__"):  # python -m package: not re-run
+        return True
+    path = getattr(main, "__file__", None)
+    if path is None:  # an interactive session, a notebook, python -c: nothing is re-run
+        return True
+    if not os.path.isfile(path):
+        return False
+    line = _main_body_line(main)
+    return line is None or _under_main_guard(path, line)
+
+
+def _main_body_line(main) -> int | None:
+    """The line of the main script's top-level code that this call runs under, if it does."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals is vars(main) and frame.f_code.co_name == "<module>":
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def _under_main_guard(path: str, line: int) -> bool:
+    """Whether `line` of the script at `path` lies inside an `if __name__ == "__main__":` block
+    (either operand order); False when the script cannot be read back."""
+    try:
+        tree = ast.parse(Path(path).read_bytes(), path)
+    except (OSError, SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_main_test(node.test):
+            first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
+            if first <= line <= last:
+                return True
+    return False
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    texts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return len(names) == 1 and len(texts) == 1
 
 
 class RayExecutor:
