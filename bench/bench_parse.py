@@ -11,7 +11,12 @@ For each it times (median of --repeat runs, same process, warm imports):
 - orjson: read the file + orjson.loads (the floor for any Python JSON parser);
 - orjson nogc: the same with Python's cyclic GC paused, as traceview's parser does (stricter floor);
 - traceview cold: traceview.load(path, use_cache=False) (parse + canonical frames + steps);
-- traceview cached: traceview.load(path) with a warm Parquet cache.
+- traceview cached: traceview.load(path) with a warm Parquet cache;
+- ndjson (a candidate next step, not what traceview does): polars' native `read_ndjson` of the same
+  events written one per line (prepared untimed), with an explicit schema of the event fields the
+  parser keeps (`parsers.kineto.EVENT_FIELDS`, and `args` as a struct of `ARG_FIELDS`): how fast a
+  columnar decode without Python dicts reads the flat fields. It leaves out what needs the args as
+  dicts (grid/block, collective args, `Input Dims`), so it is a ceiling, not a parser.
 and prints a table with the ratios. Numbers are recorded in docs/benchmarks.md.
 """
 
@@ -28,12 +33,16 @@ import time
 from pathlib import Path
 
 import orjson
+import polars as pl
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SHARED = ROOT.parent / "shared" / "traces"
 
 import traceview as tv  # noqa: E402
+from parsers.kineto import ARG_FIELDS, EVENT_FIELDS  # noqa: E402
+
+NDJSON_SCHEMA = pl.Schema({**EVENT_FIELDS, "args": pl.Struct(ARG_FIELDS)})
 
 
 def build_inputs(out: Path) -> dict[str, Path]:
@@ -82,6 +91,15 @@ def orjson_nogc(path: Path) -> None:
         gc.enable()
 
 
+def ndjson_bytes(path: Path) -> bytes:
+    """The file's events, one JSON object per line (the input of `read_ndjson`)."""
+    return b"\n".join(orjson.dumps(e) for e in orjson.loads(path.read_bytes())["traceEvents"])
+
+
+def ndjson_columns(lines: bytes) -> pl.DataFrame:
+    return pl.read_ndjson(lines, schema=NDJSON_SCHEMA)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -90,7 +108,7 @@ def main() -> None:
     if not SHARED.is_dir():
         sys.exit(f"bench: the real-trace corpus is not at {SHARED}")
     inputs = build_inputs(args.out)
-    print(f"{'input':<12} {'MB':>6} {'events':>9} {'tasks':>8} {'orjson s':>9} {'nogc s':>7} {'cold s':>8} {'cold/orjson':>12} {'cold/nogc':>10} {'cached s':>9} {'cold/cached':>12}")
+    print(f"{'input':<12} {'MB':>6} {'events':>9} {'tasks':>8} {'orjson s':>9} {'nogc s':>7} {'cold s':>8} {'cold/orjson':>12} {'cold/nogc':>10} {'cached s':>9} {'cold/cached':>12} {'ndjson s':>9}")
     for name, path in inputs.items():
         size_mb = path.stat().st_size / 1e6
         n_events = len(orjson.loads(path.read_bytes())["traceEvents"])
@@ -100,9 +118,14 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as cache_dir:
             trace = tv.load(path, cache_dir=cache_dir)
             t_cached = timed(lambda: tv.load(path, cache_dir=cache_dir), args.repeat)
+        lines = ndjson_bytes(path)
+        if ndjson_columns(lines).height != n_events:
+            sys.exit(f"bench: read_ndjson read a different number of events from {name}")
+        t_ndjson = timed(lambda: ndjson_columns(lines), args.repeat)
+        del lines
         print(
             f"{name:<12} {size_mb:>6.1f} {n_events:>9,} {trace.device_tasks.height:>8,} {t_orjson:>9.3f} {t_nogc:>7.3f} "
-            f"{t_cold:>8.3f} {t_cold / t_orjson:>11.2f}x {t_cold / t_nogc:>9.2f}x {t_cached:>9.3f} {t_cold / t_cached:>11.1f}x"
+            f"{t_cold:>8.3f} {t_cold / t_orjson:>11.2f}x {t_cold / t_nogc:>9.2f}x {t_cached:>9.3f} {t_cold / t_cached:>11.1f}x {t_ndjson:>9.3f}"
         )
     print(f"python {sys.version.split()[0]}, orjson {orjson.__version__}, {os.cpu_count()} CPUs")
 
