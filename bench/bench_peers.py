@@ -22,7 +22,8 @@ Each measurement runs in a fresh process (bench/peers_child.py), so imports, cac
 isolated, and the inputs are read from the page cache (the build or an earlier run left them there):
 - orjson: read each rank file + orjson.loads, one after the other, default GC (the floor for any
   Python parser; frees each file's objects before the next);
-- tv cold: `tv.load(folder, cache_dir=<fresh dir>)` + `build_summary(trace)` (parse in traceview's spawn
+- tv cold: `tv.load(folder, cache_dir=<fresh dir>, analyse=True)` + `build_summary(trace)`, as
+  `traceview summary` runs them (parse and rank-local analyses in traceview's spawn
   pool of workers, write the Parquet cache, everything `traceview summary` computes);
 - tv cached: the same in a new process with the same cache dir (the second open);
 - HTA: `TraceAnalysis(trace_dir=folder)` (parse, HTA's default settings: stdlib json, a fork pool) +

@@ -2,8 +2,9 @@
 
 TOOL is one of:
 - orjson: read every `*.json` file of FOLDER + orjson.loads, one after the other (default GC);
-- traceview: `tv.load(FOLDER, cache_dir=CACHE)` + `build_summary(trace)` (the repository root is put
-  first on sys.path, so the working tree is measured even if another traceview is installed);
+- traceview: `tv.load(FOLDER, cache_dir=CACHE, analyse=True)` + `build_summary(trace)`, as `traceview
+  summary` runs them (the repository root is put first on sys.path, so the working tree is measured
+  even if another traceview is installed);
 - hta: `TraceAnalysis(trace_dir=FOLDER)` + `get_comm_comp_overlap` + `get_temporal_breakdown`.
 
 Writes a JSON object to RESULT: `import_s`, `load_s`, `analysis_s` (seconds inside this process) and a few
@@ -40,7 +41,7 @@ def run_traceview(folder: Path, cache: str | None) -> dict:
     from traceview.summary import build_summary
 
     t1 = time.perf_counter()
-    trace = tv.load(folder, cache_dir=cache)
+    trace = tv.load(folder, cache_dir=cache, analyse=True)  # as `traceview summary` loads
     t2 = time.perf_counter()
     build_summary(trace)
     t3 = time.perf_counter()

@@ -283,6 +283,61 @@ def test_ray_runs_the_rank_local_analyses_and_the_summary_matches_local(local_ra
     remote = tv.load(SAMPLES / "dp4_nccl", executor="ray", analyse=True, cache_dir=tmp_path / "cache")
     assert all(key in remote._memo for key, _ in per_rank.ANALYSES.values())
     assert build_summary(remote) == build_summary(local)
-    # a second load reads the ranks from the cache: no per-rank results, computed on the driver
+    # a second load reads the ranks and their analyses from the cache
     again = tv.load(SAMPLES / "dp4_nccl", executor="ray", analyse=True, cache_dir=tmp_path / "cache")
-    assert not again._memo and build_summary(again) == build_summary(local)
+    assert all(key in again._memo for key, _ in per_rank.ANALYSES.values())
+    assert build_summary(again) == build_summary(local)
+
+
+@pytest.mark.parametrize("workers", [True, False], ids=["worker processes", "in-process"])
+def test_local_analyse_caches_the_rank_local_analyses(tmp_path, monkeypatch, workers):
+    """analyse=True: the process that parses a rank computes its rank-local analyses and caches
+    them; the first and the second open hold them ready, and the summary is the plain one."""
+    from traceview.analysis import per_rank
+    from traceview.summary import build_summary
+
+    if workers:
+        monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)
+    cache_dir = tmp_path / "cache"
+    plain = build_summary(tv.load(SAMPLES / "dp4_nccl", use_cache=False))
+    keys = [key for key, _ in per_rank.ANALYSES.values()]
+    for _ in range(2):  # parsed, then cached
+        trace = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, analyse=True)
+        assert all(key in trace._memo for key in keys)
+        assert build_summary(trace) == plain
+    entries = list(cache_dir.iterdir())
+    assert len(entries) == 4 and all((e / per_rank.STAMP_FILE).is_file() for e in entries)
+    # selected ranks are renumbered as in a whole load, analyses included
+    sub = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, ranks="1,3")
+    assert all(key in sub._memo for key in keys)
+    assert build_summary(sub)["ranks"] == [r for r in plain["ranks"] if r["rank"] in (1, 3)]
+
+
+def test_cached_analyses_of_other_code_or_damaged_are_recomputed(tmp_path, monkeypatch):
+    from traceview.analysis import per_rank
+    from traceview.summary import build_summary
+
+    cache_dir = tmp_path / "cache"
+    plain = build_summary(tv.load(SAMPLES / "dp4_nccl", use_cache=False))
+    tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, analyse=True)
+    monkeypatch.setattr(per_rank, "code_digest", lambda: "another-version")
+    stale = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir)
+    assert not stale._memo and build_summary(stale) == plain
+    monkeypatch.undo()
+    entry = next(cache_dir.iterdir())
+    (entry / f"{per_rank.PREFIX}classified.parquet").write_bytes(b"PAR1 not parquet")
+    damaged = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir)
+    assert not damaged._memo and build_summary(damaged) == plain
+
+
+def test_info_does_not_compute_the_analyses(tmp_path):
+    """`info` loads without analyse: its cache entries hold the frames only."""
+    from traceview.analysis import per_rank
+
+    out = run("info", str(SAMPLES / "dp4_nccl"), "--cache-dir", str(tmp_path), "--quiet")
+    assert out.returncode == 0, out.stderr
+    entries = list(tmp_path.iterdir())
+    assert len(entries) == 4 and not any((e / per_rank.STAMP_FILE).exists() for e in entries)
+    out = run("summary", str(SAMPLES / "dp4_nccl"), "--cache-dir", str(tmp_path / "s"), "--quiet")
+    assert out.returncode == 0, out.stderr
+    assert all((e / per_rank.STAMP_FILE).is_file() for e in (tmp_path / "s").iterdir())

@@ -1,7 +1,9 @@
 """Parquet cache of parsed ranks, so a second open of an unchanged profile is near instant.
 
 Layout: `<root>/<key>/<table>.parquet` for each canonical table plus `meta.json` (the rank's
-metadata and warnings). `key` hashes the parser version, the schema, the source's format and path,
+metadata and warnings), and the rank-local analyses when they were computed where the rank was
+parsed (`analysis.<name>.parquet` + `analysis.json`, used only by the same code:
+`traceview.analysis.per_rank`). `key` hashes the parser version, the schema, the source's format and path,
 and the path, size and mtime (ns) of every file the parser reads, so any change to the profile or
 to traceview's parsers misses the cache. Entries are written to a temporary folder and renamed into
 place, so a crash never leaves a half entry. Only Parquet and JSON are written: never pickle.
@@ -24,6 +26,7 @@ import polars as pl
 from parsers.base import PARSER_VERSION, ParsedRank
 from parsers.detect import ASCEND_OUTPUT_DIR, Source
 from traceview import schema
+from traceview.analysis import per_rank
 
 #: Changes whenever a canonical table gains, loses or retypes a column, so entries written with
 #: another schema are never read back (even if someone forgot to bump PARSER_VERSION).
@@ -76,6 +79,8 @@ def pack(parsed: ParsedRank) -> dict[str, bytes]:
         df.write_parquet(buf, compression="lz4", statistics=False)
         files[f"{table}.parquet"] = buf.getvalue()
     files[META_FILE] = orjson.dumps({"meta": parsed.meta, "warnings": parsed.warnings})
+    if parsed.analyses:
+        files.update(per_rank.to_files(parsed.analyses))
     return files
 
 
@@ -84,11 +89,11 @@ def unpack(files: dict[str, bytes]) -> ParsedRank:
     blob = orjson.loads(files[META_FILE])
     _check_meta(blob)
     frames = {name.removesuffix(".parquet"): pl.read_parquet(io.BytesIO(data))
-              for name, data in files.items() if name.endswith(".parquet")}
+              for name, data in files.items() if name.endswith(".parquet") and not name.startswith(per_rank.PREFIX)}
     for table, df in frames.items():  # a Parquet file swapped or edited by hand: not ours
         if table not in schema.TABLES or df.schema != schema.polars_schema(table):
             raise KeyError(f"{table}.parquet does not have the schema of a cache entry")
-    return ParsedRank(frames=frames, meta=blob["meta"], warnings=blob["warnings"])
+    return ParsedRank(frames=frames, meta=blob["meta"], warnings=blob["warnings"], analyses=per_rank.from_files(files))
 
 
 def _check_meta(blob) -> None:

@@ -8,9 +8,10 @@ filesystem shared with the driver for their output (they do need to read the pro
 absolute path, and the same traceview installed). Ray is an optional extra (`traceview[ray]`),
 imported only when the `ray` executor is asked for.
 
-With `analyse=True`, a Ray task also runs the rank-local analyses on its rank
-(`traceview.analysis.per_rank`) and returns them with the frames, so the driver only combines
-small per-rank results and runs the cross-rank steps.
+With `analyse=True`, the process that parses a rank (a Ray task, or a local worker process)
+also runs the rank-local analyses on it (`traceview.analysis.per_rank`) and stores them in the
+rank's cache entry with its frames, so the driver only combines small per-rank results and runs
+the cross-rank steps, and a second open reads them back.
 """
 
 from __future__ import annotations
@@ -40,10 +41,9 @@ FolderFor = Callable[[Source], Path]
 
 def get(name: str = "local", *, jobs: int | None = None, address: str | None = None, analyse: bool = False):
     """The executor called `name` ("local" or "ray"); TraceError if Ray is asked for but not installed.
-    `analyse`: Ray tasks also compute the rank-local analyses (the local executor leaves them to
-    the Trace, which computes them on first use)."""
+    `analyse`: where a rank is parsed, also compute its rank-local analyses."""
     if name == "local":
-        return LocalExecutor(jobs)
+        return LocalExecutor(jobs, analyse)
     if name == "ray":
         try:
             import ray  # noqa: F401
@@ -56,10 +56,13 @@ def get(name: str = "local", *, jobs: int | None = None, address: str | None = N
 
 class LocalExecutor:
     """Parse in this process when the work is small, else in a spawn process pool of `jobs` workers
-    (default: the CPUs), as many as the memory guard (`traceview.memory`) lets fit."""
+    (default: the CPUs), as many as the memory guard (`traceview.memory`) lets fit. `analyse`: the
+    workers also compute each rank's rank-local analyses (in this process: only when they go to
+    the cache; else the Trace computes them on first use, on all ranks at once)."""
 
-    def __init__(self, jobs: int | None = None):
+    def __init__(self, jobs: int | None = None, analyse: bool = False):
         self.jobs = jobs
+        self.analyse = analyse
 
     def run(self, todo: list[Source], folder_for: FolderFor, write_cache: bool) -> Results:
         """In-process parsing writes a cache entry only when `write_cache`; worker processes always
@@ -76,11 +79,11 @@ class LocalExecutor:
         workers = memory.check(sizes, workers, jobs_given=self.jobs is not None, peaks=peaks,
                                names=[str(s.path) for s in todo])
         if workers <= 1 or not can_spawn:
-            yield from self._in_process(todo, folder_for, write_cache, inner)
+            yield from self._in_process(todo, folder_for, write_cache, inner, self.analyse and write_cache)
             return
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {pool.submit(_parse_to_folder, s, str(folder_for(s))): s for s in todo}
+            futures = {pool.submit(_parse_to_folder, s, str(folder_for(s)), self.analyse): s for s in todo}
             for fut in as_completed(futures):
                 source = futures[fut]
                 error = fut.result()
@@ -90,13 +93,16 @@ class LocalExecutor:
                 yield source, entry if entry is not None else TraceError(None, error)
 
     @staticmethod
-    def _in_process(todo: list[Source], folder_for: FolderFor, write_cache: bool, jobs: int = 1) -> Results:
+    def _in_process(todo: list[Source], folder_for: FolderFor, write_cache: bool, jobs: int = 1,
+                    analyse: bool = False) -> Results:
         for source in todo:
             try:
                 result = parse_source(source, jobs)
             except TraceError as exc:
                 yield source, exc
                 continue
+            if analyse:
+                result.analyses = rank_analyses(source, result)
             if write_cache:
                 write_quietly(folder_for(source), result)
             yield source, result
@@ -199,10 +205,10 @@ class RayExecutor:
                               f"driver has {PARSER_VERSION}", "install the same traceview on the cluster")
         if error is not None:
             return TraceError(None, error)
-        if write_cache:
-            write_quietly(folder_for(source), files)
         parsed = cache.unpack(files)
         parsed.analyses = analyses
+        if write_cache:
+            write_quietly(folder_for(source), parsed)
         return parsed
 
 
@@ -217,15 +223,26 @@ def write_quietly(folder: Path, entry: ParsedRank | dict[str, bytes]) -> None:
         pass
 
 
-def _parse_to_folder(source: Source, folder: str) -> str | None:
-    """Worker-process entry: parse one source into a Parquet folder; return an error line or None."""
+def _parse_to_folder(source: Source, folder: str, analyse: bool = False) -> str | None:
+    """Worker-process entry: parse one source (and compute its rank-local analyses when `analyse`)
+    into a cache folder; return an error line or None."""
     try:
         parsed = parse_source(source)
     except TraceError as exc:
         return str(exc)
     if not Path(folder).exists():
+        if analyse:
+            parsed.analyses = rank_analyses(source, parsed)
         cache.write_entry(parsed, Path(folder))
     return None
+
+
+def rank_analyses(source: Source, parsed: ParsedRank) -> dict[str, bytes]:
+    """The rank-local analyses of one parsed rank (`traceview.analysis.per_rank.compute`)."""
+    from traceview.analysis import per_rank
+    from traceview.loader import one_rank_trace
+
+    return per_rank.compute(one_rank_trace(source, parsed))
 
 
 def _parse_packed(fmt: str, path: str, analyse: bool = False):
@@ -236,10 +253,5 @@ def _parse_packed(fmt: str, path: str, analyse: bool = False):
         parsed = parse_source(source)
     except TraceError as exc:
         return PARSER_VERSION, str(exc), None, None
-    analyses = None
-    if analyse:
-        from traceview.analysis import per_rank
-        from traceview.loader import one_rank_trace
-
-        analyses = per_rank.compute(one_rank_trace(source, parsed))
+    analyses = rank_analyses(source, parsed) if analyse else None
     return PARSER_VERSION, None, cache.pack(parsed), analyses

@@ -74,9 +74,11 @@ def load(
     these steps (`Trace.select_steps`). A bad SPEC raises ValueError; ranks or steps none of which
     exist raise TraceError naming those that do; some missing: a warning in `Trace.warnings`.
 
-    `analyse=True` (with `executor="ray"`): each Ray task also runs its rank's rank-local
-    analyses (`traceview.analysis.per_rank`), which the Trace then holds ready; ranks read from
-    the cache bring none, and the Trace computes everything itself as usual.
+    `analyse=True`: where a rank is parsed (a local worker process, a Ray task, or this process
+    when the rank goes to the cache) its rank-local analyses (`traceview.analysis.per_rank`) are
+    computed too and cached with it. The Trace holds them ready when every rank brings them (from
+    the parse or from the cache, whatever `analyse`); otherwise it computes them itself on first
+    use. Same numbers either way.
     """
     rank_sel = Selection.of(ranks, "ranks")
     step_sel = Selection.of(steps, "steps")

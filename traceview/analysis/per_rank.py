@@ -20,13 +20,24 @@ pipeline step is the longest compute span over the ranks of a pipeline group) an
 step breakdown and slow steps; pipeline stages; collective matching, slow ranks and step skew;
 findings (they read slow ranks). Results travel as Parquet bytes, a few KB per rank except
 `classified` and `launch_calls` (a few small columns per device task / launch).
+
+Where they are computed: in the Ray task that parses the rank, and in the local executor's worker
+process (`load(..., analyse=True)`, which every CLI command but `info` asks for). Either way they
+are stored in the rank's cache entry (`analysis.<name>.parquet` + `analysis.json`, see
+`to_files`), so a second open of the profile reads them instead of recomputing them. The entry's
+results are used only while `code_digest()` matches: any change to traceview's code, its shipped
+rule tables or the polars version makes them be recomputed (the parsed frames stay cached).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
+from pathlib import Path
 from typing import Callable
 
+import orjson
 import polars as pl
 
 #: The columns `traceview.analysis.classes.classify` adds to device_tasks.
@@ -57,21 +68,66 @@ def compute(trace) -> dict[str, bytes]:
     return out
 
 
+#: The cache entry's file that stamps its analyses with the code that computed them.
+STAMP_FILE = "analysis.json"
+PREFIX = "analysis."
+
+
+@functools.cache
+def code_digest() -> str:
+    """Hash of everything the rank-local analyses depend on besides the rank's frames: the source
+    of the `traceview` and `parsers` packages, the shipped rule tables and the polars version."""
+    h = hashlib.sha256(pl.__version__.encode())
+    for package in ("traceview", "parsers"):
+        root = Path(__file__).resolve().parents[2] / package
+        for path in sorted(root.rglob("*")):
+            if path.suffix in (".py", ".toml") and "__pycache__" not in path.parts:
+                h.update(f"|{path.relative_to(root)}|".encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def to_files(analyses: dict[str, bytes]) -> dict[str, bytes]:
+    """`compute`'s results as files of a cache entry: `analysis.<name>.parquet` each, and the stamp."""
+    files = {f"{PREFIX}{name}.parquet": data for name, data in analyses.items()}
+    files[STAMP_FILE] = orjson.dumps({"code_digest": code_digest(), "analyses": sorted(analyses)})
+    return files
+
+
+def from_files(files: dict[str, bytes]) -> dict[str, bytes] | None:
+    """The analyses stored in a cache entry's files (`to_files`), or None when there are none, the
+    stamp is not this code's, or one is missing."""
+    try:
+        stamp = orjson.loads(files[STAMP_FILE])
+    except (KeyError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(stamp, dict) or stamp.get("code_digest") != code_digest():
+        return None
+    analyses = {name: files.get(f"{PREFIX}{name}.parquet") for name in ANALYSES}
+    return analyses if all(v is not None for v in analyses.values()) else None
+
+
 def seed(trace, per_rank: list[dict[str, bytes] | None]) -> bool:
     """Fill `trace`'s memo with the per-rank results (one entry per row of `trace.ranks`, in
     order); each result's `rank` column becomes the rank's number in `trace`. Nothing is seeded
-    unless every rank has its results (a rank read from the cache has none). True if seeded."""
+    unless every rank has its results (a rank cached without them, e.g. by `traceview info`, has
+    none) and all of them read back (a damaged cache file: the Trace computes them). True if seeded."""
     if not per_rank or any(r is None or set(r) != set(ANALYSES) for r in per_rank):
         return False
     numbers = trace.ranks["rank"].to_list()
-    for name, (key, _) in ANALYSES.items():
-        frames = [_renumbered(pl.read_parquet(io.BytesIO(r[name])), n) for r, n in zip(per_rank, numbers)]
-        frame = pl.concat(frames, how="diagonal_relaxed")
-        if name == "classified":
-            if frame.height != trace.device_tasks.height:
-                continue
-            frame = trace.device_tasks.hstack(frame)
-        trace._memo[key] = frame
+    memo = {}
+    try:
+        for name, (key, _) in ANALYSES.items():
+            frames = [_renumbered(pl.read_parquet(io.BytesIO(r[name])), n) for r, n in zip(per_rank, numbers)]
+            frame = pl.concat(frames, how="diagonal_relaxed")
+            if name == "classified":
+                if frame.height != trace.device_tasks.height or frame.columns != list(CLASS_COLUMNS):
+                    return False
+                frame = trace.device_tasks.hstack(frame)
+            memo[key] = frame
+    except (OSError, ValueError, pl.exceptions.PolarsError):
+        return False
+    trace._memo.update(memo)
     return True
 
 
