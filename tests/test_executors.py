@@ -296,6 +296,7 @@ def test_local_analyse_caches_the_rank_local_analyses(tmp_path, monkeypatch, wor
     from traceview.analysis import per_rank
     from traceview.summary import build_summary
 
+    monkeypatch.setattr(executors, "ANALYSE_MIN_BYTES", 0)  # the samples' ranks are small
     if workers:
         monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)
     cache_dir = tmp_path / "cache"
@@ -319,6 +320,7 @@ def test_cached_analyses_of_other_code_or_damaged_are_recomputed(tmp_path, monke
 
     cache_dir = tmp_path / "cache"
     plain = build_summary(tv.load(SAMPLES / "dp4_nccl", use_cache=False))
+    monkeypatch.setattr(executors, "ANALYSE_MIN_BYTES", 0)
     tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, analyse=True)
     monkeypatch.setattr(per_rank, "code_digest", lambda: "another-version")
     stale = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir)
@@ -330,14 +332,18 @@ def test_cached_analyses_of_other_code_or_damaged_are_recomputed(tmp_path, monke
     assert not damaged._memo and build_summary(damaged) == plain
 
 
-def test_info_does_not_compute_the_analyses(tmp_path):
-    """`info` loads without analyse: its cache entries hold the frames only."""
+@pytest.mark.parametrize("workers", [True, False], ids=["worker processes", "in-process"])
+def test_small_ranks_or_no_analyse_leave_the_analyses_to_the_trace(tmp_path, monkeypatch, workers):
+    """Small ranks (under ANALYSE_MIN_BYTES each on average) with analyse=True, and any ranks
+    without it (`traceview info`): the cache entries hold the frames only, the Trace computes."""
     from traceview.analysis import per_rank
 
-    out = run("info", str(SAMPLES / "dp4_nccl"), "--cache-dir", str(tmp_path), "--quiet")
-    assert out.returncode == 0, out.stderr
-    entries = list(tmp_path.iterdir())
-    assert len(entries) == 4 and not any((e / per_rank.STAMP_FILE).exists() for e in entries)
-    out = run("summary", str(SAMPLES / "dp4_nccl"), "--cache-dir", str(tmp_path / "s"), "--quiet")
-    assert out.returncode == 0, out.stderr
-    assert all((e / per_rank.STAMP_FILE).is_file() for e in (tmp_path / "s").iterdir())
+    if workers:
+        monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)
+    small = tv.load(SAMPLES / "dp4_nccl", cache_dir=tmp_path / "small", analyse=True)
+    monkeypatch.setattr(executors, "ANALYSE_MIN_BYTES", 0)
+    plain = tv.load(SAMPLES / "dp4_nccl", cache_dir=tmp_path / "plain", analyse=False)
+    for trace, folder in ((small, "small"), (plain, "plain")):
+        assert not trace._memo
+        entries = list((tmp_path / folder).iterdir())
+        assert len(entries) == 4 and not any((e / per_rank.STAMP_FILE).exists() for e in entries)

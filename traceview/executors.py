@@ -35,6 +35,14 @@ NAMES = ("local", "ray")
 #: Below this many bytes of uncached input, parsing in-process beats starting worker processes.
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 
+#: Below this mean rank input, the local executor leaves the rank-local analyses to the Trace even
+#: when asked to compute them where ranks are parsed: each rank's analyses have a fixed cost
+#: (~0.07 s of CPU: a one-rank Trace, ~9 analyses, their Parquet files) that the Trace, computing
+#: all ranks at once, pays once. Measured (bench/bench_peers.py inputs, 2 cores): 64 ranks x 5 MB,
+#: cold summary 4.9 s -> 6.6 s with them; 8 ranks x 40 MB, 4.0 s either way, and the cached
+#: summary 1.1 s -> 0.6 s.
+ANALYSE_MIN_BYTES = 32 * 1024 * 1024
+
 Results = Iterator[tuple[Source, "ParsedRank | TraceError"]]
 FolderFor = Callable[[Source], Path]
 
@@ -57,8 +65,9 @@ def get(name: str = "local", *, jobs: int | None = None, address: str | None = N
 class LocalExecutor:
     """Parse in this process when the work is small, else in a spawn process pool of `jobs` workers
     (default: the CPUs), as many as the memory guard (`traceview.memory`) lets fit. `analyse`: the
-    workers also compute each rank's rank-local analyses (in this process: only when they go to
-    the cache; else the Trace computes them on first use, on all ranks at once)."""
+    workers also compute each rank's rank-local analyses when the ranks are large
+    (`ANALYSE_MIN_BYTES`; in this process: only when they go to the cache); else the Trace
+    computes them on first use, on all ranks at once."""
 
     def __init__(self, jobs: int | None = None, analyse: bool = False):
         self.jobs = jobs
@@ -69,6 +78,7 @@ class LocalExecutor:
         write to `folder_for(source)` (the cache, or a scratch folder) and hand back only an error
         line or None."""
         sizes = [memory.input_bytes(s) for s in todo]
+        analyse = self.analyse and bool(sizes) and sum(sizes) / len(sizes) >= ANALYSE_MIN_BYTES
         workers = min(self.jobs or os.cpu_count() or 1, len(todo))
         if sum(sizes) < PARALLEL_MIN_BYTES:
             workers = 1
@@ -79,11 +89,11 @@ class LocalExecutor:
         workers = memory.check(sizes, workers, jobs_given=self.jobs is not None, peaks=peaks,
                                names=[str(s.path) for s in todo])
         if workers <= 1 or not can_spawn:
-            yield from self._in_process(todo, folder_for, write_cache, inner, self.analyse and write_cache)
+            yield from self._in_process(todo, folder_for, write_cache, inner, analyse and write_cache)
             return
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {pool.submit(_parse_to_folder, s, str(folder_for(s)), self.analyse): s for s in todo}
+            futures = {pool.submit(_parse_to_folder, s, str(folder_for(s)), analyse): s for s in todo}
             for fut in as_completed(futures):
                 source = futures[fut]
                 error = fut.result()
