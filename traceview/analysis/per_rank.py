@@ -21,8 +21,9 @@ step breakdown and slow steps; pipeline stages; collective matching, slow ranks 
 findings (they read slow ranks). Results travel as Parquet bytes, a few KB per rank except
 `classified` and `launch_calls` (a few small columns per device task / launch).
 
-Where they are computed: in the Ray task that parses the rank, and in the local executor's worker
-process (`load(..., analyse=True)`, which every CLI command but `info` asks for). Either way they
+Where they are computed (`load(..., analyse=True)`, which every CLI command but `info` asks for):
+in the Ray task that parses the rank, and in the local executor's worker process when the ranks
+are large (`traceview.executors.ANALYSE_MIN_BYTES`; smaller ones are cheaper on the driver). They
 are stored in the rank's cache entry (`analysis.<name>.parquet` + `analysis.json`, see
 `to_files`), so a second open of the profile reads them instead of recomputing them. The entry's
 results are used only while `code_digest()` matches: any change to traceview's code, its shipped
