@@ -206,13 +206,6 @@ def odd_value(rnd: random.Random, depth: int = 0):
     return v
 
 
-def deep(depth: int):
-    v: object = 0
-    for _ in range(depth):
-        v = [v]
-    return v
-
-
 def json_mutate(rnd: random.Random, doc, bare: bool = False) -> bytes:
     """A mutated copy of `doc` as JSON bytes (`bare`: write its traceEvents value alone)."""
     doc = copy.deepcopy(doc)
@@ -434,8 +427,8 @@ def main(argv=None) -> int:
         runner.close()
     elapsed = time.perf_counter() - t0
     print()
-    print(f"| seed | cases | ok | clean errors | bugs | seconds | cases/s |")
-    print(f"|---:|---:|---:|---:|---:|---:|---:|")
+    print("| seed | cases | ok | clean errors | bugs | seconds | cases/s |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     print(f"| {args.seed} | {n} | {counts['ok']} | {counts['clean']} | {counts['bug']} | {elapsed:.0f} | "
           f"{n / elapsed if elapsed else 0:.1f} |")
     if bugs:

@@ -270,7 +270,7 @@ def _scalar_fields(event: dict, fields: pl.Schema, warn: Warnings) -> dict:
             v = None
         elif dtype == pl.String:
             v = str(v)
-        elif isinstance(v, bool) or (isinstance(v, int) and -(2**63) <= v < 2**63):
+        elif isinstance(v, bool) or _int64(v) is not None:
             continue
         elif isinstance(v, float) and math.isfinite(v) and abs(v) < 2**63:
             continue
@@ -283,10 +283,14 @@ def _scalar_fields(event: dict, fields: pl.Schema, warn: Warnings) -> dict:
 
 def _int_text(v: str) -> int | None:
     try:
-        n = int(v.strip())
+        return _int64(int(v.strip()))
     except ValueError:
         return None
-    return n if -(2**63) <= n < 2**63 else None
+
+
+def _int64(v) -> int | None:
+    """`v` when it is an integer (not a bool) that fits Int64, else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63 else None
 
 
 def _chunk(events: list, warn: Warnings, rendered: dict) -> dict[str, pl.DataFrame]:
@@ -600,12 +604,9 @@ def _metadata(doc: dict, path: Path, tasks: pl.DataFrame, host: pl.DataFrame, wa
         device_type = "mtia"
     else:
         device_type = "cpu"
-    def int64(v):  # the header is any JSON: a rank of 2**63 broke the Int64 rank column (fuzz)
-        return v if isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63 else None
-
-    return {
-        "rank": int64(rank),
-        "world_size": int64(world),
+    return {  # the header is any JSON: a rank of 2**63 broke the Int64 rank column (fuzz)
+        "rank": _int64(rank),
+        "world_size": _int64(world),
         "format": "kineto",
         "source": str(path),
         "device_name": device_name,

@@ -1,7 +1,10 @@
-"""Shared test fixtures: where the real-trace corpus and the shipped samples are."""
+"""Shared test fixtures: where the real-trace corpus and the shipped samples are, and a CLI runner."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,13 @@ needs_shared = pytest.mark.skipif(
     not SHARED_TRACES.is_dir(),
     reason=f"real-trace corpus not found at {SHARED_TRACES} (present in CI; absent in a user's clone)",
 )
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+    """`traceview ARGS` in a fresh process (`python -m traceview`, from the repository root), with
+    `env` added to the environment; output captured as text."""
+    return subprocess.run([sys.executable, "-m", "traceview", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(autouse=True)

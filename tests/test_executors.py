@@ -15,18 +15,12 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import traceview as tv
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, ROOT, run_cli
 from traceview import executors, memory
 from traceview.errors import TraceError
 
 SAMPLES = ROOT / "sample_traces"
 TABLES = ("device_tasks", "host_events", "steps", "ranks")
-
-
-def run(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "traceview", *args], capture_output=True, text=True, cwd=ROOT,
-                          env=env)
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +71,8 @@ def test_missing_ray_is_one_clear_error(monkeypatch):
 def test_cli_missing_ray_exits_1_with_one_line(tmp_path):
     # a `ray` that fails to import, first on the path: the CLI must say how to install it
     (tmp_path / "ray.py").write_text("raise ImportError('No module named ray')\n")
-    out = run("info", str(DATA / "kineto_minimal.json"), "--executor", "ray", "--no-cache",
-              env_extra={"PYTHONPATH": f"{tmp_path}:{ROOT}"})
+    out = run_cli("info", str(DATA / "kineto_minimal.json"), "--executor", "ray", "--no-cache",
+                  env={"PYTHONPATH": f"{tmp_path}:{ROOT}"})
     assert out.returncode == 1, out.stderr
     lines = out.stderr.strip().splitlines()
     assert lines == ["traceview: error: --executor ray needs Ray, which is not installed "
@@ -178,13 +172,13 @@ def test_the_main_guard_check_reads_the_script():
 
 def test_memory_guard_fails_early_with_the_way_out():
     path = str(SAMPLES / "dp4_nccl")
-    out = run("info", path, "--no-cache", "--jobs", "2", env_extra={"TRACEVIEW_MEMORY_LIMIT": "1M"})
+    out = run_cli("info", path, "--no-cache", "--jobs", "2", env={"TRACEVIEW_MEMORY_LIMIT": "1M"})
     assert out.returncode == 1
     (line,) = out.stderr.strip().splitlines()
     assert line.startswith("traceview: error: loading 4 rank(s) of ")
     assert "needs about" in line and "1.0 MB is available" in line
     assert "--executor ray" in line and "load fewer ranks" in line and "TRACEVIEW_MEMORY_LIMIT=off" in line
-    ok = run("info", path, "--no-cache", env_extra={"TRACEVIEW_MEMORY_LIMIT": "1G"})
+    ok = run_cli("info", path, "--no-cache", env={"TRACEVIEW_MEMORY_LIMIT": "1G"})
     assert ok.returncode == 0, ok.stderr
     assert "rank" in ok.stdout
 

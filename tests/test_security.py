@@ -33,7 +33,7 @@ import pytest
 import traceview as tv
 from dashboards.app import create_app
 from dashboards.report import diff_html
-from tests.conftest import DATA, ROOT, SAMPLES
+from tests.conftest import DATA, ROOT, SAMPLES, run_cli
 from traceview.errors import TraceError
 from traceview.summary import build_summary
 
@@ -157,11 +157,6 @@ def assert_inert(page: str, code_scripts: int, shown: list[str]) -> Doc:
 
 
 # ---------------------------------------------------------------- HTML: report, diff, notebook
-
-
-def run_cli(*args: str, env: dict | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "traceview", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")

@@ -206,7 +206,7 @@ class RayExecutor:
     @staticmethod
     def _result(ray, ref, source: Source, folder_for: FolderFor, write_cache: bool) -> ParsedRank | TraceError:
         try:
-            version, error, files, analyses = ray.get(ref)
+            version, error, files = ray.get(ref)
         except ray.exceptions.RayError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return TraceError(source.path, f"the Ray task failed: {first}")
@@ -215,11 +215,9 @@ class RayExecutor:
                               f"driver has {PARSER_VERSION}", "install the same traceview on the cluster")
         if error is not None:
             return TraceError(None, error)
-        parsed = cache.unpack(files)
-        parsed.analyses = analyses
         if write_cache:
-            write_quietly(folder_for(source), parsed)
-        return parsed
+            write_quietly(folder_for(source), files)
+        return cache.unpack(files)
 
 
 def write_quietly(folder: Path, entry: ParsedRank | dict[str, bytes]) -> None:
@@ -257,11 +255,14 @@ def rank_analyses(source: Source, parsed: ParsedRank) -> dict[str, bytes]:
 
 def _parse_packed(fmt: str, path: str, analyse: bool = False):
     """Ray task: parse one source (and run its rank-local analyses when `analyse`); return
-    (parser version, error line or None, `cache.pack` bytes, `per_rank.compute` bytes or None)."""
+    (parser version, error line or None, the rank's cache entry files: `cache.pack` bytes, with the
+    analyses when computed, stamped with this worker's code digest so a driver running other code
+    ignores them)."""
     source = Source(fmt, Path(path))
     try:
         parsed = parse_source(source)
     except TraceError as exc:
-        return PARSER_VERSION, str(exc), None, None
-    analyses = rank_analyses(source, parsed) if analyse else None
-    return PARSER_VERSION, None, cache.pack(parsed), analyses
+        return PARSER_VERSION, str(exc), None
+    if analyse:
+        parsed.analyses = rank_analyses(source, parsed)
+    return PARSER_VERSION, None, cache.pack(parsed)
