@@ -19,6 +19,7 @@ from dashboards import figures
 from dashboards.colors import class_color
 from dashboards.server import harden
 from dashboards.timeline_page import HOST_KEY, TimelineData, name_contains, stacked_figure
+from traceview.safe_text import one_line
 
 TIMELINE_PATH = "/timeline"
 # the widgets whose values live in the query string, and the property holding each value
@@ -96,9 +97,9 @@ def _header(trace, summary: dict) -> html.Header:
         style=STYLE_HEADER,
         children=[
             html.Strong("traceview", style={"marginRight": "20px", "fontSize": "18px"}),
-            html.Span(str(summary.get("source", trace.source)), id="profile-path", style={"marginRight": "20px"}),
+            html.Span(one_line(summary.get("source", trace.source)), id="profile-path", style={"marginRight": "20px"}),
             html.Span(f"{n} rank{'s' if n != 1 else ''}", id="profile-ranks", style={"marginRight": "20px"}),
-            html.Span(", ".join(devices) or "device unknown", id="profile-device"),
+            html.Span(one_line(", ".join(devices)) or "device unknown", id="profile-device"),
         ],
     )
 
@@ -108,7 +109,7 @@ def _findings(summary: dict) -> html.Div:
     items = [
         html.Li([html.Strong(f["severity"], className=f"sev-{f['severity']}",
                              style={"color": SEVERITY_COLORS.get(f["severity"], "#111827")}),
-                 " ", f["message"], html.Br(), html.Span(f["advice"], style={"color": "#4b5563"})],
+                 " ", one_line(f["message"]), html.Br(), html.Span(one_line(f["advice"]), style={"color": "#4b5563"})],
                 className="finding-rule")
         for f in summary.get("findings") or []
     ]
@@ -119,10 +120,10 @@ def _findings(summary: dict) -> html.Div:
     children = [html.H3("Findings"), html.Ul(items or [html.Li("No slow rank or slow step found.")])]
     if summary.get("failures"):
         children += [html.H4("Failed ranks", style={"color": "#b91c1c"}),
-                     html.Ul([html.Li(line) for line in summary["failures"]], id="failures")]
+                     html.Ul([html.Li(one_line(line)) for line in summary["failures"]], id="failures")]
     if summary.get("warnings"):
         children += [html.H4("Warnings", style={"color": "#b45309"}),
-                     html.Ul([html.Li(line) for line in summary["warnings"]], id="warnings")]
+                     html.Ul([html.Li(one_line(line)) for line in summary["warnings"]], id="warnings")]
     return html.Div(children, id="findings")
 
 
@@ -191,7 +192,7 @@ def kernel_rows(trace, ranks: list[int] | None, step: int | None = None, classes
         if ranks is not None and row["rank"] not in ranks:
             continue
         rows.append({
-            "rank": row["rank"], "name": row["name"], "class": row["class"], "count": row["count"],
+            "rank": row["rank"], "name": one_line(row["name"]), "class": one_line(row["class"]), "count": row["count"],
             "total_ms": round(row["total_us"] / 1000.0, 6), "mean_us": round(row["mean_us"], 3),
             "share_pct": round(row["share"] * 100.0, 4),
         })

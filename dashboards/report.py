@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+from urllib.parse import quote
 from typing import Callable, Iterable
 
 import orjson
@@ -26,6 +27,7 @@ import polars as pl
 
 from dashboards import figures
 from dashboards.timeline_page import TimelineData
+from traceview.safe_text import one_line
 
 RAW_WINDOW_TASKS = 4_000  # raw tasks drawn per timeline window in a report
 TIMELINE_LIMIT = 5_000  # the whole-trace timeline is binned above this many tasks
@@ -67,8 +69,9 @@ RENDER_JS = """
 
 
 def esc(value) -> str:
-    """Text (or an attribute value) from anywhere, escaped for HTML; None as '-'."""
-    return "-" if value is None else html.escape(str(value), quote=True)
+    """Text (or an attribute value) from anywhere, escaped for HTML, control and bidi characters
+    shown as escapes (`traceview.safe_text.one_line`: a name cannot reorder the page); None as '-'."""
+    return "-" if value is None else html.escape(one_line(value), quote=True)
 
 
 def script_json(data) -> str:
@@ -375,6 +378,12 @@ def report_html(trace, summary: dict, diff: dict | None = None) -> str:
     return page.html(_header(summary), {"traceview-summary": summary})
 
 
+def relative_link(path: str) -> str:
+    """A link to a file beside the page: `./` plus the percent-encoded path, so that no file name
+    (`javascript:alert(1).report.html`) is read as a URL scheme, a query or a fragment."""
+    return "./" + quote(path, safe="/")
+
+
 def index_html(entries: list[BatchEntry], out_dir: Path) -> str:
     """The index page of a `traceview report --out-dir` batch: one row per profile
     (`traceview.cli.report.BatchEntry`), linked to its report; failures in red."""
@@ -384,7 +393,7 @@ def index_html(entries: list[BatchEntry], out_dir: Path) -> str:
             rows.append(f'<tr class="failed"><td class="t">{esc(e.source)}</td><td colspan="5" class="t bad">'
                         f"failed: {esc(e.error)}</td></tr>")
             continue
-        link = esc(e.output.relative_to(out_dir).as_posix()) if e.output else ""
+        link = esc(relative_link(e.output.relative_to(out_dir).as_posix())) if e.output else ""
         status = "ok" if not e.failures else f"{len(e.failures)} failed rank(s): " + "; ".join(e.failures)
         rows.append(
             f'<tr><td class="t"><a href="{link}">{esc(e.source)}</a></td><td>{esc(e.ranks)}</td><td class="t">{esc(e.device)}</td>'

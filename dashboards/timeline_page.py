@@ -23,6 +23,7 @@ from dash import html
 
 from dashboards.colors import class_color
 from traceview.analysis import timeline as tl
+from traceview.safe_text import one_line
 
 LIMIT = 20_000  # raw tasks the browser may receive at most
 HOST_KEY = "host:"  # prefix of a host event's key in the browser
@@ -33,8 +34,9 @@ X_AXIS = re.compile(r"^xaxis\d*$")  # xaxis, xaxis2, ... (compare view panels)
 
 
 def hover_safe(text) -> str:
-    """`text` for a plotly hover label: & < > as entities, so no tag in a kernel name is interpreted."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """`text` for a plotly hover label: & < > as entities, so no tag in a kernel name is interpreted,
+    and control or bidi characters as visible escapes (`traceview.safe_text.one_line`)."""
+    return one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def name_contains(query: str) -> pl.Expr:
@@ -315,7 +317,7 @@ class TimelineData:
         ]
         return [html.Table(html.Tbody([
             html.Tr([html.Th(k, style={"textAlign": "left", "paddingRight": "12px"}),
-                     html.Td("-" if v is None else str(v), id=f"tl-detail-{k}")]) for k, v in fields
+                     html.Td("-" if v is None else one_line(v), id=f"tl-detail-{k}")]) for k, v in fields
         ]))]
 
 

@@ -222,7 +222,7 @@ def test_cli_batch_with_a_failed_profile(tmp_path):
     assert not (out / "broken.report.html").exists() and "broken.json" in res.stderr
     index = (out / "index.html").read_text()
     tables = parse(index)
-    assert {a.get("href") for t, a in tables.tags if t == "a"} == {"dp4_nccl.report.html", "ascend_2rank.report.html"}
+    assert {a.get("href") for t, a in tables.tags if t == "a"} == {"./dp4_nccl.report.html", "./ascend_2rank.report.html"}
     assert "failed: cannot read" in index and "broken.json" in index
 
 

@@ -8,6 +8,7 @@ import re
 import orjson
 
 from traceview.cli.text import bullet_list, table
+from traceview.safe_text import json_text, one_line_strings
 from traceview.run_diff import BASE, NEW, int_ranges
 
 #: Above this many ranks the step-time table shows only the all-ranks row.
@@ -179,11 +180,12 @@ def render_diff(result, fmt: str, top: int = 10) -> str:
     (`dashboards.report.diff_html`); text: the tables of docs/diff.md."""
     doc = result.to_dict(top)
     if fmt == "json":
-        return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+        return json_text(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
     if fmt == "html":
         from dashboards.report import diff_html
 
         return diff_html(doc)
+    doc = one_line_strings(doc)
     head = "traceview diff" + (f", step {doc['step']} only" if doc["step"] is not None else "")
     parts = [head, _run_line(BASE, doc["base"]), _run_line(NEW, doc["new"]),
              "  values are means per step and rank; delta = NEW - BASE"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import orjson
 
 from traceview.cli.text import bullet_list, table
+from traceview.safe_text import json_text, one_line, one_line_strings
 from traceview.trace import Trace
 
 COLUMNS = [
@@ -38,11 +39,12 @@ def render_info(trace: Trace, fmt: str) -> str:
     rows = info_rows(trace)
     if fmt == "json":
         doc = {"source": trace.source, "ranks": rows, "warnings": trace.warnings, "failures": trace.failures}
-        return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+        return json_text(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
+    rows = one_line_strings(rows)
     for row in rows:
         row["span_ms"] = None if row["span_us"] is None else row["span_us"] / 1000
     formats = sorted({r["format"] for r in rows})
-    head = f"{trace.source}: {len(rows)} rank{'s' if len(rows) != 1 else ''} ({', '.join(formats)})"
+    head = f"{one_line(trace.source)}: {len(rows)} rank{'s' if len(rows) != 1 else ''} ({', '.join(formats)})"
     parts = [head, "", table(rows, COLUMNS)]
     for title, items in (("Warnings", trace.warnings), ("Failed", trace.failures)):
         block = bullet_list(title, items)

@@ -16,10 +16,25 @@ from traceview import __version__
 FORMATS = click.Choice(["text", "json"])
 
 
+def echo(text: str) -> None:
+    """Print on stdout what traceview laid out, any control character in it escaped
+    (`traceview.cli.text.printable`: names from a trace never drive the terminal)."""
+    from traceview.safe_text import printable
+
+    click.echo(printable(text))
+
+
+def echo_err(line: str) -> None:
+    """One line on stderr (a warning or an error), escaped as one line."""
+    from traceview.safe_text import one_line
+
+    click.echo(one_line(line), err=True)
+
+
 def _fail(message: str, verbose: bool) -> None:
     if verbose:
         traceback.print_exc()
-    click.echo(f"traceview: error: {message}", err=True)
+    echo_err(f"traceview: error: {message}")
     sys.exit(1)
 
 
@@ -173,9 +188,9 @@ def _warn_on_stderr(warnings: list[str], failures: list[str], fmt: str) -> None:
     if fmt == "text":
         return
     for line in warnings:
-        click.echo(f"traceview: warning: {line}", err=True)
+        echo_err(f"traceview: warning: {line}")
     for line in failures:
-        click.echo(f"traceview: error: {line}", err=True)
+        echo_err(f"traceview: error: {line}")
 
 
 @main.command()
@@ -188,7 +203,7 @@ def info(path: Path, fmt: str, quiet: bool, jobs, no_cache: bool, cache_dir) -> 
     from traceview.cli.info import render_info
 
     trace = load_trace(path, quiet, jobs, no_cache, cache_dir, analyse=False)
-    click.echo(render_info(trace, fmt))
+    echo(render_info(trace, fmt))
     _warn_on_stderr(trace.warnings, trace.failures, fmt)
     if trace.failures:
         sys.exit(1)
@@ -219,7 +234,7 @@ def summary(path: Path, fmt: str, step, classes, top: int, tokens_per_step, seq_
     trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
     doc = build_summary(trace, step=step, classes=str(classes) if classes else None, top=top, throughput=throughput,
                         findings_rules=rules, micro_batches=micro_batches)
-    click.echo(render_summary(doc, fmt))
+    echo(render_summary(doc, fmt))
     _warn_on_stderr(doc["warnings"], doc["failures"], fmt)
     if trace.failures:
         sys.exit(1)
@@ -248,7 +263,7 @@ def diff(base: Path, new: Path, fmt: str, top: int, step, whole_trace: bool, cla
     check_classes(classes)
     runs = [load_trace(p, quiet, jobs, no_cache, cache_dir) for p in (base, new)]
     result = compare(*runs, step=step, classes=str(classes) if classes else None, whole_trace=whole_trace)
-    click.echo(render_diff(result, fmt, top))
+    echo(render_diff(result, fmt, top))
     _warn_on_stderr(result.warnings, result.failures, fmt)
     if result.failures:
         sys.exit(1)
@@ -293,7 +308,7 @@ def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, base
 
     def make(path: Path, out: Path, entry=None) -> list[str]:
         """Load `path`, write its report to `out`; returns the failed-rank lines."""
-        rep.check_writable(out, force)
+        rep.check_writable(out, fmt, force)
         trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
         doc = build_summary(trace, classes=classes_text, top=top, throughput=throughput, findings_rules=rules,
                             micro_batches=micro_batches)
@@ -315,34 +330,39 @@ def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, base
 
         rep.write_output(out, fmt, render, force)
         for line in trace.warnings:
-            click.echo(f"traceview: warning: {line}", err=True)
+            echo_err(f"traceview: warning: {line}")
         for line in trace.failures:
-            click.echo(f"traceview: error: {line}", err=True)
-        click.echo(f"Wrote {out}")
+            echo_err(f"traceview: error: {line}")
+        echo(f"Wrote {out}")
         return list(trace.failures)
 
     if out_dir is None:
-        failures = make(paths[0], output or rep.default_output(paths[0], fmt))
+        # checked before the (long) load: a bad target fails at once
+        out = rep.check_writable(output or rep.default_output(paths[0], fmt), fmt, force)
+        failures = make(paths[0], out)
         if failures:
             sys.exit(1)
         return
-    out_dir.mkdir(parents=True, exist_ok=True)
+    # Every target of the batch is checked before anything is loaded or written: a batch never
+    # overwrites without --force, its index included.
+    index = rep.index_target(out_dir, force)
+    targets = [index.parent / rep.fit_name(name, rep.SUFFIX[fmt]) for name in rep.unique_names(list(paths))]
+    for out in targets:
+        rep.check_writable(out, fmt, force)
     entries = []
-    for path, name in zip(paths, rep.unique_names(list(paths))):
+    for path, out in zip(paths, targets):
         entry = rep.BatchEntry(source=path)
         entries.append(entry)
-        out = out_dir / (name + rep.SUFFIX[fmt])
         try:
             make(path, out, entry)
             entry.output = out
         except TraceError as exc:
             entry.error = str(exc)
-            click.echo(f"traceview: error: {exc}", err=True)
-    index = out_dir / "index.html"
+            echo_err(f"traceview: error: {exc}")
     from dashboards.report import index_html
 
-    index.write_text(index_html(entries, out_dir), encoding="utf-8")
-    click.echo(f"Wrote {index}")
+    rep.write_output(index, "html", lambda: index_html(entries, index.parent), force=True)
+    echo(f"Wrote {index}")
     if any(e.error or e.failures for e in entries):
         sys.exit(1)
 
@@ -373,7 +393,7 @@ def serve(path: Path, host: str, port: int, open_browser: bool, tokens_per_step,
     app = create_app(trace, build_summary(trace, details=False, throughput=throughput, findings_rules=rules,
                                           micro_batches=micro_batches))
     for line in [*trace.warnings, *trace.failures]:  # after the summary, which may add a warning
-        click.echo(f"traceview: warning: {line}", err=True)
+        echo_err(f"traceview: warning: {line}")
     try:
         port = pick_port(host, port)
     except OSError as exc:
@@ -382,7 +402,7 @@ def serve(path: Path, host: str, port: int, open_browser: bool, tokens_per_step,
         click.echo(f"traceview: warning: --host {host}: the dashboard is reachable from the network, with no "
                    "authentication: anyone who can reach this port sees the profile's kernel names and numbers "
                    "(use the default --host 127.0.0.1, or an SSH tunnel, to keep it on this machine)", err=True)
-    click.echo(f"Serving {path} at {url_for(host, port)} (Ctrl+C to stop)")
+    echo(f"Serving {path} at {url_for(host, port)} (Ctrl+C to stop)")
     run_server(app, host, port, open_browser)
 
 

@@ -50,7 +50,12 @@ class LoadProgress:
             self._progress.start()
 
     def _describe(self, label: str) -> str:
-        return f"parsing {self._what}" + (f" [dim]{label}[/]" if label else "")
+        """The bar's text; names are escaped (no rich markup, no control character from a file name)."""
+        from rich.markup import escape
+
+        from traceview.safe_text import one_line
+
+        return f"parsing {escape(one_line(self._what))}" + (f" [dim]{escape(one_line(label))}[/]" if label else "")
 
     def __call__(self, done: int, total: int, label: str) -> None:
         with self._lock:

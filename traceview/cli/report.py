@@ -9,7 +9,12 @@ headline numbers, or why it failed; the others are still written when one fails.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
 import shutil
+import stat
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,47 +23,163 @@ import orjson
 from traceview.errors import TraceError
 
 SUFFIX = {"html": ".report.html", "json": ".report.json", "csv": ".report-csv", "parquet": ".report-parquet"}
+#: Formats written as a folder of tables (the others are one file).
+FOLDER_FORMATS = ("csv", "parquet")
 TRACE_EXTENSIONS = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json")
+#: Bytes in one file name on Linux and macOS file systems.
+NAME_MAX = 255
+#: The list of files traceview wrote into a csv/parquet report folder: the only files a later
+#: `--force` may replace or remove there (a folder without it is not traceview's to touch).
+MANIFEST = "traceview-export.json"
+#: A table file's name in a report folder (what a manifest may name).
+TABLE_FILE = re.compile(r"^[a-z_]+\.(csv|parquet)$")
 
 
 def profile_stem(path: Path) -> str:
     """The profile's name without trace extensions (`rank0.pt.trace.json.gz` -> `rank0`)."""
-    name = path.resolve().name or "profile"
+    name = Path(os.path.abspath(path)).name or "profile"
     for ext in TRACE_EXTENSIONS:
         if name.lower().endswith(ext) and len(name) > len(ext):
             return name[: -len(ext)]
     return name
 
 
+def fit_name(stem: str, suffix: str) -> str:
+    """`stem + suffix`, the stem shortened (with 8 hex digits of its digest, so two long names stay
+    apart) where the whole would exceed NAME_MAX bytes."""
+    name = stem + suffix
+    if len(os.fsencode(name)) <= NAME_MAX:
+        return name
+    digest = "-" + hashlib.sha256(os.fsencode(stem)).hexdigest()[:8]
+    room = NAME_MAX - len(os.fsencode(digest + suffix))
+    cut = stem
+    while len(os.fsencode(cut)) > room:
+        cut = cut[:-1]
+    return cut + digest + suffix
+
+
 def default_output(path: Path, fmt: str) -> Path:
     """Beside the input: the input's folder, the profile's name + the format's suffix."""
-    return path.resolve().parent / (profile_stem(path) + SUFFIX[fmt])
+    return Path(os.path.abspath(path)).parent / fit_name(profile_stem(path), SUFFIX[fmt])
 
 
-def check_writable(out: Path, force: bool) -> None:
-    if out.exists() and not force:
+def check_writable(out: Path, fmt: str, force: bool) -> Path:
+    """The absolute output path, after checking that writing `fmt` there loses nothing: TraceError
+    (one line) for a folder where a file goes, a file, link or foreign folder where a folder goes,
+    anything that is not a regular file (or, for csv/parquet, a folder traceview wrote), an
+    existing output without `force`, or a missing parent folder."""
+    out = Path(os.path.abspath(out))
+    noun = "folder" if fmt in FOLDER_FORMATS else "file"
+    try:
+        st = os.lstat(out)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise TraceError(None, f"cannot write {out}: {exc.strerror or exc}") from None
+    if st is None:
+        if not out.parent.is_dir():
+            raise TraceError(None, f"cannot write {out}: no folder {out.parent} (create it, or pass -o elsewhere)")
+        return out
+    if stat.S_ISLNK(st.st_mode):
+        raise TraceError(None, f"{out} is a symbolic link: traceview writes no report through a link "
+                         f"(pass -o a new {noun} name)")
+    if fmt in FOLDER_FORMATS:
+        if not stat.S_ISDIR(st.st_mode):
+            raise TraceError(None, f"{out} exists and is not a folder: the {fmt} report is a folder of tables "
+                             "(pass -o a new folder name)")
+        if written_files(out) is None:
+            raise TraceError(None, f"{out} is a folder traceview did not write (no {MANIFEST} in it): traceview "
+                             "never replaces it (pass -o a new folder name)")
+    elif stat.S_ISDIR(st.st_mode):
+        raise TraceError(None, f"{out} is a folder: the {fmt} report is one file "
+                         f"(pass -o a file name, e.g. -o {out / ('report.' + fmt)})")
+    elif not stat.S_ISREG(st.st_mode):
+        raise TraceError(None, f"{out} exists and is not a regular file: traceview never replaces it "
+                         "(pass -o another path)")
+    if not force:
         raise TraceError(None, f"{out} exists: pass --force to overwrite it (or -o another path)")
-    if not out.parent.is_dir():
-        raise TraceError(None, f"cannot write {out}: no folder {out.parent} (create it, or pass -o elsewhere)")
+    return out
+
+
+def written_files(folder: Path) -> list[str] | None:
+    """The table files a csv/parquet report folder's manifest lists (names only), or None when the
+    folder has no readable manifest of ours."""
+    try:
+        blob = orjson.loads((folder / MANIFEST).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    files = blob.get("files") if isinstance(blob, dict) and blob.get("traceview") == "report" else None
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        return None
+    return [f for f in files if TABLE_FILE.match(f)]
 
 
 def write_output(out: Path, fmt: str, render, force: bool) -> None:
-    """Write the report in `fmt`; `render` gives the HTML text, or the summary for data formats.
-    Writes a temporary file/folder first, then moves it in place (no half-written report)."""
-    tmp = out.with_name(out.name + ".partial")
-    if tmp.exists():
-        shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
-    if fmt == "html":
-        tmp.write_text(render(), encoding="utf-8")
-    elif fmt == "json":
-        tmp.write_bytes(orjson.dumps(render(), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
-    else:
-        from traceview.export import write_tables
+    """Write the report in `fmt` to `out` (checked by `check_writable`); `render` gives the HTML
+    text, or the summary for data formats. Written under a fresh temporary name beside `out`,
+    then moved in place, so no half-written report is left and nothing but traceview's own
+    output is replaced: a file by `os.replace`, a report folder file by file (files its manifest
+    lists and the new report lacks are removed, any other file stays). An OSError (full disk,
+    name too long, no permission) is a TraceError."""
+    out = check_writable(out, fmt, force)
+    tmp = out.parent / f".traceview-{uuid.uuid4().hex[:12]}.partial"
+    try:
+        if fmt in FOLDER_FORMATS:
+            from traceview.export import write_tables
 
-        write_tables(render(), tmp, fmt)
-    if out.exists() and force:
-        shutil.rmtree(out) if out.is_dir() else out.unlink()
-    tmp.replace(out)
+            names = [p.name for p in write_tables(render(), tmp, fmt)]
+            (tmp / MANIFEST).write_bytes(orjson.dumps({"traceview": "report", "format": fmt, "files": names}))
+            _move_folder(tmp, out, names)
+        else:
+            data = render()
+            if fmt == "html":
+                tmp.write_text(data, encoding="utf-8")
+            else:
+                tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+            os.replace(tmp, out)
+    except OSError as exc:
+        raise TraceError(None, f"cannot write {out}: {exc.strerror or exc}") from None
+    finally:
+        _remove_own(tmp)
+
+
+def _move_folder(tmp: Path, out: Path, names: list[str]) -> None:
+    """Move the report folder `tmp` to `out`: a rename when `out` is new, else file by file."""
+    old = written_files(out) if out.exists() else None
+    if old is None:
+        os.rename(tmp, out)
+        return
+    for name in names:
+        os.replace(tmp / name, out / name)
+    for name in set(old) - set(names):
+        path = out / name
+        if path.is_file() and not path.is_symlink():
+            path.unlink()
+    os.replace(tmp / MANIFEST, out / MANIFEST)
+
+
+def _remove_own(tmp: Path) -> None:
+    """Remove the temporary file or folder this process made (a unique name: nobody else's)."""
+    try:
+        if tmp.is_dir() and not tmp.is_symlink():
+            shutil.rmtree(tmp, ignore_errors=True)
+        elif tmp.exists() or tmp.is_symlink():
+            tmp.unlink()
+    except OSError:
+        pass
+
+
+def index_target(out_dir: Path, force: bool) -> Path:
+    """`out_dir/index.html` after the same checks as a report (`check_writable`), with `out_dir`
+    created when missing (a file there is a TraceError)."""
+    out_dir = Path(os.path.abspath(out_dir))
+    if out_dir.exists() and not out_dir.is_dir():
+        raise TraceError(None, f"--out-dir {out_dir} exists and is not a folder (pass a folder)")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TraceError(None, f"cannot create {out_dir}: {exc.strerror or exc}") from None
+    return check_writable(out_dir / "index.html", "html", force)
 
 
 @dataclass

@@ -7,6 +7,7 @@ import textwrap
 import orjson
 
 from traceview.cli.text import bullet_list, table
+from traceview.safe_text import json_text, one_line_strings
 
 #: (summary key, column header) of the per-step table; values shown in ms.
 STEP_COLUMNS = [
@@ -172,7 +173,8 @@ def _findings_text(findings: list[dict] | None) -> list[str]:
 
 def render_summary(doc: dict, fmt: str) -> str:
     if fmt == "json":
-        return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+        return json_text(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
+    doc = one_line_strings(doc)
     parts = [f"{doc['source']}: {len(doc['ranks'])} rank{'s' if len(doc['ranks']) != 1 else ''}"]
     if len(doc["ranks"]) > MAX_RANK_TABLES:
         rows = [{"rank": r["rank"], "step": None, **_ms(r["trace"] or {})} for r in doc["ranks"]]

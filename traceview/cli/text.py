@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from traceview.safe_text import one_line
+
 
 def table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
     """Render rows as an aligned table. columns: (key, header); numbers right-aligned, text left."""
@@ -24,11 +26,11 @@ def _fmt(value) -> str:
         return f"{value:,.3f}"
     if isinstance(value, int):
         return f"{value:,}"
-    return str(value).replace("\n", " ")
+    return one_line(value)
 
 
 def bullet_list(title: str, items: list[str]) -> str:
     """A titled list ('Warnings (2):' then one '  - item' per line), or '' if empty."""
     if not items:
         return ""
-    return "\n".join([f"{title} ({len(items)}):", *[f"  - {i}" for i in items]])
+    return "\n".join([f"{title} ({len(items)}):", *[f"  - {one_line(i)}" for i in items]])
