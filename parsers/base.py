@@ -87,12 +87,14 @@ class ParsedRank:
     `ranks` table (rank, world_size, format, source, device_name, device_type); `warnings` holds
     one line per kind of recoverable oddity (see `traceview.errors.Warnings`). `analyses`: the
     rank-local analyses computed where the rank was parsed (`traceview.analysis.per_rank`), or None.
+    `packed`: the cache-entry files this rank was read from (`traceview.cache.unpack`), or None.
     """
 
     frames: dict[str, pl.DataFrame]
     meta: dict
     warnings: list[str] = field(default_factory=list)
     analyses: dict[str, bytes] | None = None
+    packed: dict[str, bytes] | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, frames: dict[str, pl.DataFrame], meta: dict, warnings: list[str]) -> "ParsedRank":

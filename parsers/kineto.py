@@ -126,29 +126,30 @@ def _streamed_parallel(path: Path, warn: Warnings, jobs: int) -> tuple[dict, dic
     """Decode the chunks in `jobs` spawn processes (at most 2 x jobs chunks in flight, results
     taken in file order); StreamUnsupported if a piece does not decode (a wrong cut) or the
     workers cannot run (cannot start, or killed)."""
-    import multiprocessing
     from collections import deque
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
+    from contextlib import closing
+
+    from traceview import subprocesses
 
     stream = ChromeEvents(path)
 
     def parts():
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        with subprocesses.finish(subprocesses.pool(jobs)) as pool:
             pending: deque = deque()
             for piece in stream.pieces():
                 if isinstance(piece, list):  # the last events, decoded here
                     while pending:
-                        yield _merged(pending.popleft().result(), warn)
+                        yield _merged(subprocesses.result(pending.popleft()), warn)
                     yield _chunk(piece, warn, {}), len(piece)
                     return
                 pending.append(pool.submit(_piece_frame, piece))
                 while len(pending) > 2 * jobs:
-                    yield _merged(pending.popleft().result(), warn)
+                    yield _merged(subprocesses.result(pending.popleft()), warn)
 
     try:
-        frames = _joined(parts())
+        with closing(parts()) as pieces:  # stopped early: the workers are stopped at once
+            frames = _joined(pieces)
     except (BrokenProcessPool, OSError) as exc:
         raise StreamUnsupported(f"parallel decoding failed: {exc}") from None
     return stream.doc, frames  # doc is complete only once the events are read

@@ -1,5 +1,5 @@
 """`python -m traceview` = the `traceview` command."""
 
-from traceview.cli import main
+from traceview.cli.main import run
 
-main(prog_name="traceview")
+run()

@@ -1,12 +1,23 @@
 """Parquet cache of parsed ranks, so a second open of an unchanged profile is near instant.
 
 Layout: `<root>/<key>/<table>.parquet` for each canonical table plus `meta.json` (the rank's
-metadata and warnings), and the rank-local analyses when they were computed where the rank was
-parsed (`analysis.<name>.parquet` + `analysis.json`, used only by the same code:
-`traceview.analysis.per_rank`). `key` hashes the parser version, the schema, the source's format and path,
-and the path, size and mtime (ns) of every file the parser reads, so any change to the profile or
-to traceview's parsers misses the cache. Entries are written to a temporary folder and renamed into
-place, so a crash never leaves a half entry. Only Parquet and JSON are written: never pickle.
+metadata and warnings, and the entry's manifest), and the rank-local analyses when they were
+computed where the rank was parsed (`analysis.<name>.parquet` + `analysis.json`, used only by the
+same code: `traceview.analysis.per_rank`). Only Parquet and JSON are written: never pickle.
+
+Key (`key`): a hash of the parser version, the schema, the source's format and path, and for every
+file the parser reads its name, size, mtime, ctime, inode and device: a rewrite changes the ctime
+(and a copy the inode) even when the size and mtime are restored, so any change to the profile or
+to traceview's parsers misses the cache.
+
+Trust: an entry is used only when its manifest (in meta.json, written last) lists every file with
+its size, SHA-256 digest and, for tables, row count, every canonical table is among them, and the
+entry's own key is the folder's name. Anything else (a file missing, truncated, edited, or swapped
+with another rank's) makes `read_entry` return None: the rank is parsed again and the entry
+replaced, once, atomically (`write_files`: a new folder renamed into place).
+
+Size: the cache is kept under `$TRACEVIEW_CACHE_MAX` (bytes, K/M/G/T suffix; `off` for no limit;
+default 10G) by `evict`, least recently used first (a read marks an entry used).
 
 Root: `$TRACEVIEW_CACHE_DIR`, else `$XDG_CACHE_HOME/traceview`, else `~/.cache/traceview`.
 """
@@ -16,7 +27,9 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import shutil
+import time
 import uuid
 from pathlib import Path
 
@@ -27,6 +40,7 @@ from parsers.base import PARSER_VERSION, ParsedRank
 from parsers.detect import ASCEND_OUTPUT_DIR, Source
 from traceview import schema
 from traceview.analysis import per_rank
+from traceview.sizes import parse_size
 
 #: Changes whenever a canonical table gains, loses or retypes a column, so entries written with
 #: another schema are never read back (even if someone forgot to bump PARSER_VERSION).
@@ -35,6 +49,16 @@ SCHEMA_DIGEST = hashlib.sha256(
 ).hexdigest()[:12]
 
 META_FILE = "meta.json"
+#: The canonical tables every entry holds (the `ranks` table is rebuilt from meta.json).
+TABLE_FILES = tuple(f"{t}.parquet" for t in schema.TABLES if t != "ranks")
+#: An entry folder's name (`key`'s output), and a writer's temporary folder (`write_files`).
+ENTRY_NAME = re.compile(r"^[0-9a-f]{32}$")
+TMP_NAME = re.compile(r"^\.[0-9a-f]{32}\.[0-9a-f]{32}(\.old)?\.tmp$")
+
+MAX_ENV = "TRACEVIEW_CACHE_MAX"
+DEFAULT_MAX_BYTES = 10 * 2**30
+#: A writer's temporary folder older than this is left from a process that died: removed by `evict`.
+STALE_TMP_S = 3600
 
 
 def default_root() -> Path:
@@ -59,70 +83,112 @@ def input_files(source: Source) -> list[Path]:
 
 
 def key(source: Source) -> str:
-    """Cache key of a source (hex digest); changes when any file the parser reads changes."""
-    h = hashlib.sha256()
-    h.update(f"v{PARSER_VERSION}|{SCHEMA_DIGEST}|{source.format}|{source.path.resolve()}".encode())
+    """Cache key of a source (hex digest); changes when any file the parser reads changes, or is
+    rewritten or replaced (see the module docstring). Paths are hashed as bytes (any file name)."""
+    h = hashlib.sha256(f"v{PARSER_VERSION}|{SCHEMA_DIGEST}|{source.format}|".encode())
+    h.update(os.fsencode(source.path.resolve()))
     for p in input_files(source):
         st = p.stat()
-        h.update(f"|{p.name}|{st.st_size}|{st.st_mtime_ns}".encode())
+        h.update(b"|" + os.fsencode(p.name))
+        h.update(f"|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{st.st_ino}|{st.st_dev}".encode())
     return h.hexdigest()[:32]
 
 
 def pack(parsed: ParsedRank) -> dict[str, bytes]:
-    """One parsed rank as the files of a cache entry, in memory: `{name: bytes}`, Parquet + meta.json.
-
-    The form in which a rank travels between processes or machines (the Ray executor): never pickle.
-    """
-    files = {}
+    """One parsed rank as the files of a cache entry, in memory: `{name: bytes}`, Parquet + meta.json
+    (with the manifest: each other file's size, digest and rows). The form in which a rank travels
+    between processes or machines (local workers, Ray tasks): never pickle."""
+    files, rows = {}, {}
     for table, df in parsed.frames.items():
         buf = io.BytesIO()
         df.write_parquet(buf, compression="lz4", statistics=False)
         files[f"{table}.parquet"] = buf.getvalue()
-    files[META_FILE] = orjson.dumps({"meta": parsed.meta, "warnings": parsed.warnings})
+        rows[f"{table}.parquet"] = df.height
     if parsed.analyses:
         files.update(per_rank.to_files(parsed.analyses))
+    manifest = {name: {"bytes": len(data), "sha256": _digest(data), "rows": rows.get(name)}
+                for name, data in files.items()}
+    files[META_FILE] = orjson.dumps({"meta": parsed.meta, "warnings": parsed.warnings, "files": manifest})
     return files
 
 
-def unpack(files: dict[str, bytes]) -> ParsedRank:
-    """The inverse of `pack` (raises OSError, orjson.JSONDecodeError or PolarsError on bad bytes)."""
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def unpack(files: dict[str, bytes], entry_key: str | None = None) -> ParsedRank:
+    """The inverse of `pack`, verified: KeyError (or OSError, orjson.JSONDecodeError, PolarsError
+    on bad bytes) unless every file the manifest lists is present with its size and digest, every
+    canonical table is listed with the schema and row count recorded, and, when `entry_key` is
+    given, the entry was written under that key. Files the manifest does not list are ignored."""
     blob = orjson.loads(files[META_FILE])
-    _check_meta(blob)
-    frames = {name.removesuffix(".parquet"): pl.read_parquet(io.BytesIO(data))
-              for name, data in files.items() if name.endswith(".parquet") and not name.startswith(per_rank.PREFIX)}
-    for table, df in frames.items():  # a Parquet file swapped or edited by hand: not ours
-        if table not in schema.TABLES or df.schema != schema.polars_schema(table):
-            raise KeyError(f"{table}.parquet does not have the schema of a cache entry")
-    return ParsedRank(frames=frames, meta=blob["meta"], warnings=blob["warnings"], analyses=per_rank.from_files(files))
+    manifest = _check_meta(blob)
+    if entry_key is not None and blob.get("key") != entry_key:
+        raise KeyError("meta.json belongs to another cache entry")
+    missing = [t for t in TABLE_FILES if t not in manifest]
+    if missing:
+        raise KeyError(f"the manifest lists no {missing[0]}")
+    for name, info in manifest.items():
+        data = files.get(name)
+        if data is None or len(data) != info["bytes"] or _digest(data) != info["sha256"]:
+            raise KeyError(f"{name} is missing or differs from the manifest")
+    frames = {}
+    for name in TABLE_FILES:
+        table = name.removesuffix(".parquet")
+        df = pl.read_parquet(io.BytesIO(files[name]))
+        if df.schema != schema.polars_schema(table) or df.height != manifest[name]["rows"]:
+            raise KeyError(f"{name} does not have the schema or rows of a cache entry")
+        frames[table] = df
+    analyses = per_rank.from_files({n: files[n] for n in manifest if n.startswith(per_rank.PREFIX)})
+    return ParsedRank(frames=frames, meta=blob["meta"], warnings=blob["warnings"], analyses=analyses, packed=files)
 
 
-def _check_meta(blob) -> None:
-    """KeyError unless `blob` has the shape `pack` writes (an entry edited or damaged by hand)."""
-    meta, warnings = (blob.get("meta"), blob.get("warnings")) if isinstance(blob, dict) else (None, None)
+def _check_meta(blob) -> dict:
+    """The manifest of a meta.json; KeyError unless `blob` has the shape `pack` writes."""
+    meta, warnings, manifest = ((blob.get("meta"), blob.get("warnings"), blob.get("files"))
+                                if isinstance(blob, dict) else (None, None, None))
     rank = meta.get("rank") if isinstance(meta, dict) else None
     if (not isinstance(meta, dict) or not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings)
             or not (rank is None or (isinstance(rank, int) and not isinstance(rank, bool)))):
         raise KeyError("meta.json does not have the shape of a cache entry")
-
-
-def write_entry(parsed: ParsedRank, folder: Path) -> Path:
-    """Write one parsed rank as Parquet + meta.json into `folder` (atomically). Returns `folder`."""
-    return write_files(pack(parsed), folder)
+    if not isinstance(manifest, dict) or not all(
+            isinstance(n, str) and "/" not in n and isinstance(i, dict) and isinstance(i.get("bytes"), int)
+            and isinstance(i.get("sha256"), str) and (i.get("rows") is None or isinstance(i.get("rows"), int))
+            for n, i in manifest.items()):
+        raise KeyError("meta.json has no manifest of the entry's files")
+    return manifest
 
 
 def write_files(files: dict[str, bytes], folder: Path) -> Path:
-    """Write the files of an entry (`pack`'s output) into `folder` atomically. Returns `folder`."""
+    """Write the files of an entry (`pack`'s output) as the entry `folder`, stamped with its key
+    (the folder's name), atomically: into a new folder renamed into place, meta.json last. An
+    existing entry there (damaged, or stale) is replaced. Returns `folder`; raises OSError."""
+    blob = orjson.loads(files[META_FILE])
+    blob["key"] = folder.name
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = folder.parent / f".{folder.name}.{uuid.uuid4().hex}.tmp"
     tmp.mkdir()
     try:
         for name, data in files.items():
-            (tmp / name).write_bytes(data)
+            if name != META_FILE:
+                (tmp / name).write_bytes(data)
+        (tmp / META_FILE).write_bytes(orjson.dumps(blob))
         try:
             os.rename(tmp, folder)
         except OSError:
-            if not folder.exists():  # lost a race with another writer: theirs is as good as ours
+            if not folder.exists():
                 raise
+            old = folder.parent / f".{folder.name}.{uuid.uuid4().hex}.old.tmp"
+            try:
+                os.rename(folder, old)  # the entry there was not usable (else it was not re-parsed)
+            except FileNotFoundError:
+                pass  # another writer moved it meanwhile
+            try:
+                os.rename(tmp, folder)
+            except OSError:
+                if not folder.exists():
+                    raise  # else: lost a race with another writer; theirs is as good as ours
+            shutil.rmtree(old, ignore_errors=True)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -130,10 +196,69 @@ def write_files(files: dict[str, bytes], folder: Path) -> Path:
 
 
 def read_entry(folder: Path) -> ParsedRank | None:
-    """A parsed rank from a cache folder, or None if the entry is missing or unreadable."""
-    if not (folder / META_FILE).is_file():
+    """A parsed rank from a cache folder, or None if the entry is missing, incomplete, damaged or
+    not this folder's (see the module docstring). A good entry is marked as used (for `evict`)."""
+    try:
+        names = {p.name for p in folder.iterdir()}
+    except OSError:
+        return None
+    if META_FILE not in names:
         return None
     try:
-        return unpack({p.name: p.read_bytes() for p in folder.iterdir() if p.suffix in (".parquet", ".json")})
+        files = {name: (folder / name).read_bytes() for name in names if name.endswith((".parquet", ".json"))}
+        entry = unpack(files, folder.name)
     except (OSError, KeyError, orjson.JSONDecodeError, pl.exceptions.PolarsError):
         return None
+    try:
+        os.utime(folder)
+    except OSError:
+        pass
+    return entry
+
+
+def max_bytes() -> int | None:
+    """The cache's size limit in bytes (`$TRACEVIEW_CACHE_MAX`, default 10G), None for no limit."""
+    text = os.environ.get(MAX_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_BYTES
+    return parse_size(text, MAX_ENV)
+
+
+def evict(root: Path, keep: set[str] = frozenset(), limit: int | None = None) -> list[str]:
+    """Remove least-recently-used entries of the cache at `root` until it holds at most `limit`
+    bytes (default `max_bytes()`), never those named in `keep` (the entries of the load in
+    progress); also removes writers' temporary folders left for over an hour. Returns the removed
+    entries' names. Errors (an entry removed meanwhile) are ignored."""
+    limit = max_bytes() if limit is None else limit
+    entries = []
+    now = time.time()
+    try:
+        children = list(os.scandir(root))
+    except OSError:
+        return []
+    for child in children:
+        try:
+            if not child.is_dir(follow_symlinks=False):
+                continue
+            if TMP_NAME.match(child.name):
+                if now - child.stat(follow_symlinks=False).st_mtime > STALE_TMP_S:
+                    shutil.rmtree(child.path, ignore_errors=True)
+                continue
+            if ENTRY_NAME.match(child.name) and os.path.isfile(os.path.join(child.path, META_FILE)):
+                size = sum(f.stat(follow_symlinks=False).st_size for f in os.scandir(child.path))
+                entries.append((child.stat(follow_symlinks=False).st_mtime, child.name, size))
+        except OSError:
+            continue
+    if limit is None:
+        return []
+    total = sum(size for _, _, size in entries)
+    removed = []
+    for _, name, size in sorted(entries):
+        if total <= limit:
+            break
+        if name in keep:
+            continue
+        shutil.rmtree(root / name, ignore_errors=True)
+        total -= size
+        removed.append(name)
+    return removed

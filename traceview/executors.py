@@ -1,12 +1,15 @@
 """Where ranks are parsed: `local` (this machine, a process pool; the default) or `ray` (a Ray cluster).
 
 Per-rank parsing is independent, so an executor only maps `parse_source` over the sources still to
-parse and yields `(source, ParsedRank | TraceError)` as each finishes. Frames never travel through
-pickle: local workers write a Parquet cache folder that the parent reads; Ray tasks return the
-rank's Parquet + meta.json bytes (`cache.pack`) through the object store, so workers need no
-filesystem shared with the driver for their output (they do need to read the profile at the same
-absolute path, and the same traceview installed). Ray is an optional extra (`traceview[ray]`),
-imported only when the `ray` executor is asked for.
+parse and yields `(source, ParsedRank | TraceError)` as each finishes. Frames never travel as
+pickled objects: a worker process (local or a Ray task) returns the rank's cache-entry files,
+Parquet + meta.json bytes (`cache.pack`), which the driver verifies, reads, and writes to the
+cache itself (`traceview.loader`), so workers write nothing to disk and need no filesystem shared
+with the driver (they do need to read the profile at the same absolute path, and the same
+traceview installed); a cache that cannot be written (a full disk) costs only the cache. Ray is an
+optional extra (`traceview[ray]`), imported only when the `ray` executor is asked for. Local
+workers die with the driver and leave Ctrl-C to it (`traceview.subprocesses`); Ray tasks still
+running when the driver stops are cancelled.
 
 With `analyse=True`, the process that parses a rank (a Ray task, or a local worker process)
 also runs the rank-local analyses on it (`traceview.analysis.per_rank`) and stores them in the
@@ -18,16 +21,14 @@ from __future__ import annotations
 
 import ast
 import logging
-import multiprocessing
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from parsers import ParsedRank, Source, parse_source
 from parsers.base import PARSER_VERSION
-from traceview import cache, memory
+from traceview import cache, memory, subprocesses
 from traceview.errors import TraceError
 
 NAMES = ("local", "ray")
@@ -44,7 +45,6 @@ PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 ANALYSE_MIN_BYTES = 32 * 1024 * 1024
 
 Results = Iterator[tuple[Source, "ParsedRank | TraceError"]]
-FolderFor = Callable[[Source], Path]
 
 
 def get(name: str = "local", *, jobs: int | None = None, address: str | None = None, analyse: bool = False):
@@ -73,10 +73,9 @@ class LocalExecutor:
         self.jobs = jobs
         self.analyse = analyse
 
-    def run(self, todo: list[Source], folder_for: FolderFor, write_cache: bool) -> Results:
-        """In-process parsing writes a cache entry only when `write_cache`; worker processes always
-        write to `folder_for(source)` (the cache, or a scratch folder) and hand back only an error
-        line or None."""
+    def run(self, todo: list[Source], analyse_here: bool = False) -> Results:
+        """Parse `todo`; `analyse_here`: ranks parsed in this process get their rank-local
+        analyses too (the loader asks for them when the rank goes to the cache)."""
         sizes = [memory.input_bytes(s) for s in todo]
         analyse = self.analyse and bool(sizes) and sum(sizes) / len(sizes) >= ANALYSE_MIN_BYTES
         workers = min(self.jobs or os.cpu_count() or 1, len(todo))
@@ -89,22 +88,16 @@ class LocalExecutor:
         workers = memory.check(sizes, workers, jobs_given=self.jobs is not None, peaks=peaks,
                                names=[str(s.path) for s in todo])
         if workers <= 1 or not can_spawn:
-            yield from self._in_process(todo, folder_for, write_cache, inner, analyse and write_cache)
+            yield from self._in_process(todo, inner, analyse and analyse_here)
             return
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {pool.submit(_parse_to_folder, s, str(folder_for(s)), analyse): s for s in todo}
-            for fut in as_completed(futures):
+        with subprocesses.finish(subprocesses.pool(workers)) as pool:
+            futures = {pool.submit(parse_packed, s.format, str(s.path), analyse): s for s in todo}
+            for fut in subprocesses.completed(futures):
                 source = futures[fut]
-                error = fut.result()
-                entry = cache.read_entry(folder_for(source)) if error is None else None
-                if error is None and entry is None:
-                    error = f"cannot read {source.path}: the parser process wrote no result"
-                yield source, entry if entry is not None else TraceError(None, error)
+                yield source, received(fut.result(), source)
 
     @staticmethod
-    def _in_process(todo: list[Source], folder_for: FolderFor, write_cache: bool, jobs: int = 1,
-                    analyse: bool = False) -> Results:
+    def _in_process(todo: list[Source], jobs: int = 1, analyse: bool = False) -> Results:
         for source in todo:
             try:
                 result = parse_source(source, jobs)
@@ -113,8 +106,6 @@ class LocalExecutor:
                 continue
             if analyse:
                 result.analyses = rank_analyses(source, result)
-            if write_cache:
-                write_quietly(folder_for(source), result)
             yield source, result
 
 
@@ -185,64 +176,50 @@ class RayExecutor:
         self.jobs = jobs
         self.analyse = analyse
 
-    def run(self, todo: list[Source], folder_for: FolderFor, write_cache: bool) -> Results:
+    def run(self, todo: list[Source], analyse_here: bool = False) -> Results:
         import ray
 
         if not ray.is_initialized():
             local = {} if self.address or os.environ.get("RAY_ADDRESS") else {"include_dashboard": False}
             ray.init(address=self.address, logging_level=logging.WARNING, log_to_driver=False, **local)
-        task = ray.remote(_parse_packed)
+        task = ray.remote(parse_packed)
         pending: dict = {}
         queue = list(todo)
         limit = self.jobs or len(todo)
-        while queue or pending:
-            while queue and len(pending) < limit:
-                source = queue.pop(0)
-                pending[task.remote(source.format, str(source.path.resolve()), self.analyse)] = source
-            (ref,), _ = ray.wait(list(pending), num_returns=1)
-            source = pending.pop(ref)
-            yield source, self._result(ray, ref, source, folder_for, write_cache)
-
-    @staticmethod
-    def _result(ray, ref, source: Source, folder_for: FolderFor, write_cache: bool) -> ParsedRank | TraceError:
         try:
-            version, error, files = ray.get(ref)
-        except ray.exceptions.RayError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return TraceError(source.path, f"the Ray task failed: {first}")
-        if version != PARSER_VERSION:
-            return TraceError(source.path, f"the Ray worker parsed it with parser version {version}, this "
-                              f"driver has {PARSER_VERSION}", "install the same traceview on the cluster")
-        if error is not None:
-            return TraceError(None, error)
-        if write_cache:
-            write_quietly(folder_for(source), files)
+            while queue or pending:
+                while queue and len(pending) < limit:
+                    source = queue.pop(0)
+                    pending[task.remote(source.format, str(source.path.resolve()), self.analyse)] = source
+                (ref,), _ = ray.wait(list(pending), num_returns=1)
+                source = pending.pop(ref)
+                try:
+                    answer = ray.get(ref)
+                except ray.exceptions.RayError as exc:
+                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                    yield source, TraceError(source.path, f"the Ray task failed: {first}")
+                    continue
+                yield source, received(answer, source, where="the Ray worker")
+        finally:  # stopped early (Ctrl-C, an error): the tasks still running are not needed
+            for ref in pending:
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001 - best effort: a finished task cannot be cancelled
+                    pass
+
+
+def received(answer: tuple, source: Source, where: str = "the worker process") -> ParsedRank | TraceError:
+    """The parsed rank (verified, `cache.unpack`) or the error of a worker's `parse_packed` answer."""
+    version, error, files = answer
+    if version != PARSER_VERSION:
+        return TraceError(source.path, f"{where} parsed it with parser version {version}, this "
+                          f"driver has {PARSER_VERSION}", "install the same traceview on the cluster")
+    if error is not None:
+        return TraceError(None, error)
+    try:
         return cache.unpack(files)
-
-
-def write_quietly(folder: Path, entry: ParsedRank | dict[str, bytes]) -> None:
-    """Write a cache entry (a parsed rank, or `cache.pack`'s files); a full disk or a read-only
-    cache only costs the next load its speed-up."""
-    if folder.exists():
-        return
-    try:
-        cache.write_files(entry if isinstance(entry, dict) else cache.pack(entry), folder)
-    except OSError:
-        pass
-
-
-def _parse_to_folder(source: Source, folder: str, analyse: bool = False) -> str | None:
-    """Worker-process entry: parse one source (and compute its rank-local analyses when `analyse`)
-    into a cache folder; return an error line or None."""
-    try:
-        parsed = parse_source(source)
-    except TraceError as exc:
-        return str(exc)
-    if not Path(folder).exists():
-        if analyse:
-            parsed.analyses = rank_analyses(source, parsed)
-        cache.write_entry(parsed, Path(folder))
-    return None
+    except Exception as exc:  # noqa: BLE001 - bytes from another process: any decode error
+        return TraceError(source.path, f"{where} returned a damaged result ({type(exc).__name__})")
 
 
 def rank_analyses(source: Source, parsed: ParsedRank) -> dict[str, bytes]:
@@ -253,8 +230,8 @@ def rank_analyses(source: Source, parsed: ParsedRank) -> dict[str, bytes]:
     return per_rank.compute(one_rank_trace(source, parsed))
 
 
-def _parse_packed(fmt: str, path: str, analyse: bool = False):
-    """Ray task: parse one source (and run its rank-local analyses when `analyse`); return
+def parse_packed(fmt: str, path: str, analyse: bool = False):
+    """Worker entry (a local worker process or a Ray task): parse one source (and run its rank-local analyses when `analyse`); return
     (parser version, error line or None, the rank's cache entry files: `cache.pack` bytes, with the
     analyses when computed, stamped with this worker's code digest so a driver running other code
     ignores them)."""

@@ -23,8 +23,8 @@ naming those that do; asking for some that do not exist loads the others with a 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections import Counter
+from contextlib import closing
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Callable
@@ -85,17 +85,16 @@ def load(
     runner = executors.get(executor, jobs=jobs, address=ray_address, analyse=analyse)
     sources = discover(path)
     root = Path(cache_dir) if cache_dir else cache.default_root()
-    if use_cache and not _writable(root):
-        use_cache = False
+    store = _Store(root) if use_cache else None
     skipped: dict[Source, int] = {}
     if rank_sel is not None:
-        skipped = _unselected(sources, rank_sel, root if use_cache else None)
+        skipped = _unselected(sources, rank_sel, root if store else None)
     wanted = [s for s in sources if s not in skipped]
     parsed: dict[Source, ParsedRank] = {}
     errors: dict[Source, TraceError] = {}
     todo = []
     for source in wanted:
-        entry = cache.read_entry(root / cache.key(source)) if use_cache else None
+        entry = store.read(source) if store else None
         if entry is not None:
             parsed[source] = entry
         else:
@@ -104,18 +103,20 @@ def load(
     if progress and done:
         progress(done, len(wanted), "cached")
 
-    with tempfile.TemporaryDirectory(prefix="traceview-") as scratch:
-        def folder_for(source: Source) -> Path:
-            return (root if use_cache else Path(scratch)) / cache.key(source)
-
-        for source, result in runner.run(todo, folder_for, use_cache):
+    # closing: when this load stops early (Ctrl-C, an error), the executor stops its workers now
+    with closing(runner.run(todo, analyse_here=store is not None and store.writable)) as results:
+        for source, result in results:
             done += 1
             if isinstance(result, TraceError):
                 errors[source] = result
             else:
                 parsed[source] = result
+                if store:
+                    store.write(source, result)
             if progress:
                 progress(done, len(wanted), source.path.name)
+    if store:
+        store.finish()
 
     first_error = next((errors[s] for s in wanted if s in errors), None)
     if not parsed and first_error is not None:
@@ -126,6 +127,8 @@ def load(
         trace = _assemble(str(path), ordered, failures)
     else:
         trace = _assemble_selected(str(path), sources, parsed, skipped, rank_sel, failures, first_error)
+    if store and store.problem:
+        trace.warnings.append(store.problem)
     return select_steps(trace, step_sel) if step_sel is not None else trace
 
 
@@ -183,12 +186,55 @@ def _assemble_selected(
     return _assemble(source, [(s, parsed[s]) for s, _ in keep], failures, [n for _, n in keep], warnings)
 
 
-def _writable(root: Path) -> bool:
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        return os.access(root, os.W_OK)
-    except OSError:
-        return False
+class _Store:
+    """The cache as one load uses it: read entries, write the new ones, keep it under its size
+    limit; a cache that cannot be written (read-only, a full disk) is used no further in this load
+    and `problem` says so, once (the load itself goes on: the cache only saves time)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.problem: str | None = None
+        self.used: set[str] = set()
+        self.wrote = False
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            self.writable = os.access(root, os.W_OK)
+        except OSError as exc:
+            self.writable = False
+            self._fail(exc)
+        else:
+            if not self.writable:
+                self.problem = f"cache {root} is not writable: this load was not cached (--cache-dir elsewhere, or --no-cache)"
+
+    def read(self, source: Source) -> ParsedRank | None:
+        try:
+            name = cache.key(source)
+        except OSError:
+            return None  # the parser says what is wrong with the file
+        self.used.add(name)
+        return cache.read_entry(self.root / name)
+
+    def write(self, source: Source, parsed: ParsedRank) -> None:
+        if not self.writable:
+            return
+        try:
+            name = cache.key(source)
+            cache.write_files(parsed.packed or cache.pack(parsed), self.root / name)
+        except OSError as exc:
+            self.writable = False
+            self._fail(exc)
+            return
+        self.used.add(name)
+        self.wrote = True
+
+    def finish(self) -> None:
+        """After writing: keep the cache under its size limit (never evicting this load's entries)."""
+        if self.wrote:
+            cache.evict(self.root, keep=self.used)
+
+    def _fail(self, exc: OSError) -> None:
+        self.problem = (f"cache {self.root}: {exc.strerror or exc}: this load was not cached "
+                        "(free space there, --cache-dir elsewhere, or --no-cache)")
 
 
 def one_rank_trace(source: Source, parsed: ParsedRank) -> Trace:

@@ -23,13 +23,13 @@ MemAvailable (or `SC_AVPHYS_PAGES x SC_PAGE_SIZE`) and the cgroup v2 limit left.
 from __future__ import annotations
 
 import os
-import re
 import struct
 from pathlib import Path
 
 from parsers import Source
 from traceview import cache
 from traceview.errors import TraceError
+from traceview.sizes import parse_size
 
 #: Peak resident memory of parsing one rank, per byte of uncompressed input. Measured (peak RSS
 #: minus the RSS before the parse, `parse_source` in a fresh process, 2-core x86 box, polars 1.x):
@@ -58,7 +58,6 @@ KEEP_FACTOR = 0.5
 MAX_GZIP_RATIO = 1100
 
 LIMIT_ENV = "TRACEVIEW_MEMORY_LIMIT"
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 def uncompressed_size(path: Path) -> int:
@@ -105,14 +104,9 @@ def estimate(sizes: list[int], workers: int, peaks: list[int] | None = None) -> 
 
 def available() -> int | None:
     """Bytes this load may use (module docstring), or None when unknown or the check is off."""
-    env = os.environ.get(LIMIT_ENV, "").strip().lower()
+    env = os.environ.get(LIMIT_ENV, "").strip()
     if env:
-        if env in ("off", "0", "none"):
-            return None
-        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", env)
-        if not m:
-            raise TraceError(None, f"${LIMIT_ENV}={env!r} is not a size", "give bytes, e.g. 8G, or off")
-        return int(float(m.group(1)) * _UNITS[m.group(2)])
+        return parse_size(env, LIMIT_ENV)
     found = [v for v in (_meminfo_available(), _cgroup_left()) if v is not None]
     return min(found) if found else None
 

@@ -50,6 +50,10 @@ def handle_errors(func):
             return func(*args, **kwargs)
         except TraceError as exc:
             _fail(str(exc), verbose)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`Terminated`): one line, no traceback
+            term = isinstance(exc, Terminated)
+            echo_err(f"traceview: {'terminated' if term else 'interrupted'}")
+            sys.exit(143 if term else 130)
         except MemoryError:
             _fail("out of memory while loading (load fewer ranks with --ranks, or a smaller profile)", verbose)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
@@ -406,5 +410,19 @@ def serve(path: Path, host: str, port: int, open_browser: bool, tokens_per_step,
     run_server(app, host, port, open_browser)
 
 
-def run() -> None:  # console-script entry point
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill`, a job scheduler) raised in the main thread: it leaves like Ctrl-C, so that
+    worker processes are stopped and temporary files removed on the way out
+    (`traceview.subprocesses.finish`), then exits 143."""
+
+
+def _terminated(signum, frame) -> None:
+    raise Terminated
+
+
+def run() -> None:
+    """Entry point of the `traceview` command (and `python -m traceview`)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminated)
     main(prog_name="traceview")
