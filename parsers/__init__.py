@@ -7,6 +7,7 @@ finds the sources under a path.
 from __future__ import annotations
 
 from importlib import import_module
+from pathlib import Path
 
 from parsers.base import ParsedRank
 from parsers.detect import Source, discover
@@ -17,6 +18,8 @@ PARSERS = {
     "ascend": "parsers.ascend:parse_ascend_rank",
     "mindspore": "parsers.mindspore:parse_mindspore_timeline",
     "partial": "parsers.detect:parse_partial",  # a profile still being written: always a failure
+    "irregular": "parsers.detect:parse_irregular",  # a FIFO, device or socket: never opened
+    "unreadable": "parsers.detect:parse_unreadable",  # a folder that cannot be listed
 }
 
 
@@ -27,9 +30,26 @@ PARALLEL_FORMATS = frozenset({"kineto"})
 def parse_source(source: Source, jobs: int = 1) -> ParsedRank:
     """Parse one rank source with the parser of its format (`jobs` > 1: the parser may use that
     many processes for one large file; formats in PARALLEL_FORMATS)."""
+    if source.path.is_dir():
+        _only_regular_files(source.path)
     module, func = PARSERS[source.format].split(":")
     parse = getattr(import_module(module), func)
     return parse(source.path, jobs=jobs) if jobs > 1 and source.format in PARALLEL_FORMATS else parse(source.path)
+
+
+def _only_regular_files(folder: Path) -> None:
+    """TraceError naming the first entry of a rank folder (or its ASCEND_PROFILER_OUTPUT/) that is
+    neither a folder nor a regular file: a parser that opened a FIFO there would wait forever."""
+    from parsers.detect import ASCEND_OUTPUT_DIR, is_regular, parse_irregular
+
+    for here in (folder, folder / ASCEND_OUTPUT_DIR):
+        try:
+            entries = sorted(here.iterdir()) if here.is_dir() else []
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.is_dir() and not is_regular(entry):
+                parse_irregular(entry)
 
 
 __all__ = ["PARSERS", "ParsedRank", "Source", "discover", "parse_source"]

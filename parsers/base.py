@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from traceview import schema
+from traceview.safe_text import path_text
 
 #: Bumped whenever a parser's output changes, so cached Parquet from an older version is not reused.
 PARSER_VERSION = 6
@@ -125,7 +126,8 @@ class ParsedRank:
         tasks = out["device_tasks"]
         out["device_tasks"] = schema.conform(fill_collective(tasks, out["ascend_communication"]), "device_tasks")
         full_meta = {col: meta.get(col) for col in schema.RANKS}
-        return cls(frames=out, meta=full_meta, warnings=warnings)
+        full_meta["source"] = None if meta.get("source") is None else path_text(meta["source"])
+        return cls(frames=out, meta=full_meta, warnings=[path_text(w) for w in warnings])
 
 
 #: The columns that make two device tasks the same task: one stream runs one task at a time, so

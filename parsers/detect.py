@@ -9,7 +9,10 @@ The rules, in order:
 - `*.pt.trace.json[.gz]` files, and other `.json[.gz]` files whose first 64 KiB hold a Chrome
   trace object (`"traceEvents"` / `"schemaVersion"`), are Kineto traces (`kineto`);
 - such files with a temporary suffix (`.part`, `.tmp`, `.partial`) are `partial`: still being
-  written, so reported as failed ranks (`parse_partial`) rather than read half-written or skipped.
+  written, so reported as failed ranks (`parse_partial`) rather than read half-written or skipped;
+- only regular files (or links to one) are read: a FIFO, a device (`/dev/zero` behind a link) or
+  a socket named like a profile is `irregular`, a folder that cannot be listed `unreadable`, and
+  both are reported as failed ranks (`parse_irregular`, `parse_unreadable`) while the others load.
 Hidden folders and msprof `PROF_*` raw folders are skipped.
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,21 +53,29 @@ class Source:
 ASCEND_DB_GLOB = "ascend_pytorch_profiler*.db"
 
 
+def is_regular(path: Path) -> bool:
+    """Whether `path` is a regular file, following links (False when it cannot be stat'ed)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def is_ascend_rank_dir(path: str | Path) -> bool:
     """True if `path` is an Ascend rank folder (torch_npu `*_ascend_pt`, MindSpore `*_ascend_ms`),
     its ASCEND_PROFILER_OUTPUT/ given directly, or a loose folder of Ascend output files: it holds
     ASCEND_PROFILER_OUTPUT/, or directly kernel_details.csv / trace_view.json / an
     ascend_pytorch_profiler*.db. Cheap (stats only); the one rule for discovery and parsers.ascend."""
     path = Path(path)
-    if not path.is_dir():
-        return False
-    if (path / ASCEND_OUTPUT_DIR).is_dir():
-        return True
-    if any((path / name).is_file() for name in ASCEND_LOOSE_FILES):
-        return True
     try:
-        return any(p.is_file() for p in path.glob(ASCEND_DB_GLOB))
-    except OSError:
+        if not path.is_dir():
+            return False
+        if (path / ASCEND_OUTPUT_DIR).is_dir():
+            return True
+        if any((path / name).exists() for name in ASCEND_LOOSE_FILES):
+            return True
+        return any(p.exists() for p in path.glob(ASCEND_DB_GLOB))
+    except OSError:  # cannot look inside: `discover` reports the folder as unreadable
         return False
 
 
@@ -82,6 +94,11 @@ def classify_file(path: Path) -> Source | None:
     temporary name (`rank1.pt.trace.json.part`, `.tmp`, `.partial`: still being written, or left by
     a write that died) is a `partial` source, which `parse_partial` reports as a failure."""
     name = path.name
+    if not is_regular(path):
+        if (name.endswith(KINETO_SUFFIXES + JSON_SUFFIXES) or MINDSPORE_TIMELINE.search(name)
+                or name in ASCEND_LOOSE_FILES):
+            return Source("irregular", path)
+        return None
     for suffix in PARTIAL_SUFFIXES:
         if name.endswith(suffix) and len(name) > len(suffix):
             stem = name[: -len(suffix)]
@@ -111,6 +128,8 @@ def discover(path: str | Path) -> list[Source]:
     path = Path(path)
     if not path.exists():
         raise TraceError(path, "no such file or folder", "check the path")
+    if not path.is_dir() and not is_regular(path):
+        parse_irregular(path)
     if path.is_file():
         source = classify_file(path)
         if source is not None:
@@ -127,12 +146,22 @@ def discover(path: str | Path) -> list[Source]:
 
     sources: list[Source] = []
     root_depth = len(path.parts)
-    for dirpath, dirnames, filenames in os.walk(path):
+
+    def unreadable(error: OSError) -> None:
+        if error.filename is not None and Path(error.filename) != path:
+            sources.append(Source("unreadable", Path(error.filename)))
+        elif error.filename is not None:
+            raise TraceError(path, f"cannot list this folder: {error.strerror or error}", "check its permissions")
+
+    for dirpath, dirnames, filenames in os.walk(path, onerror=unreadable):
         here = Path(dirpath)
         keep = []
         for d in sorted(dirnames):
             sub = here / d
             if d.startswith(".") or d.startswith("PROF_"):
+                continue
+            if not os.access(sub, os.R_OK | os.X_OK):
+                sources.append(Source("unreadable", sub))
                 continue
             if is_ascend_rank_dir(sub) or d == ASCEND_OUTPUT_DIR and is_ascend_rank_dir(here):
                 sources.append(Source("ascend", sub))
@@ -152,6 +181,29 @@ def discover(path: str | Path) -> list[Source]:
             "ASCEND_PROFILER_OUTPUT/, or MindSpore *timeline_display_*.json files",
         )
     return sorted(set(sources), key=lambda s: (str(s.path), s.format))
+
+
+def parse_irregular(path: Path):
+    """The "parser" of an `irregular` source: a TraceError saying what the path is instead of a file."""
+    try:
+        mode = os.stat(path).st_mode
+        what = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    except OSError as exc:
+        what = f"not readable ({exc.strerror or exc})"
+    if Path(path).is_symlink():
+        what = f"a link to {what}" if not what.startswith("not") else f"a link that is {what}"
+    raise TraceError(path, f"{what}: traceview reads only regular files", "point it at the profile files themselves")
+
+
+def parse_unreadable(path: Path):
+    """The "parser" of an `unreadable` source: the folder's listing error as a TraceError."""
+    try:
+        os.listdir(path)
+        problem = "this folder could not be read while looking for profiles"
+    except OSError as exc:
+        problem = f"cannot list this folder: {exc.strerror or exc}"
+    raise TraceError(path, problem, "check its permissions, or point traceview at the other folders")
 
 
 def parse_partial(path: Path):

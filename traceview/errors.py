@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from traceview.safe_text import path_text
+
 
 class TraceError(Exception):
     """A profile (or one file of it) cannot be read.
@@ -18,19 +20,19 @@ class TraceError(Exception):
     """
 
     def __init__(self, path: str | Path | None, problem: str, fix: str | None = None):
-        self.path = str(path) if path is not None else None
-        self.problem = problem
-        self.fix = fix
+        self.path = path_text(path) if path is not None else None
+        self.problem = path_text(problem)
+        self.fix = path_text(fix) if fix is not None else None
         where = f"cannot read {self.path}: " if self.path else ""
-        tail = f" ({fix})" if fix else ""
-        super().__init__(f"{where}{problem}{tail}")
+        tail = f" ({self.fix})" if fix else ""
+        super().__init__(f"{where}{self.problem}{tail}")
 
 
 class Warnings:
     """Counts recoverable oddities of one source file; `messages()` gives one line per kind."""
 
     def __init__(self, source: str | Path):
-        self.source = str(source)
+        self.source = path_text(source)
         self._counts: Counter[str] = Counter()
 
     def add(self, what: str, count: int = 1) -> None:

@@ -30,6 +30,7 @@ from parsers import ParsedRank, Source, parse_source
 from parsers.base import PARSER_VERSION
 from traceview import cache, memory, subprocesses
 from traceview.errors import TraceError
+from traceview.safe_text import path_text
 
 NAMES = ("local", "ray")
 
@@ -86,7 +87,7 @@ class LocalExecutor:
         inner = (self.jobs or os.cpu_count() or 1) if len(todo) == 1 and can_spawn else 1
         peaks = [memory.parse_peak(s, n, inner) for s, n in zip(todo, sizes)]
         workers = memory.check(sizes, workers, jobs_given=self.jobs is not None, peaks=peaks,
-                               names=[str(s.path) for s in todo])
+                               names=[path_text(s.path) for s in todo])
         if workers <= 1 or not can_spawn:
             yield from self._in_process(todo, inner, analyse and analyse_here)
             return

@@ -36,6 +36,7 @@ from parsers import ParsedRank, Source, discover
 from parsers.detect import recorded_rank
 from traceview import cache, executors, schema
 from traceview.errors import TraceError
+from traceview.safe_text import path_text
 from traceview.selection import Selection, listing, select_steps
 from traceview.trace import Trace
 
@@ -124,9 +125,9 @@ def load(
     failures = [str(errors[s]) for s in sources if s in errors]
     if rank_sel is None:
         ordered = [(s, parsed[s]) for s in sources if s in parsed]
-        trace = _assemble(str(path), ordered, failures)
+        trace = _assemble(path_text(path), ordered, failures)
     else:
-        trace = _assemble_selected(str(path), sources, parsed, skipped, rank_sel, failures, first_error)
+        trace = _assemble_selected(path_text(path), sources, parsed, skipped, rank_sel, failures, first_error)
     if store and store.problem:
         trace.warnings.append(store.problem)
     return select_steps(trace, step_sel) if step_sel is not None else trace
@@ -167,7 +168,7 @@ def _assemble_selected(
     the parsed ones whose number is selected; TraceError when none is, a warning when some are missing."""
     candidates = [s for s in sources if s in parsed or s in skipped]
     recorded = [parsed[s].meta.get("rank") if s in parsed else skipped[s] for s in candidates]
-    names = [str(s.path) for s in candidates]
+    names = [path_text(s.path) for s in candidates]
     numbering: list[str] = []
     numbers = _rank_numbers(recorded, names, numbering)
     present = set(numbers)
@@ -177,7 +178,7 @@ def _assemble_selected(
             raise first_error
         raise TraceError(None, f"no {wanted.describe('rank')} in this profile",
                          f"{source} has {listing('rank', present)}")
-    kept_names = [str(s.path) + ": " for s, _ in keep]
+    kept_names = [path_text(s.path) + ": " for s, _ in keep]
     warnings = [w for w in numbering if any(w.startswith(name) for name in kept_names)]
     missing = wanted.missing(present)
     if missing is not None:
@@ -253,7 +254,7 @@ def _assemble(
     numbered them, with the numbering's `warnings`; else `_rank_numbers` here)."""
     warnings = list(warnings or [])
     if numbers is None:
-        numbers = _rank_numbers([p.meta.get("rank") for _, p in ranks], [str(s.path) for s, _ in ranks], warnings)
+        numbers = _rank_numbers([p.meta.get("rank") for _, p in ranks], [path_text(s.path) for s, _ in ranks], warnings)
     frames: dict[str, list[pl.DataFrame]] = {t: [] for t in schema.TABLES if t != "ranks"}
     metas = []
     for (src, parsed), rank in zip(ranks, numbers):
@@ -265,7 +266,7 @@ def _assemble(
             frames[table].append(df.with_columns(pl.lit(rank, dtype=pl.Int64).alias("rank")))
     ranks_df = schema.conform(pl.DataFrame(metas, schema=schema.polars_schema("ranks")), "ranks")
     combined = {t: pl.concat([schema.conform(d, t) for d in dfs]) if dfs else schema.empty(t) for t, dfs in frames.items()}
-    trace = Trace(source, ranks_df, combined, warnings, failures)
+    trace = Trace(path_text(source), ranks_df, combined, warnings, failures)
     if any(p.analyses for _, p in ranks):
         from traceview.analysis import per_rank
 

@@ -9,6 +9,7 @@ tables and lines, JSON on stdout) and every HTML view shows them as visible esca
 
 from __future__ import annotations
 
+import os
 import re
 
 #: Characters a terminal acts on instead of showing (C0 and C1 controls, DEL: they move the cursor,
@@ -55,3 +56,18 @@ def one_line_strings(value):
     if isinstance(value, (list, tuple)):
         return [one_line_strings(v) for v in value]
     return value
+
+
+def path_text(path) -> str:
+    """A path (or text made from one) as valid Unicode: bytes of a file name that are not UTF-8,
+    which Python keeps as lone surrogates that JSON, Parquet and terminals refuse, shown as `\\xff`."""
+    text = os.fsdecode(path) if isinstance(path, (bytes, os.PathLike)) else str(path)
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that is not an escaped byte (text, not a file name)
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
