@@ -235,7 +235,7 @@ def _build(path: Path, doc: dict, frames: dict[str, pl.DataFrame], warn: Warning
     device_tasks = _finish_comm(frames["tasks"], frames["host"], frames["collective_ops"])
     host_events, annotations = frames["host"], frames["annotations"]
     frames.clear()
-    step_frame, device_tasks = steps.kineto_steps(device_tasks, host_events, annotations)
+    step_frame, device_tasks = steps.kineto_steps(device_tasks, host_events, annotations, warn)
     meta = _metadata(doc, path, device_tasks, host_events, warn)
     return ParsedRank.build(
         {

@@ -418,7 +418,10 @@ def check_against_reference(t, profile: list[Rank]) -> None:
         want_steps = reference_steps(r)
         got_steps = {n: row for (rank, n), row in steps.items() if rank == r.rank}
         empty = {n for n, row in got_steps.items() if row["first_busy_ns"] is None}
-        assert empty <= {n for n, _, _ in r.gpu_steps} - set(want_steps), f"rank {r.rank}: empty steps {empty}"
+        every_step = {n for n, _, _ in r.gpu_steps} | {n for n, _, _ in r.steps}
+        # every step is listed: those without busy time as all-idle rows (check_empty_window)
+        assert set(got_steps) == every_step, f"rank {r.rank}: steps {sorted(got_steps)} != {sorted(every_step)}"
+        assert empty == every_step - set(want_steps), f"rank {r.rank}: empty steps {empty}"
         got_steps = {n: row for n, row in got_steps.items() if n not in empty}
         assert set(got_steps) == set(want_steps), f"rank {r.rank}: steps {sorted(got_steps)} != {sorted(want_steps)}"
         for n, want in want_steps.items():
@@ -740,8 +743,12 @@ def check_ascend_reference(t, profile: list[list[AscendTask]], epoch_ns: int) ->
             if members:
                 lo, hi = min(x.start for x in members), max(x.end for x in members)
                 want = reference_terms([(x.set, x.start, x.end) for x in members], lo, hi)
-            if want is None:
+            if want is None and key == "trace":
                 assert got is None, f"{where}: no busy time, yet a row {got}"
+                continue
+            if want is None:  # a step whose tasks take no time: listed, all idle
+                assert got is not None, f"{where}: no row"
+                check_empty_window(got, where)
                 continue
             assert got is not None, f"{where}: no row"
             check_identity(got)
@@ -759,7 +766,7 @@ def check_ascend_reference(t, profile: list[list[AscendTask]], epoch_ns: int) ->
                 assert got["window_rule"] == "step_id", where
                 assert got["bubble_rule"] == ("receive" if receive else "none"), where
         got_steps = {n for (r, n) in steps if r == rank}
-        want_steps = {n for n, m in windows.items() if n != "trace" and any(x.dur for x in m)}
+        want_steps = {n for n in windows if n != "trace"}
         assert got_steps == want_steps, f"rank {rank}: steps {sorted(got_steps)} != {sorted(want_steps)}"
 
 

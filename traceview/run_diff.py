@@ -109,7 +109,8 @@ def _prepare(trace, label: str, step: int | None, classes: str | None, whole_tra
             have = int_ranges(trace.steps["step"].to_list()) or "none"
             raise TraceError(None, f"step {step} is not in {label} {trace.source} (its steps: {have})",
                              "give a step both runs have, or leave out --step")
-    breakdown = trace.step_breakdown()
+    # steps in which the device ran nothing (all-idle rows) are noted below, not measured
+    breakdown = trace.step_breakdown().filter(pl.col("first_busy_ns").is_not_null())
     if not whole_trace and (step is not None or breakdown.height > 0):
         chosen = steps.select("rank", "step").unique()
         windows = steps.filter(pl.col("device_start_ns").is_not_null()).select(

@@ -121,8 +121,19 @@ def format_spec(numbers: Iterable[int]) -> str:
 
 
 def listing(noun: str, present: Iterable[int]) -> str:
+    """'steps 1-3, 7', 'step 7' or 'no steps'."""
     present = {p for p in present if p is not None}
-    return f"{noun}s {format_spec(present)}" if present else f"no {noun}s"
+    if not present:
+        return f"no {noun}s"
+    return f"{noun}{'s' if len(present) > 1 else ''} {format_spec(present)}"
+
+
+def require_step(trace: Trace, step: int) -> None:
+    """TraceError, worded as `select_steps` words it, unless `step` is a step of `trace`
+    (`summary --step N` and `--steps N` fail alike for a step that does not exist)."""
+    present = set(trace.steps["step"].drop_nulls().to_list())
+    if step not in present:
+        raise TraceError(None, f"no step {step} in this profile", f"{trace.source} has {listing('step', present)}")
 
 
 def select_steps(trace: Trace, steps) -> Trace:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview import schema
+from traceview.errors import Warnings
 
 STEP_NAME = r"^ProfilerStep#(\d+)$"
 
@@ -59,13 +60,20 @@ def step_in_window(points: pl.DataFrame, on: str, windows: pl.DataFrame, start: 
     return probe.join(hit, on="_i", how="left").sort("_i")["step"]
 
 
+#: Warning (counted per rank) for GPU step annotations that overlap the next one.
+OVERLAPPING_GPU_STEPS = ("GPU-side ProfilerStep#N annotations overlap the next step's "
+                         "(by up to {max_us:,.3f} µs): device time in an overlap counts in the later step")
+
+
 def kineto_steps(
-    device_tasks: pl.DataFrame, host_events: pl.DataFrame, device_annotations: pl.DataFrame
+    device_tasks: pl.DataFrame, host_events: pl.DataFrame, device_annotations: pl.DataFrame,
+    warn: Warnings | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Steps of one Kineto rank and its device tasks with the `step` column filled.
 
     Returns (steps, device_tasks). Inputs are frames of one rank in the canonical schema; they are
-    not modified. steps follows `schema.STEPS`.
+    not modified. steps follows `schema.STEPS`. GPU annotations that overlap the next step's are
+    counted in `warn` (the later step's window takes the overlap: `step_in_window`).
     """
     host = step_ranges(
         host_events.filter(pl.col("kind").is_in(["operator", "annotation"])), "host_start_ns", "host_end_ns"
@@ -73,6 +81,11 @@ def kineto_steps(
     gpu = step_ranges(device_annotations, "gpu_start_ns", "gpu_end_ns").filter(
         pl.col("gpu_end_ns") > pl.col("gpu_start_ns")
     )
+    if warn is not None and gpu.height > 1:
+        overlap = (gpu["gpu_end_ns"].head(-1) - gpu["gpu_start_ns"].tail(-1)).filter(
+            gpu["gpu_end_ns"].head(-1) > gpu["gpu_start_ns"].tail(-1))
+        if overlap.len():
+            warn.add(OVERLAPPING_GPU_STEPS.format(max_us=overlap.max() / 1000), overlap.len())
     if host.is_empty() and gpu.is_empty():
         return schema.empty("steps"), device_tasks
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.analysis.breakdown import TERMS
+from traceview.selection import require_step
 
 TERM_COLUMNS = [f"{t}_us" for t in TERMS]
 STREAM_IDLE_COLUMNS = [
@@ -111,6 +112,8 @@ def build_summary(
     `traceview.analysis.findings.load_rules`); `micro_batches`: micro-batches per pipeline step
     (the bubble-above-ideal rule needs it).
     """
+    if step is not None:
+        require_step(trace, step)
     steps = trace.step_breakdown()
     if step is not None:
         steps = steps.filter(pl.col("step") == step)

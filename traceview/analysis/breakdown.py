@@ -30,6 +30,11 @@ Windows. Whole trace: first device task start to last end, per rank. Steps, by t
 - step_id (Ascend `Step Id`) and correlation (Kineto host step mapped through launches): the step's
   tasks are its members (a task belongs to the step it was assigned to, e.g. the one in which it
   starts), and W runs from their first start to their last end.
+
+A step whose window holds no busy device time (the device ran nothing in it) still has a row, all
+idle: every measured term 0, idle = duration, and the terms that need a busy span (free, stage,
+the exclude-receive term, preparing) null. Its W is its device window (a GPU annotation), else
+its host ProfilerStep#N range, with window_rule "host"; with neither, duration is null.
 """
 
 from __future__ import annotations
@@ -182,10 +187,11 @@ def step_breakdown(
             )
         )
     if not parts:
-        return pl.DataFrame(
+        empty = pl.DataFrame(
             schema={"rank": pl.Int64, "step": pl.Int64, **{f"{t}_us": pl.Float64 for t in TERMS},
                     "bubble_rule": pl.String, "window_rule": pl.String, "first_busy_ns": pl.Int64, "last_busy_ns": pl.Int64}
         )
+        return pl.concat([empty, _idle_steps(steps, empty)], how="diagonal_relaxed").select(empty.columns).sort("rank", "step")
     m = pl.concat(parts, how="diagonal_relaxed").with_columns(
         (pl.col("first_busy_ns") - pl.col("host_start_ns")).alias("preparing_ns")
     )
@@ -194,7 +200,35 @@ def step_breakdown(
         gpu_bubbles = bubbles.gpu_bubbles(device_tasks, steps)
     out = _with_gpu_bubbles(out, gpu_bubbles, tasks)
     cols = ["rank", "step", *[f"{t}_us" for t in TERMS], "bubble_rule", "window_rule", "first_busy_ns", "last_busy_ns"]
-    return out.select(cols).sort("rank", "step")
+    out = out.select(cols)
+    return pl.concat([out, _idle_steps(steps, out)], how="diagonal_relaxed").select(cols).sort("rank", "step")
+
+
+#: Terms of a window without busy time: 0 (measured, nothing there) or null (needs a busy span).
+_ZERO_TERMS = ("computing", "communication", "overlapped", "communication_not_overlapped", "exposed_memcpy",
+               "busy", "bubble")
+
+
+def _idle_steps(steps: pl.DataFrame, measured: pl.DataFrame) -> pl.DataFrame:
+    """All-idle rows for the steps of `steps` that have no row in `measured` (module docstring)."""
+    missing = steps.join(measured.select("rank", "step"), on=["rank", "step"], how="anti")
+    device = pl.col("device_start_ns").is_not_null() & pl.col("device_end_ns").is_not_null()
+    start = pl.when(device).then(pl.col("device_start_ns")).otherwise(pl.col("host_start_ns"))
+    end = pl.when(device).then(pl.col("device_end_ns")).otherwise(pl.col("host_end_ns"))
+    duration_us = (end - start) / 1000.0
+    return missing.select(
+        "rank", "step",
+        *[pl.lit(0.0).alias(f"{t}_us") for t in _ZERO_TERMS],
+        duration_us.alias("idle_us"),
+        duration_us.alias("duration_us"),
+        (start / 1000.0).alias("start_us"),
+        *[pl.lit(None, pl.Float64).alias(f"{t}_us") for t in
+          ("free", "stage", "communication_not_overlapped_exclude_receive", "preparing")],
+        pl.lit("none").alias("bubble_rule"),
+        pl.when(device).then(pl.col("window_rule")).otherwise(pl.lit("host")).alias("window_rule"),
+        pl.lit(None, pl.Int64).alias("first_busy_ns"),
+        pl.lit(None, pl.Int64).alias("last_busy_ns"),
+    )
 
 
 def _with_gpu_bubbles(out: pl.DataFrame, gpu_bubbles: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
