@@ -146,9 +146,9 @@ def _throughput(summary: dict) -> html.Div:
                                                   style={"borderSpacing": "16px 2px"})]
     if source:
         children.append(html.P(f"Peak: {source} (dense bf16).", style={"color": "#4b5563"}))
-    if any((r.get("mfu_frac") or 0) > 1 for r in rows):
-        children.append(html.P("MFU above 100 %: check the model options (--params, --seq-len, --global-batch, "
-                               "--devices).", style={"color": "#b91c1c"}, id="mfu-warning"))
+    check = next((r["check"] for r in rows if r.get("check")), None)
+    if check:
+        children.append(html.P(check, style={"color": "#b91c1c"}, id="mfu-warning"))
     return html.Div(children, id="throughput")
 
 

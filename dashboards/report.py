@@ -298,7 +298,9 @@ def throughput_section(summary: dict) -> str:
                         ("tokens_per_s_per_device", "tokens/s per device", lambda v: f"{v:,.0f}"),
                         ("model_tflops_per_device", "model TFLOP/s per device", lambda v: f"{v:,.1f}"),
                         ("peak_tflops", "peak TFLOP/s", lambda v: f"{v:,.0f}"), ("mfu_frac", "MFU (%)", fmt_pct)],
-                 "throughput-table")
+                 "throughput-table") + "".join(
+        f'<p class="bad" id="throughput-check">{esc(check)}</p>'
+        for check in list(dict.fromkeys(r["check"] for r in rows if r.get("check")))[:1])
 
 
 def diff_section(diff: dict) -> str:

@@ -153,3 +153,33 @@ def test_peak_from_a_real_trace_device_name(trace, peak):
     out = throughput([1e6], tokens_per_step=1e6, params=1e8, devices=1, device_name=name)
     assert out["peak_tflops"][0] == peak
     assert out["mfu_frac"][0] == pytest.approx(600.0 / peak)  # 6 x 1e8 x 1e6 / 1 s / 1e12 = 600
+
+
+def test_impossible_throughput_is_flagged_everywhere_with_the_probable_input(tmp_path):
+    """The README's old example (7e9 params, 2,097,152 tokens per step) on the shipped 4-rank sample
+    gave MFU 32,470 % with no warning (issue 14); the README's inputs now fit the sample."""
+    import re
+
+    import traceview as tv
+    from dashboards.app import _throughput
+    from dashboards.report import throughput_section
+    from tests.conftest import SAMPLES, run_cli
+    from traceview.summary import build_summary
+
+    trace = tv.load(SAMPLES / "dp4_nccl")
+    wrong = dict(tokens_per_step=2_097_152, params=7e9)
+    rows = trace.throughput(**wrong)
+    assert (rows["mfu_frac"] > 1).all()
+    check = rows["check"][0]
+    assert check.startswith("MFU 32471% is impossible: 6 x 7e+09 params x 2.097e+06 tokens per step")
+    assert "the model size (params), the tokens per step (seq_len x global_batch), the device count" in check
+    fits = trace.throughput(seq_len=2048, global_batch=8, params=1.07e9)  # the README's example
+    assert fits["check"].null_count() == fits.height and (fits["mfu_frac"] < 0.5).all()
+
+    doc = build_summary(trace, throughput=wrong)
+    assert [w for w in doc["warnings"] if "throughput of 3 of 3 steps: MFU 32471% is impossible" in w]
+    assert "mfu-warning" in str(_throughput(doc)) and check in str(_throughput(doc))
+    assert 'id="throughput-check"' in throughput_section(doc)
+    res = run_cli("summary", str(SAMPLES / "dp4_nccl"), "--tokens-per-step", "2097152", "--params", "7e9")
+    assert res.returncode == 0
+    assert re.search(r"check: MFU 32471% is impossible", res.stdout)

@@ -157,11 +157,15 @@ def build_summary(
     doc = {"source": trace.source, "ranks": ranks}
     if trace.ranks.height > 1:
         doc["cross_rank"] = _cross_rank(trace)
+    checks: list[str] = []
     if throughput:
         rows = trace.throughput(**throughput)
         if step is not None:
             rows = rows.filter(pl.col("step") == step)
         doc["throughput"] = [_rounded(r) for r in rows.to_dicts()]
+        flagged = rows.filter(pl.col("check").is_not_null())
+        if flagged.height:
+            checks.append(f"{trace.source}: throughput of {flagged.height} of {rows.height} steps: {flagged['check'][0]}")
     found = trace.findings(throughput=throughput or None, rules=findings_rules, classes=classes, details=details,
                            micro_batches=micro_batches)
     doc["findings"] = [
@@ -169,6 +173,6 @@ def build_summary(
     ]
     return {
         **doc,
-        "warnings": list(trace.warnings),
+        "warnings": list(trace.warnings) + checks,
         "failures": list(trace.failures),
     }

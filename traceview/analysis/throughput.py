@@ -12,6 +12,10 @@ the whole job, i.e. seq_len x global_batch):
   `traceview/rules/device_peaks.toml` (matched on the device name) or the caller's `peak_tflops`.
 These are "model" FLOPs: recomputation and padding count only through the 6/8 factor, never from
 the kernels actually run, so MFU is comparable across implementations (PaLM / Megatron convention).
+
+Plausibility: no device runs above its peak, so a step with mfu_frac > 1 has a wrong input (the
+model size, the tokens per step, the device count, or the peak). `check` says so on that step,
+naming the inputs and what they imply; it is null on every plausible step.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ THROUGHPUT_SCHEMA = pl.Schema(
         "peak_tflops": pl.Float64,
         "peak_source": pl.String,
         "mfu_frac": pl.Float64,
+        "check": pl.String,
     }
 )
 
@@ -137,8 +142,9 @@ def throughput(
     Columns (one row per step, sorted by step): step, step_time_us, devices, tokens_per_step,
     tokens_per_s, tokens_per_s_per_device, model_flops_per_step (FLOPs), model_tflops_per_device
     (TFLOP/s), peak_tflops (per device), peak_source ('given', the table entry name, with
-    ' (approximate)' when the table marks it so, or null), mfu_frac (0..1). Values that cannot be
-    computed (no tokens, no FLOPs, unknown device, step time <= 0) are null.
+    ' (approximate)' when the table marks it so, or null), mfu_frac (0..1), check (null, or why the
+    step's numbers are impossible and which input is probably wrong: see the module docstring).
+    Values that cannot be computed (no tokens, no FLOPs, unknown device, step time <= 0) are null.
     """
     times, ranks = _step_times(step_durations_us)
     if devices is None:
@@ -171,6 +177,16 @@ def throughput(
     seconds = pl.when(pl.col("step_time_us") > 0).then(pl.col("step_time_us") / 1e6)
     tokens = pl.lit(tokens_per_step, pl.Float64)
     tflops = pl.lit(flops, pl.Float64) / seconds / devices / 1e12
+    how = (f"{flops_per_token:.4g} FLOPs per token" if flops_per_token is not None else
+           f"{8 if recompute else 6} x {params:.4g} params" if params is not None else "")
+    check = pl.format(
+        "MFU {}% is impossible: {} x {} tokens per step = {} model FLOPs in {} ms on {} device(s) is {} TFLOP/s "
+        "per device, above the {} TFLOP/s peak; the model size (params), the tokens per step (seq_len x "
+        "global_batch), the device count or the peak is probably wrong",
+        (tflops / peak * 100 if peak else pl.lit(None)).round(0).cast(pl.Int64), pl.lit(how),
+        pl.lit(f"{tokens_per_step:.4g}" if tokens_per_step is not None else ""), pl.lit(f"{flops:.4g}" if flops else ""),
+        (pl.col("step_time_us") / 1000).round(3), pl.lit(devices), tflops.round(1), pl.lit(f"{peak:g}" if peak else ""),
+    )
     return (
         times.with_columns(
             pl.lit(devices, pl.Int64).alias("devices"),
@@ -182,6 +198,7 @@ def throughput(
             pl.lit(peak, pl.Float64).alias("peak_tflops"),
             pl.lit(source, pl.String).alias("peak_source"),
             (tflops / pl.lit(peak, pl.Float64)).alias("mfu_frac"),
+            pl.when(tflops / pl.lit(peak, pl.Float64) > 1).then(check).alias("check"),
         )
         .select(list(THROUGHPUT_SCHEMA))
         .cast(dict(THROUGHPUT_SCHEMA))

@@ -125,7 +125,11 @@ def _throughput_text(rows: list[dict] | None) -> list[str]:
     shown = [dict(r, step_time_ms=r["step_time_us"] / 1000, mfu_pct=None if r["mfu_frac"] is None else 100 * r["mfu_frac"])
              for r in rows]
     source = rows[0].get("peak_source") or "unknown device: give --peak-tflops"
-    return ["", f"Throughput (peak: {source}):", table(shown, TPUT_COLUMNS)]
+    out = ["", f"Throughput (peak: {source}):", table(shown, TPUT_COLUMNS)]
+    check = next((r["check"] for r in rows if r.get("check")), None)
+    if check:
+        out.append(textwrap.fill(check, width=110, initial_indent="  check: ", subsequent_indent="         "))
+    return out
 
 
 def _rank_ranges(ranks: list[int]) -> str:
