@@ -9,6 +9,7 @@ React and plotly escape; nothing is formatted into HTML.
 
 from __future__ import annotations
 
+import functools
 from urllib.parse import parse_qs, urlencode
 
 import dash
@@ -17,7 +18,7 @@ from dash import Input, Output, dash_table, dcc, html
 
 from dashboards import figures
 from dashboards.colors import class_color
-from dashboards.server import harden
+from dashboards.server import harden, log
 from dashboards.timeline_page import HOST_KEY, TimelineData, name_contains, stacked_figure
 from traceview.safe_text import one_line
 
@@ -28,6 +29,20 @@ FILTER_WIDGETS = {
     "class-select": "value", "name-search": "value", "tl-host": "value",
 }
 TABLE_TOP = 50  # kernels per rank in the table (the CLI's --top defaults to 10)
+
+#: Runs in the browser on every plotly relayout of the timeline: passes on (to the server, through
+#: the tl-window store) only those that move the x axis, each as a new value. The others (the
+#: autosize of a first draw, a resize, a y-only zoom) never become a request: a second request for
+#: the figure while the first is in flight made Dash drop the first answer, and the server had
+#: nothing to draw for the second ("no update"), so the page often loaded blank.
+X_MOVES_JS = """
+function (relayout) {
+    if (!relayout) { return window.dash_clientside.no_update; }
+    var moves = Object.keys(relayout).some(function (k) { return /^xaxis\\d*\\.(range|autorange)/.test(k); });
+    if (!moves) { return window.dash_clientside.no_update; }
+    return Object.assign({}, relayout, {_seq: Date.now() + Math.random()});
+}
+"""
 
 FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif"
 STYLE_HEADER = {"background": "#1f2937", "color": "white", "padding": "10px 20px", "fontFamily": FONT}
@@ -105,7 +120,7 @@ def _header(trace, summary: dict) -> html.Header:
 
 
 def _findings(summary: dict) -> html.Div:
-    """Slow rank, slow steps, warnings and failed ranks as visible lists (text only)."""
+    """Straggler, long steps, warnings and failed ranks as visible lists (text only)."""
     items = [
         html.Li([html.Strong(f["severity"], className=f"sev-{f['severity']}",
                              style={"color": SEVERITY_COLORS.get(f["severity"], "#111827")}),
@@ -113,11 +128,11 @@ def _findings(summary: dict) -> html.Div:
                 className="finding-rule")
         for f in summary.get("findings") or []
     ]
-    slow_rank = figures.slow_rank_line(summary)
-    if slow_rank:
-        items.append(html.Li(slow_rank, id="slow-rank"))
-    items += [html.Li(line) for line in figures.slow_step_lines(summary)]
-    children = [html.H3("Findings"), html.Ul(items or [html.Li("No slow rank or slow step found.")])]
+    straggler = figures.straggler_line(summary)
+    if straggler:
+        items.append(html.Li(straggler, id="straggler"))
+    items += [html.Li(line) for line in figures.long_step_lines(summary)]
+    children = [html.H3("Findings"), html.Ul(items or [html.Li("No straggler or long step found.")])]
     if summary.get("failures"):
         children += [html.H4("Failed ranks", style={"color": "#b91c1c"}),
                      html.Ul([html.Li(one_line(line)) for line in summary["failures"]], id="failures")]
@@ -199,13 +214,30 @@ def kernel_rows(trace, ranks: list[int] | None, step: int | None = None, classes
     return rows
 
 
+def guarded(callback):
+    """`callback` that answers "no update" (and logs one line, no traceback) to inputs it cannot
+    use: a request the page would never send (NaN, infinities, wrong types) is not a server error."""
+
+    @functools.wraps(callback)
+    def run(*args):
+        try:
+            return callback(*args)
+        except dash.exceptions.PreventUpdate:
+            raise
+        except Exception as exc:  # noqa: BLE001 - inputs come from the network: any of them can be wrong
+            log.warning("%s: ignored inputs it cannot use (%s: %s)", callback.__name__, type(exc).__name__,
+                        str(exc)[:200])
+            raise dash.exceptions.PreventUpdate from None
+
+    return run
+
+
 def create_app(trace, summary: dict) -> dash.Dash:
     """The dashboard of one loaded profile; `summary` is `build_summary(trace)`."""
     rank_ids = [r["rank"] for r in summary["ranks"]]
     step_ids = sorted({s["step"] for r in summary["ranks"] for s in r["steps"]})
     app = dash.Dash(__name__, serve_locally=True, title="traceview", update_title=None,
                     suppress_callback_exceptions=False)
-    harden(app)
     graph = {"displaylogo": False}
     rank_options = [{"label": f"rank {r}", "value": r} for r in rank_ids]
     classes = sorted({c["class"] for r in summary["ranks"] for c in r["compute_classes"]})
@@ -275,6 +307,7 @@ def create_app(trace, summary: dict) -> dash.Dash:
         ]),
         html.P(id="tl-note", style={"color": "#4b5563"}),
         dcc.Graph(id="tl-graph", config={**graph, "scrollZoom": True}),
+        dcc.Store(id="tl-window"),
         html.H3("Task details"),
         html.Div(id="tl-details"),
     ])
@@ -350,12 +383,12 @@ def create_app(trace, summary: dict) -> dash.Dash:
     app.callback(
         Output("url", "search"), *[Output(w, p) for w, p in FILTER_WIDGETS.items()],
         Input("url", "search"), *[Input(w, p) for w, p in FILTER_WIDGETS.items()],
-    )(sync_filters)
+    )(guarded(sync_filters))
     app.callback(
         Output("fig-breakdown", "figure"), Output("fig-step-time", "figure"), Output("fig-heatmap", "figure"),
         Output("fig-classes", "figure"), Output("kernel-table", "data"), Output("kernel-title", "children"),
         Input("url", "search"),
-    )(update_overview)
+    )(guarded(update_overview))
     app.traceview_update_overview = update_overview  # the plain function, for tests and reports
 
     def show_page(pathname, search):
@@ -372,8 +405,9 @@ def create_app(trace, summary: dict) -> dash.Dash:
     def update_timeline(pathname, search, relayout, jump_step, reset_clicks, trigger=None):
         """(figure, note) of the timeline for the window the trigger asks for.
 
-        trigger (the id of the input that fired): "tl-graph" -> the zoomed/panned x range of
-        `relayout` (autorange -> whole trace; no x change -> no update); "tl-step" -> that step's
+        trigger (the id of the input that fired): "tl-window" (or "tl-graph") -> the zoomed/panned
+        x range of `relayout`, a plotly relayoutData that moved x (`X_MOVES_JS` lets only those
+        through; autorange -> whole trace; no x change -> no update); "tl-step" -> that step's
         device window (no update when cleared); "tl-reset", "url" or None -> whole trace.
         Two ranks in the query's `compare=a,b`: rank a's lanes above rank b's on one x axis (the
         rank filter does not apply then)."""
@@ -390,7 +424,7 @@ def create_app(trace, summary: dict) -> dash.Dash:
         window = base.full_window()
         if hosts is not None and hosts.tasks.height:
             window = (min(window[0], hosts.first_ns), max(window[1], hosts.last_ns))
-        if trigger == "tl-graph":
+        if trigger in ("tl-window", "tl-graph"):
             asked = data.window_from_relayout(relayout)
             if asked is None:
                 raise dash.exceptions.PreventUpdate
@@ -436,13 +470,16 @@ def create_app(trace, summary: dict) -> dash.Dash:
         Output("page-overview", "style"), Output("page-timeline", "style"), Output("step-filter", "style"),
         Output("page-title", "children"), Output("nav-overview", "href"), Output("nav-timeline", "href"),
         Input("url", "pathname"), Input("url", "search"),
-    )(show_page)
+    )(guarded(show_page))
+    # In the browser: only relayouts that move x reach the server (module constant X_MOVES_JS).
+    app.clientside_callback(X_MOVES_JS, Output("tl-window", "data"), Input("tl-graph", "relayoutData"))
     app.callback(
         Output("tl-graph", "figure"), Output("tl-note", "children"), Output("tl-step", "value"),
-        Input("url", "pathname"), Input("url", "search"), Input("tl-graph", "relayoutData"),
+        Input("url", "pathname"), Input("url", "search"), Input("tl-window", "data"),
         Input("tl-step", "value"), Input("tl-reset", "n_clicks"),
-    )(timeline_callback)
-    app.callback(Output("tl-details", "children"), Input("tl-graph", "clickData"))(timeline_details)
+    )(guarded(timeline_callback))
+    app.callback(Output("tl-details", "children"), Input("tl-graph", "clickData"))(guarded(timeline_details))
     app.traceview_update_timeline = update_timeline
     app.traceview_timeline_details = timeline_details
+    harden(app)  # last: its Content-Security-Policy lists the hashes of every inline script
     return app

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import plotly.graph_objects as go
 
-from dashboards.colors import SLOW_COLOR, TERM_COLORS, TERM_LABELS, class_color, rank_color
+from dashboards.colors import LONG_STEP_COLOR, TERM_COLORS, TERM_LABELS, class_color, rank_color
 
 MAX_BAR_RANKS = 16  # the stacked bars show at most this many ranks (the heatmap shows all)
 # Disjoint parts of a step's busy span: computing(not overlapped) + overlapped + exposed comm +
@@ -89,8 +89,8 @@ def step_breakdown_figure(summary: dict, ranks=None, steps=None, max_ranks: int 
 
 
 def step_time_figure(summary: dict, ranks=None, selected_step: int | None = None) -> go.Figure:
-    """Step duration (ms) per rank over the steps, one line per rank; the rank's slow steps
-    (`slow_steps`: over 1.2x its median) marked with a red cross and the reason in the hover."""
+    """Step duration (ms) per rank over the steps, one line per rank; the rank's long steps
+    (`long_steps`: over 1.2x its median) marked with a red cross and the reason in the hover."""
     title = "Step time per rank"
     entries = [r for r in select_ranks(summary, ranks) if r["steps"]]
     if not entries:
@@ -102,12 +102,12 @@ def step_time_figure(summary: dict, ranks=None, selected_step: int | None = None
             mode="lines+markers", line=dict(color=rank_color(r["rank"])), meta=r["rank"],
             hovertemplate=f"rank {r['rank']}" + "<br>step %{x}: %{y:.3f} ms<extra></extra>",
         )
-    slow = [(r["rank"], s) for r in entries for s in r["slow_steps"]]
-    if slow:
+    long = [(r["rank"], s) for r in entries for s in r["long_steps"]]
+    if long:
         fig.add_scatter(
-            name="slow step (> 1.2x median)", x=[s["step"] for _, s in slow], y=[ms(s["duration_us"]) for _, s in slow],
-            mode="markers", marker=dict(color=SLOW_COLOR, symbol="x", size=14), meta="slow",
-            customdata=[[rank, s.get("slowdown_ratio"), str(s.get("why"))] for rank, s in slow],
+            name="long step (> 1.2x median)", x=[s["step"] for _, s in long], y=[ms(s["duration_us"]) for _, s in long],
+            mode="markers", marker=dict(color=LONG_STEP_COLOR, symbol="x", size=14), meta="long_step",
+            customdata=[[rank, s.get("slowdown_ratio"), str(s.get("why"))] for rank, s in long],
             hovertemplate="rank %{customdata[0]}, step %{x}: %{y:.3f} ms<br>%{customdata[1]:.2f}x median; "
                           "grew most: %{customdata[2]}<extra></extra>",
         )
@@ -148,7 +148,7 @@ def compute_classes_figure(summary: dict, ranks=None, max_ranks: int = MAX_BAR_R
 
 
 def step_heatmap_figure(summary: dict, ranks=None, steps=None) -> go.Figure:
-    """Rank x step heatmap of step duration (ms): a slow rank is a bright row, a slow step a column."""
+    """Rank x step heatmap of step duration (ms): a straggler is a bright row, a long step a column."""
     title = "Step time, rank x step"
     entries = [r for r in select_ranks(summary, ranks) if select_steps(r, steps)]
     all_steps = sorted({s["step"] for r in entries for s in select_steps(r, steps)})
@@ -170,22 +170,22 @@ def step_heatmap_figure(summary: dict, ranks=None, steps=None) -> go.Figure:
     return _layout(fig, title)
 
 
-def slow_rank_line(summary: dict) -> str | None:
-    """The slow-rank sentence of the findings (None for one rank): which rank the others wait for
+def straggler_line(summary: dict) -> str | None:
+    """The straggler sentence of the findings (None for one rank): which rank the others wait for
     in collectives, with their mean wait (µs)."""
     cross = summary.get("cross_rank")
-    if cross and cross.get("slow_rank") is not None:
-        slow = cross["slow_rank"]
-        others = [r["mean_wait_us"] for r in cross.get("ranks", []) if r["rank"] != slow and r.get("mean_wait_us") is not None]
+    if cross and cross.get("straggler") is not None:
+        straggler = cross["straggler"]
+        others = [r["mean_wait_us"] for r in cross.get("ranks", []) if r["rank"] != straggler and r.get("mean_wait_us") is not None]
         detail = f" (the others wait for it in collectives: mean wait {sum(others) / len(others):,.1f} µs)" if others else ""
-        return f"Slow rank: rank {slow}{detail}"
-    return "No slow rank: no rank is waited for in collectives." if len(summary["ranks"]) > 1 else None
+        return f"Straggler: rank {straggler}{detail}"
+    return "No straggler: no rank is waited for in collectives." if len(summary["ranks"]) > 1 else None
 
 
-def slow_step_lines(summary: dict) -> list[str]:
-    """One sentence per slow step: rank, step, duration (ms), ratio to the median, what grew most."""
+def long_step_lines(summary: dict) -> list[str]:
+    """One sentence per long step: rank, step, duration (ms), ratio to the median, what grew most."""
     return [
-        f"Slow step: rank {r['rank']} step {s['step']}, {ms(s['duration_us']):,.3f} ms "
+        f"Long step: rank {r['rank']} step {s['step']}, {ms(s['duration_us']):,.3f} ms "
         f"({s.get('slowdown_ratio') or 0:.2f}x median; grew most: {s.get('why')})"
-        for r in summary["ranks"] for s in r["slow_steps"]
+        for r in summary["ranks"] for s in r["long_steps"]
     ]

@@ -92,11 +92,11 @@ class TracePlots:
 
     def step_time(self, ranks=None) -> go.Figure:
         """Step duration (ms) per rank over the steps (`trace.step_breakdown()` duration_us), one
-        line per rank, the slow steps of `trace.slow_steps()` marked."""
+        line per rank, the long steps of `trace.long_steps()` marked."""
         return figures.step_time_figure(self._summary(), self._ranks(ranks))
 
     def heatmap(self, ranks=None, steps=None) -> go.Figure:
-        """Rank × step heatmap of step duration (ms): a slow rank is a bright row, a slow step a column."""
+        """Rank × step heatmap of step duration (ms): a straggler is a bright row, a long step a column."""
         return figures.step_heatmap_figure(self._summary(), self._ranks(ranks), self._steps(steps))
 
     def compute_classes(self, ranks=None, classes: str | None = None) -> go.Figure:

@@ -16,7 +16,6 @@ Tables carry the numbers as text, so the report reads even with JavaScript off.
 
 from __future__ import annotations
 
-import datetime as _dt
 import html
 from urllib.parse import quote
 from typing import Callable, Iterable
@@ -149,14 +148,14 @@ def _header(summary: dict) -> str:
     n = len(summary["ranks"])
     from traceview import __version__
 
-    when = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    # no date: the same profile gives the same report, byte for byte (the file's time says when)
     return (f'<header><b>traceview report</b><span id="profile-path">{esc(summary.get("source"))}</span>'
             f'<span>{n} rank{"s" if n != 1 else ""}</span><span>{esc(", ".join(devices) or "device unknown")}</span>'
-            f'<span class="note" style="color:#d1d5db">traceview {esc(__version__)}, {esc(when)}</span></header>')
+            f'<span class="note" style="color:#d1d5db">traceview {esc(__version__)}</span></header>')
 
 
 def findings_section(summary: dict) -> str:
-    """Rule findings (each citing its numbers), slow rank, slow steps, failed ranks, warnings."""
+    """Rule findings (each citing its numbers), straggler, long steps, failed ranks, warnings."""
     parts = []
     rows = summary.get("findings") or []
     if rows:
@@ -164,19 +163,19 @@ def findings_section(summary: dict) -> str:
             f'<li><span class="sev-{esc(f.get("severity"))}">{esc(f.get("severity"))}</span> '
             f'{esc(f.get("message"))}<br><span class="note">{esc(f.get("advice"))}</span></li>' for f in rows)
         parts.append(f'<ul id="findings-rules">{items}</ul>')
-    slow_rank = figures.slow_rank_line(summary)
-    if slow_rank:
-        parts.append(f'<p id="slow-rank">{esc(slow_rank)}</p>')
-    slow_steps = figures.slow_step_lines(summary)
-    if slow_steps:
-        parts.append("<ul>" + "".join(f"<li>{esc(line)}</li>" for line in slow_steps) + "</ul>")
+    straggler = figures.straggler_line(summary)
+    if straggler:
+        parts.append(f'<p id="straggler">{esc(straggler)}</p>')
+    long_steps = figures.long_step_lines(summary)
+    if long_steps:
+        parts.append("<ul>" + "".join(f"<li>{esc(line)}</li>" for line in long_steps) + "</ul>")
     if summary.get("failures"):
         parts.append('<h3 class="bad">Failed ranks</h3><ul id="failures">'
                      + "".join(f"<li>{esc(x)}</li>" for x in summary["failures"]) + "</ul>")
     if summary.get("warnings"):
         parts.append('<h3 class="warn">Warnings</h3><ul id="warnings">'
                      + "".join(f"<li>{esc(x)}</li>" for x in summary["warnings"]) + "</ul>")
-    return "".join(parts) or "<p>No finding: nothing above the rules' thresholds, no slow rank or slow step.</p>"
+    return "".join(parts) or "<p>No finding: nothing above the rules' thresholds, no straggler or long step.</p>"
 
 
 def step_rows(summary: dict) -> list[dict]:
@@ -223,20 +222,20 @@ def classes_section(page: Page, summary: dict) -> str:
 
 
 def _raw_windows(data: TimelineData, summary: dict) -> list[tuple[str, int, int, int]]:
-    """(title, rank, start_ns, end_ns) of up to two raw windows: the slowest and the median step
-    of the slow rank (else the rank with the longest step), cut to its first RAW_WINDOW_TASKS tasks."""
+    """(title, rank, start_ns, end_ns) of up to two raw windows: the longest and the median step
+    of the straggler (else the rank with the longest step), cut to its first RAW_WINDOW_TASKS tasks."""
     cross = summary.get("cross_rank") or {}
     entries = [r for r in summary["ranks"] if r["steps"]]
     if not entries or data.steps.is_empty():
         return []
-    rank = cross.get("slow_rank")
+    rank = cross.get("straggler")
     if rank is None or rank not in {r["rank"] for r in entries}:
         rank = max(entries, key=lambda r: max(s["duration_us"] or 0 for s in r["steps"]))["rank"]
     steps = sorted((s for r in entries if r["rank"] == rank for s in r["steps"] if s["duration_us"] is not None),
                    key=lambda s: s["duration_us"])
     if not steps:
         return []
-    picks = [("slowest step", steps[-1]["step"])]
+    picks = [("longest step", steps[-1]["step"])]
     if len(steps) > 1:
         picks.append(("median step", steps[(len(steps) - 1) // 2]["step"]))
     out = []
@@ -277,12 +276,12 @@ def cross_rank_section(summary: dict) -> str:
         + table(cross["ranks"], [("rank", "rank", None), ("instances", "collectives", None),
                                  ("total_wait_us", "total wait (ms)", fmt_ms), ("mean_wait_us", "mean wait (µs)", lambda v: f"{v:,.3f}"),
                                  ("mean_start_skew_us", "mean start skew (µs)", lambda v: f"{v:,.3f}"),
-                                 ("last_arrivals", "last to arrive", None), ("is_slow", "slow", None)], "cross-ranks-table")
+                                 ("last_arrivals", "last to arrive", None), ("is_straggler", "straggler", None)], "cross-ranks-table")
         + "<h3>Step skew</h3>"
         + table(cross["step_skew"], [("step", "step", None), ("n_ranks", "ranks", None), ("min_us", "min (ms)", fmt_ms),
                                      ("max_us", "max (ms)", fmt_ms), ("skew_us", "skew (ms)", fmt_ms),
-                                     ("skew_frac", "skew (%)", fmt_pct), ("slowest_rank", "slowest", None),
-                                     ("fastest_rank", "fastest", None)], "step-skew-table")
+                                     ("skew_frac", "skew (%)", fmt_pct), ("longest_step_rank", "longest step on", None),
+                                     ("shortest_step_rank", "shortest step on", None)], "step-skew-table")
         + "<h3>Collectives</h3>"
         + table(cross["collectives"], [("collective", "collective", None), ("process_group", "group", None),
                                        ("instances", "instances", None), ("transfer_us", "transfer per rank (ms)", fmt_ms),

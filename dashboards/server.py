@@ -1,8 +1,19 @@
-"""Running the dashboard: what the server answers, pick a free port, print where, serve until Ctrl+C."""
+"""Running the dashboard: what the server answers, pick a free port, print where, serve until Ctrl+C.
+
+What the server answers (`harden`): its pages, Dash's endpoints and Dash's registered bundles, and
+only to requests whose `Host:` names the address it was bound to (loopback names by default), so a
+web page elsewhere cannot reach it through DNS rebinding; every answer carries a Content-Security-
+Policy that the pages run under (scripts only from the server itself, no frames, no forms, nothing
+fetched elsewhere), `X-Frame-Options: DENY`, `X-Content-Type-Options: nosniff` and
+`Referrer-Policy: no-referrer`, and no `Server:` banner; request bodies are capped at MAX_BODY.
+It is served by waitress, a production WSGI server, not Flask's development server.
+"""
 
 from __future__ import annotations
 
+import logging
 import socket
+import sys
 import threading
 import webbrowser
 
@@ -15,6 +26,39 @@ ENDPOINTS = ("/_dash-layout", "/_dash-dependencies", "/_dash-update-component", 
 BUNDLES = "/_dash-component-suites/"
 
 
+#: Request bodies above this are refused (413): Dash's callback requests are a few KB.
+MAX_BODY = 2 * 1024 * 1024
+#: Host names a loopback server answers to (the name part of `Host:`, lower case).
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
+CONFIG_HOSTS = "TRACEVIEW_ALLOWED_HOSTS"
+#: Plotly's WebGL traces (the timeline) compile their shaders with `new Function`: 'unsafe-eval'.
+#: Plotly and Dash set inline styles: 'unsafe-inline' for styles only. Dash's inline scripts are
+#: allowed by their hashes (`app.csp_hashes()`).
+CSP = ("default-src 'self'; script-src 'self' 'unsafe-eval' {hashes}; style-src 'self' 'unsafe-inline'; "
+       "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; "
+       "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; object-src 'none'")
+log = logging.getLogger("traceview.serve")
+
+
+def allowed_hosts(host: str) -> frozenset[str] | None:
+    """The `Host:` names a server bound to `host` answers (None: any, for a wildcard address)."""
+    name = host.strip().strip("[]").lower()
+    if name in WILDCARD_HOSTS:
+        return None
+    if is_loopback(name):
+        return LOOPBACK_NAMES | {name}
+    return frozenset({name})
+
+
+def host_name(header: str) -> str:
+    """The name part of a `Host:` header value (`[::1]:8050` -> `::1`, `localhost:80` -> `localhost`)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
 def allowed_path(path: str) -> bool:
     """Whether the server answers `path` (percent-decoded, as Flask sees it)."""
     if "\\" in path or "\x00" in path or any(part in ("..", ".") for part in path.split("/")):
@@ -24,16 +68,35 @@ def allowed_path(path: str) -> bool:
 
 
 def harden(app) -> None:
-    """Answer 404 to every path outside `allowed_path`, and to unknown bundle names (Dash raises
-    an error for those, which would be a 500 with a logged traceback)."""
+    """Install what the server answers (module docstring): 403 to a foreign `Host:`, 404 to every
+    path outside `allowed_path` and to unknown bundle names (Dash raises an error for those, which
+    would be a 500 with a logged traceback), 413 to bodies over MAX_BODY, the security headers on
+    every answer. Call after every callback is registered (the CSP holds their hashes). The
+    allowed hosts are the loopback names until `serve` sets those of the bound address."""
     from dash.exceptions import DependencyException
     from flask import abort, request
 
+    app.server.config[CONFIG_HOSTS] = LOOPBACK_NAMES
+    app.server.config["MAX_CONTENT_LENGTH"] = MAX_BODY
+    csp = CSP.format(hashes=" ".join(app.csp_hashes()))  # each already quoted: 'sha256-...'
+
     def guard():
+        hosts = app.server.config[CONFIG_HOSTS]
+        if hosts is not None and host_name(request.host) not in hosts:
+            log.warning("refused a request for host %r (not this server's address)", request.host[:100])
+            abort(403)
         if not allowed_path(request.path):
             abort(404)
 
+    def headers(response):
+        response.headers["Content-Security-Policy"] = csp
+        response.headers["X-Frame-Options"] = "DENY"
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        return response
+
     app.server.before_request(guard)
+    app.server.after_request(headers)
     app.server.register_error_handler(DependencyException, lambda exc: ("Not Found", 404))
 
 
@@ -72,6 +135,16 @@ def url_for(host: str, port: int) -> str:
 
 
 def serve(app, host: str, port: int, open_browser: bool = False) -> None:
+    """Serve `app` (hardened by `harden`) with waitress on `host`:`port` until Ctrl+C."""
+    import waitress
+
+    app.server.config[CONFIG_HOSTS] = allowed_hosts(host)
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("traceview: %(message)s"))
+        log.addHandler(handler)
+        log.propagate = False
     if open_browser:
         threading.Timer(1.0, webbrowser.open, args=(url_for(host, port),)).start()
-    app.run(host=host, port=port, debug=False, use_reloader=False)
+    waitress.serve(app.server, host=host, port=port, ident="", threads=8, max_request_body_size=MAX_BODY,
+                   clear_untrusted_proxy_headers=True, _quiet=True)

@@ -31,3 +31,19 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 180) -> subpro
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own Parquet cache folder: tests never touch ~/.cache or each other."""
     monkeypatch.setenv("TRACEVIEW_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+def timeline_segments(trace) -> list[tuple[str, float, float]]:
+    """(lane, first x, last x) of each task segment of a raw timeline trace: vertices on one lane,
+    x non-decreasing, each segment ended by a NaN x / None y (`dashboards.timeline_page.segment_points`)."""
+    out, xs, ys = [], list(trace.x), list(trace.y)
+    start = 0
+    for i, y in enumerate(ys):
+        if y is None:
+            seg_x, seg_y = xs[start:i], ys[start:i]
+            assert len(seg_x) >= 2 and len(set(seg_y)) == 1, (seg_x, seg_y)
+            assert all(a <= b for a, b in zip(seg_x, seg_x[1:])), seg_x
+            out.append((seg_y[0], seg_x[0], seg_x[-1]))
+            start = i + 1
+    assert start == len(ys), "the last segment is not ended"
+    return out

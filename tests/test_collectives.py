@@ -1,4 +1,4 @@
-"""Cross-rank collectives: matching, transfer / wait / skew, bandwidth, slow rank, step skew, and the
+"""Cross-rank collectives: matching, transfer / wait / skew, bandwidth, straggler, step skew, and the
 collective metadata the parsers attach to communication tasks."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 import traceview as tv
 from traceview import schema
-from traceview.analysis.collectives import bus_factor, match_collectives, slow_ranks, step_skew
+from traceview.analysis.collectives import bus_factor, match_collectives, stragglers, step_skew
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
 
 DP4 = SAMPLES / "dp4_nccl"
@@ -79,13 +79,13 @@ def test_hand_written_transfer_wait_skew_and_bandwidth():
     lone = m.filter(pl.col("collective_id") == 3).row(0, named=True)
     assert (lone["n_ranks"], lone["wait_us"], lone["busbw_gbps"]) == (1, 0.0, None)
 
-    slow = slow_ranks(m)
+    slow = stragglers(m)
     # only multi-rank instances count: rank 0 waits 0.2 + 0 + 0 = 0.2 µs over 3, rank 2 waits 0.5 µs over 2
     assert slow["rank"].to_list() == [0, 1, 2]
     assert slow["instances"].to_list() == [3, 3, 2]
     assert slow["total_wait_us"].to_list() == pytest.approx([0.2, 1.15, 0.5])
     assert slow["last_arrivals"].to_list() == [2, 0, 1]  # ar1 and ag (rank 0 starts last in both)
-    assert slow["is_slow"].to_list() == [True, False, False]
+    assert slow["is_straggler"].to_list() == [True, False, False]
 
 
 def test_by_step_keys_instances_per_step():
@@ -112,9 +112,9 @@ def test_bus_factors():
 
 def test_slow_ranks_none_when_nobody_waits_and_empty_inputs():
     m = match_collectives(_frame([_task(0, 0, 100), _task(1, 0, 100)]))
-    assert slow_ranks(m)["is_slow"].to_list() == [False, False]
+    assert stragglers(m)["is_straggler"].to_list() == [False, False]
     single = match_collectives(_frame([_task(0, 0, 100)]))
-    assert slow_ranks(single).is_empty()
+    assert stragglers(single).is_empty()
     assert match_collectives(schema.empty("device_tasks")).is_empty()
 
 
@@ -124,7 +124,7 @@ def test_step_skew_hand_written():
     s = step_skew(d)
     assert s["step"].to_list() == [1, 2]
     assert s["skew_us"].to_list() == [40.0, 0.0]
-    assert s["slowest_rank"].to_list() == [1, 0] and s["fastest_rank"].to_list() == [2, 0]  # ties: lowest rank
+    assert s["longest_step_rank"].to_list() == [1, 0] and s["shortest_step_rank"].to_list() == [2, 0]  # ties: lowest rank
     assert s["n_ranks"].to_list() == [3, 2]
     assert s["skew_frac"][0] == pytest.approx(40 / 130)
     assert s["mean_us"][0] == pytest.approx(320 / 3)
@@ -168,8 +168,8 @@ def test_dp4_transfer_wait_and_slow_rank_match_expected(dp4):
         # transfer = ceil(1.5 x bytes / 360 B/ns): busbw within 1 ns of transfer of 360 GB/s
         assert rows["busbw_gbps"].to_list() == pytest.approx([c["bus_bandwidth_GBps"]] * 4, rel=1e-6)
         assert rows["algbw_gbps"][0] == pytest.approx(rows["busbw_gbps"][0] / 1.5)
-    slow = slow_ranks(m)
-    assert slow.filter(pl.col("is_slow"))["rank"].to_list() == [exp["slow_rank"]] == [2]
+    slow = stragglers(m)
+    assert slow.filter(pl.col("is_straggler"))["rank"].to_list() == [exp["slow_rank"]] == [2]
     assert slow.filter(pl.col("rank") == 2).row(0, named=True)["total_wait_us"] == 0.0
     assert slow.filter(pl.col("rank") == 2)["last_arrivals"].to_list() == [12]
     waits = {r: sum(c["wait_ns"][r] for c in exp["collectives"]) / 1000 for r in range(4)}
@@ -187,7 +187,7 @@ def test_dp4_step_skew_from_step_windows(dp4):
         assert row["max_us"] * 1000 == pytest.approx(max(windows.values()), abs=1e-3)
         assert row["min_us"] * 1000 == pytest.approx(min(windows.values()), abs=1e-3)
         assert row["skew_us"] * 1000 == pytest.approx(max(windows.values()) - min(windows.values()), abs=1e-3)
-        assert row["slowest_rank"] == max(windows, key=windows.get)
+        assert row["longest_step_rank"] == max(windows, key=windows.get)
     assert s["step"].to_list() == exp["steps"]
 
 
@@ -201,8 +201,8 @@ def test_pipeline_point_to_point_is_matched_but_left_out_of_slow_ranks():
     assert sends["busbw_gbps"].null_count() == 0
     assert sends["busbw_gbps"].to_list() == pytest.approx((2_097_152 / (sends["transfer_us"] * 1000)).to_list())
     assert m.filter(pl.col("collective") == "coalesced")["busbw_gbps"].null_count() == 72  # no factor defined
-    assert slow_ranks(m).is_empty()  # a send is not paired with its recv: no slow-rank verdict
-    assert slow_ranks(m, include_p2p=True)["rank"].to_list() == [0, 1, 2, 3]
+    assert stragglers(m).is_empty()  # a send is not paired with its recv: no straggler verdict
+    assert stragglers(m, include_p2p=True)["rank"].to_list() == [0, 1, 2, 3]
 
 
 # --- a generated multi-rank profile with one rank delayed on purpose -----------------------------
@@ -289,8 +289,8 @@ def test_generated_profile_with_a_delayed_rank(tmp_path):
     agm = m.filter(pl.col("collective") == "allgather")
     assert agm["transfer_us"].to_list() == [4.0] * WORLD  # rank 3 starts last: 10,000 - 6,000 ns
     assert agm["busbw_gbps"][0] == pytest.approx(8_000 / 4_000 * 3 / 4)
-    slow = slow_ranks(m)
-    assert slow.filter(pl.col("is_slow"))["rank"].to_list() == [SLOW]
+    slow = stragglers(m)
+    assert slow.filter(pl.col("is_straggler"))["rank"].to_list() == [SLOW]
     assert slow.filter(pl.col("rank") == SLOW)["last_arrivals"].item() == N_AR
     assert slow.filter(pl.col("rank") != SLOW)["mean_wait_us"].min() > 100
 
@@ -298,7 +298,7 @@ def test_generated_profile_with_a_delayed_rank(tmp_path):
 # --- Ascend: collective from the hcom_* name, group from communication.json ----------------------
 
 
-def test_ascend_sample_transfer_and_slow_rank():
+def test_ascend_sample_transfer_and_straggler():
     t = tv.load(ASCEND2, use_cache=False)
     exp = json.loads((ASCEND2 / "expected.json").read_text())
     comm = t.device_tasks.filter(pl.col("kind") == "communication")
@@ -310,8 +310,8 @@ def test_ascend_sample_transfer_and_slow_rank():
         assert rows.height == 1
         assert abs(rows["transfer_us"][0] * 1000 - op["transfer_ns"]) <= 1
     # rank 1 computes 6 % slower, so rank 0 waits in every all-reduce
-    slow = slow_ranks(m)
-    assert slow.filter(pl.col("is_slow"))["rank"].to_list() == [1]
+    slow = stragglers(m)
+    assert slow.filter(pl.col("is_straggler"))["rank"].to_list() == [1]
     assert slow.filter(pl.col("rank") == 1)["total_wait_us"].item() == 0.0
 
 
@@ -340,8 +340,8 @@ def test_real_dlrm_8_ranks_match_consistently():
     assert (inst["last_rank"] == inst["min_dur_rank"]).all()
     assert (m["wait_us"] >= 0).all() and (m["transfer_us"] <= m["dur_us"]).all()
     assert m["transfer_us"].min() > 0 and m["transfer_us"].max() < 1_000  # µs-scale V100 NCCL kernels
-    slow = slow_ranks(m)
-    assert slow.filter(pl.col("is_slow"))["rank"].to_list() == [7]
+    slow = stragglers(m)
+    assert slow.filter(pl.col("is_straggler"))["rank"].to_list() == [7]
     assert slow.filter(pl.col("rank") == 7)["last_arrivals"].item() == slow["last_arrivals"].max()
     assert m["msg_bytes"].null_count() == m.height  # this PyTorch recorded no message sizes
 
@@ -357,7 +357,7 @@ def test_real_hta_trace_filter_pair():
     }
     assert (m["wait_us"] >= 0).all() and (m["transfer_us"] > 0).all()
     assert set(m["step"]) == {551, 552}
-    assert slow_ranks(m)["is_slow"].sum() == 1
+    assert stragglers(m)["is_straggler"].sum() == 1
 
 
 @needs_shared

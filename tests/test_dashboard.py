@@ -102,10 +102,10 @@ def test_step_time_heatmap_and_classes_are_the_summary_ms(dp4):
 
 
 def test_slow_steps_are_marked():
-    doc = {"ranks": [{"rank": 0, "compute_classes": [], "slow_steps": [
+    doc = {"ranks": [{"rank": 0, "compute_classes": [], "long_steps": [
         {"step": 2, "duration_us": 3000.0, "slowdown_ratio": 3.0, "why": "communication_not_overlapped"}],
         "steps": [{"step": s, "duration_us": d} for s, d in ((1, 1000.0), (2, 3000.0), (3, 1000.0))]}]}
-    slow = by_meta(figures.step_time_figure(doc), "slow")
+    slow = by_meta(figures.step_time_figure(doc), "long_step")
     assert list(slow.x) == [2] and list(slow.y) == [3.0]
 
 
@@ -137,8 +137,8 @@ def test_create_app_layout(dp4_app, dp4):
     for component_id in ("url", "rank-select", "step-select", "fig-breakdown", "fig-step-time", "fig-heatmap",
                          "fig-classes", "kernel-table", "findings", "profile-path"):
         assert f'"{component_id}"' in layout
-    assert "Slow rank: rank 2" in layout  # dp4_nccl's rank 2 is slow by construction
-    assert doc["cross_rank"]["slow_rank"] == 2
+    assert "Straggler: rank 2" in layout  # dp4_nccl's rank 2 is slow by construction
+    assert doc["cross_rank"]["straggler"] == 2
     assert "NVIDIA H100 80GB HBM3" in layout and "4 ranks" in layout
     assert dp4_app.config.serve_locally is True
 

@@ -16,7 +16,7 @@ import traceview as tv
 from dashboards.app import create_app
 from dashboards.colors import CLASS_COLORS
 from dashboards.timeline_page import LIMIT, X_TITLE, TimelineData, hover_safe
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, timeline_segments
 from tests.test_dashboard import HOSTILE, hostile_trace  # noqa: F401  (fixture)
 from traceview.analysis import timeline as tl
 from traceview.summary import build_summary
@@ -60,7 +60,7 @@ def big_app():
                           "device_start_ns": [10**15 + k * 100_000_000 for k in range(3)],
                           "device_end_ns": [10**15 + (k + 1) * 100_000_000 for k in range(3)]})
     summary = {"source": "synthetic", "ranks": [
-        {"rank": r, "device": None, "steps": [{"step": s} for s in range(3)], "compute_classes": [], "slow_steps": []}
+        {"rank": r, "device": None, "steps": [{"step": s} for s in range(3)], "compute_classes": [], "long_steps": []}
         for r in range(ranks)]}
     return create_app(FakeTrace(tasks, steps), summary), tasks
 
@@ -70,8 +70,7 @@ def segments(fig):
     total = 0
     for trace in fig.data:
         assert trace.type == "scattergl" and trace.mode == "lines"
-        assert len(trace.x) % 3 == 0 and all(y is None for y in trace.y[2::3])
-        total += len(trace.x) // 3
+        total += len(timeline_segments(trace))
     return total
 
 
@@ -121,7 +120,7 @@ def test_narrow_range_on_dp4_draws_each_task(dp4):
         (pl.col("end_ns") == pl.col("start_ns")) & (pl.col("start_ns") >= s))))
     assert 0 < segments(fig) == want.height and note.startswith(f"raw: {want.height} tasks")
     by_class = want.group_by("compute_class").len()
-    assert {t.name: len(t.x) // 3 for t in fig.data} == dict(zip(by_class["compute_class"], by_class["len"]))
+    assert {t.name: len(timeline_segments(t)) for t in fig.data} == dict(zip(by_class["compute_class"], by_class["len"]))
     assert tuple(fig.layout.xaxis.range) == pytest.approx((lo, hi))
     assert list(fig.layout.yaxis.categoryarray) == tl.lanes(tasks)["label"].to_list()
     # whole trace (initial load, reset): 1,608 tasks are few enough to be raw
@@ -205,11 +204,11 @@ def test_timeline_page_over_http(dp4):
     payload = {"output": dep["output"], "outputs": _outputs(dep),
                "inputs": [{"id": "url", "property": "pathname", "value": "/timeline"},
                           {"id": "url", "property": "search", "value": "?rank=1"},
-                          {"id": "tl-graph", "property": "relayoutData",
-                           "value": {"xaxis.range[0]": 30, "xaxis.range[1]": 32}},
+                          {"id": "tl-window", "property": "data",
+                           "value": {"xaxis.range[0]": 30, "xaxis.range[1]": 32, "_seq": 1.5}},
                           {"id": "tl-step", "property": "value", "value": None},
                           {"id": "tl-reset", "property": "n_clicks", "value": 0}],
-               "changedPropIds": ["tl-graph.relayoutData"], "state": []}
+               "changedPropIds": ["tl-window.data"], "state": []}
     resp = client.post("/_dash-update-component", json=payload)
     assert resp.status_code == 200, resp.data[:500]
     body = orjson.loads(resp.data)["response"]
@@ -293,7 +292,7 @@ def test_compare_two_ranks_one_above_the_other(dp4):
     s, e = data.t0_ns + int(lo * 1e6), data.t0_ns + int(hi * 1e6)
     for rank, axis in ((2, "y"), (0, "y2")):
         want = tasks.filter((pl.col("rank") == rank) & (pl.col("start_ns") < e) & (pl.col("end_ns") > s)).height
-        assert want > 0 and sum(len(t.x) // 3 for t in fig.data if t.yaxis == axis) == want
+        assert want > 0 and sum(len(timeline_segments(t)) for t in fig.data if t.yaxis == axis) == want
     assert tuple(fig.layout.xaxis.range) == pytest.approx((lo, hi))
     # jump to a step: the window spans both ranks' step
     fig, _ = app.traceview_update_timeline(T, "?compare=2,0", None, 4, 0, trigger="tl-step")
@@ -309,7 +308,7 @@ def test_compare_view_of_a_big_profile_stays_under_the_limit(big_app):
     assert [t.showscale for t in fig.data] == [True, False]  # one colour bar for both panels
     fig, note = app.traceview_update_timeline(T, "?compare=1,0", {"xaxis.range[0]": 50, "xaxis.range[1]": 150},
                                               None, 0, trigger="tl-graph")
-    drawn = sum(len(t.x) // 3 for t in fig.data if t.type == "scattergl")
+    drawn = sum(len(timeline_segments(t)) for t in fig.data if t.type == "scattergl")
     assert drawn <= LIMIT  # each panel holds LIMIT // 2 raw tasks at most
     t0 = int(tasks["start_ns"].min())
     for rank in (0, 1):
@@ -369,7 +368,7 @@ def test_host_thread_lanes_above_the_device_lanes(dp4):
                                            None, 0, trigger="tl-graph")
     s, e = data.t0_ns + int(lo * 1e6), data.t0_ns + int(hi * 1e6)
     want = host_events.filter((pl.col("start_ns") < e) & (pl.col("end_ns") > s)).height
-    assert sum(len(t.x) // 3 for t in fig.data if t.yaxis == "y") == want > 0
+    assert sum(len(timeline_segments(t)) for t in fig.data if t.yaxis == "y") == want > 0
     assert {t.name for t in fig.data if t.yaxis == "y"} <= {"operator", "runtime", "annotation", "python", "other"}
     # a click on a host event shows its details
     host_trace = next(t for t in fig.data if t.yaxis == "y")

@@ -110,7 +110,7 @@ def queued_steps(durations: list[float], n_steps: int = 3) -> list:
 
 def test_exposed_communication_fires_on_the_ranks_that_wait_for_the_slow_one():
     got = fired(sample("dp4_nccl"), "exposed_communication")
-    assert set(got) == {0, 1, 3}  # rank 2 (the slow rank) never waits: 4.1 %
+    assert set(got) == {0, 1, 3}  # rank 2 (the straggler) never waits: 4.1 %
     for rank in (0, 1, 3):
         steps = expected("dp4_nccl")["ranks"][str(rank)]["steps"].values()
         want = sum(s["communication_not_overlapped_ns"] for s in steps) / sum(s["window_ns"] for s in steps)
@@ -320,11 +320,11 @@ def test_low_mfu_is_profile_wide():
     assert fired(trace, "low_mfu") == {}
 
 
-# --- slow rank -----------------------------------------------------------------------------------
+# --- straggler -----------------------------------------------------------------------------------
 
 
 def test_slow_rank_cost_from_the_others_extra_exposed_communication():
-    got = fired(sample("dp4_nccl"), "slow_rank")
+    got = fired(sample("dp4_nccl"), "straggler")
     assert set(got) == {2}
     ranks = expected("dp4_nccl")["ranks"]
 
@@ -339,25 +339,25 @@ def test_slow_rank_cost_from_the_others_extra_exposed_communication():
 
 
 def test_no_slow_rank_without_collectives():
-    assert fired(sample("pp4_1f1b"), "slow_rank") == {}  # P2P only: no slow-rank verdict
-    assert fired(sample("cpu_single"), "slow_rank") == {}
+    assert fired(sample("pp4_1f1b"), "straggler") == {}  # P2P only: no straggler verdict
+    assert fired(sample("cpu_single"), "straggler") == {}
 
 
-# --- slow step -----------------------------------------------------------------------------------
+# --- long step -----------------------------------------------------------------------------------
 
 
 def test_slow_step_fires_on_a_step_two_and_a_half_times_the_median():
-    got = fired(load(str(DATA / "kineto_slow_step.json")), "slow_step")
+    got = fired(load(str(DATA / "kineto_slow_step.json")), "long_step")
     assert got[0]["value"] == pytest.approx(2.5) and got[0]["severity"] == "info"
     assert got[0]["message"].startswith("Step 3 on rank 0 took 2.50 ms") and "more idle/free" in got[0]["message"]
-    assert fired(sample("dp4_nccl"), "slow_step") == {}
+    assert fired(sample("dp4_nccl"), "long_step") == {}
 
 
 def test_slow_step_needs_three_steps(tmp_path):
     rules = tmp_path / "eager.toml"
-    rules.write_text('[[rule]]\nid = "slow_step"\nabove = 1.0001\n')
-    assert set(fired(sample("dp4_nccl"), "slow_step", rules=str(rules))) == {0, 1, 2, 3}  # 3 steps
-    assert fired(sample("pp4_1f1b"), "slow_step", rules=str(rules)) == {}  # 2 steps: rank 3's 1.10x is no verdict
+    rules.write_text('[[rule]]\nid = "long_step"\nabove = 1.0001\n')
+    assert set(fired(sample("dp4_nccl"), "long_step", rules=str(rules))) == {0, 1, 2, 3}  # 3 steps
+    assert fired(sample("pp4_1f1b"), "long_step", rules=str(rules)) == {}  # 2 steps: rank 3's 1.10x is no verdict
 
 
 # --- rules files ---------------------------------------------------------------------------------
@@ -380,9 +380,9 @@ def test_user_file_changes_adds_and_disables_rules(tmp_path):
     rules = tmp_path / "mine.toml"
     rules.write_text(
         '[[rule]]\nid = "exposed_communication"\nabove = 0.2\n\n'
-        '[[rule]]\nid = "slow_rank"\nenabled = false\n\n'
+        '[[rule]]\nid = "straggler"\nenabled = false\n\n'
         '[[rule]]\nid = "busy_network"\ntitle = "Busy network"\nseverity = "info"\nmetric = "comm_ms"\n'
-        'above = 30.0\nwhen = "not is_slow_rank"\nmessage = "{comm_ms:.1f} ms of communication per step on rank {rank}"\n'
+        'above = 30.0\nwhen = "not is_straggler"\nmessage = "{comm_ms:.1f} ms of communication per step on rank {rank}"\n'
         'advice = "Look at the collectives."\n'
     )
     found = trace.findings(rules=str(rules))
@@ -448,8 +448,8 @@ def test_missing_rules_file(tmp_path):
         ("step_ms > 5", [True, False, None]),
         ("step_ms > 5 or steps == 3 and window == 'trace'", [True, True, None]),  # and binds tighter
         ("(step_ms > 5 or steps == 3) and window == 'trace'", [False, True, None]),
-        ("not is_slow_rank", [False, True, True]),
-        ("is_slow_rank or bubble_frac >= 0.5", [True, False, True]),
+        ("not is_straggler", [False, True, True]),
+        ("is_straggler or bubble_frac >= 0.5", [True, False, True]),
         ("step_ms != computing_ms", [True, False, None]),
         ("steps >= 1e1", [False, False, False]),
     ],
@@ -457,7 +457,7 @@ def test_missing_rules_file(tmp_path):
 def test_when_conditions(text, want):
     df = pl.DataFrame(
         {"step_ms": [10.0, 2.0, None], "computing_ms": [4.0, 2.0, 1.0], "steps": [2, 3, 5],
-         "window": ["steps", "trace", "trace"], "is_slow_rank": [True, False, False], "bubble_frac": [None, 0.1, 0.6]}
+         "window": ["steps", "trace", "trace"], "is_straggler": [True, False, False], "bubble_frac": [None, 0.1, 0.6]}
     )
     got = df.select(F.condition(text).alias("c"))["c"].to_list()
     assert [bool(g) if g is not None else None for g in got] == want
@@ -470,7 +470,7 @@ def test_summary_lists_findings_and_the_text_groups_them_by_rule():
     trace = sample("dp4_nccl")
     doc = build_summary(trace)
     assert [(f["rule"], f["rank"]) for f in doc["findings"]] == [
-        ("exposed_communication", 0), ("exposed_communication", 1), ("exposed_communication", 3), ("slow_rank", 2)
+        ("exposed_communication", 0), ("exposed_communication", 1), ("exposed_communication", 3), ("straggler", 2)
     ]
     assert set(doc["findings"][0]) == {"rule", "title", "severity", "rank", "metric", "value", "threshold", "message",
                                        "advice"}

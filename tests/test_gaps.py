@@ -1,4 +1,4 @@
-"""Iteration gaps, stream idle time (HTA's rules), launch delays and slow steps
+"""Iteration gaps, stream idle time (HTA's rules), launch delays and long steps
 (traceview/analysis/gaps.py): hand-made frames with hand-computed values, a hypothesis property
 test against a slow reference, the shipped samples, and the real-trace corpus."""
 
@@ -319,7 +319,7 @@ def test_step_times_idle_before_matches_reference(tasks, bounds):
 
 
 # ---------------------------------------------------------------------------------------------
-# slow_steps
+# long_steps
 
 
 def _breakdown(rows: list[tuple]) -> pl.DataFrame:
@@ -346,7 +346,7 @@ BREAKDOWN = _breakdown([
 
 
 def test_slow_steps_by_hand():
-    out = gaps.slow_steps(BREAKDOWN)
+    out = gaps.long_steps(BREAKDOWN)
     assert [(r["rank"], r["step"]) for r in out.to_dicts()] == [(0, 4), (1, 3), (2, 3), (3, 3), (4, 3)]
     got = {r["rank"]: (r["why"], r["why_delta_us"]) for r in out.to_dicts()}
     assert got == {
@@ -364,8 +364,8 @@ def test_slow_steps_by_hand():
 
 def test_slow_steps_factor_and_empty():
     # 130 is not > 1.3 x 100; 140 and 150 are
-    assert [(r["rank"], r["step"]) for r in gaps.slow_steps(BREAKDOWN, factor=1.3).to_dicts()] == [(2, 3), (4, 3)]
-    none = gaps.slow_steps(BREAKDOWN, factor=2.0)
+    assert [(r["rank"], r["step"]) for r in gaps.long_steps(BREAKDOWN, factor=1.3).to_dicts()] == [(2, 3), (4, 3)]
+    none = gaps.long_steps(BREAKDOWN, factor=2.0)
     assert none.is_empty() and "why" in none.columns and "why_delta_us" in none.columns
 
 
@@ -455,7 +455,7 @@ def test_dp4_launch_delays_plausible(dp4):
 
 
 def test_dp4_slow_steps_from_expected_breakdown():
-    """slow_steps on the per-step breakdown of expected.json (independent of breakdown.py)."""
+    """long_steps on the per-step breakdown of expected.json (independent of breakdown.py)."""
     exp = _expected("dp4_nccl")
     rows = []
     for rank, e in exp["ranks"].items():
@@ -465,8 +465,8 @@ def test_dp4_slow_steps_from_expected_breakdown():
                          w["communication_not_overlapped_ns"] / 1000, w["exposed_memcpy_ns"] / 1000,
                          w["free_ns"] / 1000))
     frame = _breakdown(rows)
-    assert gaps.slow_steps(frame).is_empty()  # steady steps: none is 1.2x the median
-    out = gaps.slow_steps(frame, factor=1.0).filter(pl.col("rank") == 0)
+    assert gaps.long_steps(frame).is_empty()  # steady steps: none is 1.2x the median
+    out = gaps.long_steps(frame, factor=1.0).filter(pl.col("rank") == 0)
     steps0 = exp["ranks"]["0"]["steps"]
     durations = {n: steps0[f"ProfilerStep#{n}"]["window_ns"] for n in exp["steps"]}
     med = statistics.median(durations.values())

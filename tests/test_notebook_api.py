@@ -20,7 +20,7 @@ import traceview as tv
 from dashboards import timeline_page
 from dashboards.colors import CLASS_COLORS
 from dashboards.timeline_page import X_TITLE, hover_safe
-from tests.conftest import DATA, ROOT, SAMPLES
+from tests.conftest import DATA, ROOT, SAMPLES, timeline_segments
 from traceview.analysis import timeline as tl
 
 NOTEBOOK = ROOT / "examples" / "quickstart.ipynb"
@@ -111,9 +111,9 @@ def test_step_time_lines_and_heatmap_are_the_step_durations(dp4):
         assert list(line.x) == rows["step"].to_list()
         assert list(line.y) == pytest.approx(ms(rows["duration_us"].to_list()), abs=MS)
         assert list(hm.z[i]) == pytest.approx(ms(rows["duration_us"].to_list()), abs=MS)
-    slow = dp4.slow_steps()
-    assert any(t.meta == "slow" for t in lines.data) == (slow.height > 0)
-    assert [t.meta for t in dp4.plot.step_time(ranks=2).data if t.meta != "slow"] == [2]
+    slow = dp4.long_steps()
+    assert any(t.meta == "long_step" for t in lines.data) == (slow.height > 0)
+    assert [t.meta for t in dp4.plot.step_time(ranks=2).data if t.meta != "long_step"] == [2]
 
 
 def test_compute_class_bars_are_the_compute_classes_frame_in_ms(dp4):
@@ -158,11 +158,7 @@ def drawn_tasks(fig) -> list[tuple[str, float, float]]:
     out = []
     for trace in fig.data:
         assert isinstance(trace, go.Scattergl)
-        xs, ys = list(trace.x), list(trace.y)
-        assert len(xs) % 3 == 0
-        for i in range(0, len(xs), 3):
-            assert ys[i] == ys[i + 1] and ys[i + 2] is None
-            out.append((ys[i], round(xs[i], 9), round(xs[i + 1], 9)))
+        out += [(lane, round(a, 9), round(b, 9)) for lane, a, b in timeline_segments(trace)]
     return sorted(out)
 
 
@@ -359,5 +355,5 @@ def test_notebook_runs_top_to_bottom(monkeypatch, cwd):
     assert len(figures) >= 7
     for source, fig in figures:
         assert isinstance(fig, go.Figure) and fig.data, source
-    slow = next(v for s, v in shown if "slow_ranks" in s)
-    assert slow.columns == trace.slow_ranks().columns
+    slow = next(v for s, v in shown if "stragglers" in s)
+    assert slow.columns == trace.stragglers().columns

@@ -117,8 +117,8 @@ def test_report_shows_the_summary_numbers(dp4):
     kernels = tables["kernels-table"]
     top = doc["ranks"][0]["top_kernels"][0]
     assert kernels[0]["name"] == top["name"] and kernels[0]["total_us"] == ms_text(top["total_us"])
-    slow = [r for r in tables["cross-ranks-table"] if r["is_slow"] == "True"]
-    assert [r["rank"] for r in slow] == [str(doc["cross_rank"]["slow_rank"])] == ["2"]
+    slow = [r for r in tables["cross-ranks-table"] if r["is_straggler"] == "True"]
+    assert [r["rank"] for r in slow] == [str(doc["cross_rank"]["straggler"])] == ["2"]
 
 
 def test_report_says_where_the_timeline_was_downsampled(tmp_path):

@@ -49,7 +49,8 @@ def test_path_tricks_get_404_and_no_file(served):
     gz_head = next(profile.glob("*.gz")).read_bytes()[:64]
     for path in TRICKS:
         resp = client.get(path)
-        assert resp.status_code == 404, (path, resp.status_code)
+        # "//etc/passwd" reads as host "etc" to the test client: refused for its Host (403)
+        assert resp.status_code == (403 if path.startswith("//") else 404), (path, resp.status_code)
         assert SECRET.encode() not in resp.data and gz_head not in resp.data and b"root:" not in resp.data
 
 
@@ -96,3 +97,138 @@ def test_raw_requests_over_a_socket(served):
 ])
 def test_allowed_path(path, ok):
     assert allowed_path(path) is ok
+
+
+# ---- Host names, security headers, request bodies, bad callback inputs (issue 14) --------------
+
+import logging  # noqa: E402
+
+import orjson  # noqa: E402
+
+from dashboards.server import MAX_BODY, allowed_hosts, host_name  # noqa: E402
+
+
+@pytest.mark.parametrize("host, allowed", [
+    ("127.0.0.1", {"127.0.0.1", "localhost", "::1"}), ("localhost", {"127.0.0.1", "localhost", "::1"}),
+    ("::1", {"127.0.0.1", "localhost", "::1"}), ("10.1.2.3", {"10.1.2.3"}), ("Node7", {"node7"}),
+    ("0.0.0.0", None), ("::", None),
+])
+def test_allowed_hosts_follow_the_bound_address(host, allowed):
+    assert (None if allowed_hosts(host) is None else set(allowed_hosts(host))) == allowed
+
+
+@pytest.mark.parametrize("header, name", [("localhost:8050", "localhost"), ("[::1]:8050", "::1"),
+                                          ("127.0.0.1", "127.0.0.1"), ("EVIL.example:80", "evil.example")])
+def test_host_name(header, name):
+    assert host_name(header) == name
+
+
+def test_a_foreign_host_header_is_refused(served):
+    """DNS rebinding: a page of evil.example whose name now points at 127.0.0.1 asks with its own Host."""
+    app, _ = served
+    client = app.server.test_client()
+    for path in ("/", "/timeline", "/_dash-layout", "/_dash-dependencies"):
+        for host in ("evil.example", "evil.example:8050", "127.0.0.1.evil.example"):
+            resp = client.get(path, headers={"Host": host})
+            assert resp.status_code == 403 and b"traceview" not in resp.data, (path, host)
+        for host in ("localhost:8050", "127.0.0.1:8050", "[::1]:8050", "LOCALHOST"):
+            assert client.get(path, headers={"Host": host}).status_code == 200, (path, host)
+
+
+def test_every_answer_carries_the_security_headers(served):
+    app, _ = served
+    client = app.server.test_client()
+    import re
+
+    bundle = re.search(r'src="(/_dash-component-suites/[^"?]+)', client.get("/").data.decode()).group(1)
+    for path in ("/", "/timeline", "/_dash-layout", "/_dash-dependencies", "/nothing-here", bundle):
+        resp = client.get(path)
+        csp = resp.headers.get("Content-Security-Policy", "")
+        assert "frame-ancestors 'none'" in csp and "default-src 'self'" in csp and "object-src 'none'" in csp, path
+        assert "script-src 'self' 'unsafe-eval' 'sha256-" in csp, "Dash's inline scripts by hash, none other"
+        assert resp.headers["X-Frame-Options"] == "DENY" and resp.headers["X-Content-Type-Options"] == "nosniff"
+        assert resp.headers["Referrer-Policy"] == "no-referrer"
+
+
+def test_request_bodies_are_capped(served):
+    app, _ = served
+    resp = app.server.test_client().post("/_dash-update-component", data=b"x" * (MAX_BODY + 1),
+                                         headers={"Content-Type": "application/json"})
+    assert resp.status_code == 413
+
+
+def _callback(client, output_id: str, inputs: list[dict]):
+    deps = orjson.loads(client.get("/_dash-dependencies").data)
+    dep = next(d for d in deps if output_id in d["output"])
+    outputs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in dep["output"].strip(".").split("...")]
+    payload = {"output": dep["output"], "outputs": outputs if len(outputs) > 1 else outputs[0], "inputs": inputs,
+               "changedPropIds": [f"{inputs[-1]['id']}.{inputs[-1]['property']}"], "state": []}
+    return client.post("/_dash-update-component", data=orjson.dumps(payload).replace(b'"NaN"', b"NaN")
+                       .replace(b'"Infinity"', b"Infinity"), headers={"Content-Type": "application/json"})
+
+
+@pytest.mark.parametrize("window", [
+    {"xaxis.range[0]": "NaN", "xaxis.range[1]": "Infinity"},
+    {"xaxis.range[0]": [1, 2], "xaxis.range[1]": {"a": 1}},
+    {"xaxis.range": "not a range"},
+    {"xaxis.range[0]": 1e308, "xaxis.range[1]": -1e308},
+], ids=["nan_inf", "wrong_types", "text", "huge"])
+def test_malformed_callback_inputs_answer_no_update_and_log_one_line(served, window, caplog):
+    app, _ = served
+    client = app.server.test_client()
+    inputs = [{"id": "url", "property": "pathname", "value": "/timeline"},
+              {"id": "url", "property": "search", "value": ""},
+              {"id": "tl-step", "property": "value", "value": None},
+              {"id": "tl-reset", "property": "n_clicks", "value": 0},
+              {"id": "tl-window", "property": "data", "value": window}]
+    with caplog.at_level(logging.WARNING, logger="traceview.serve"):
+        resp = _callback(client, "tl-graph.figure", inputs)
+    assert resp.status_code in (200, 204), resp.data[:300]
+    assert len([r for r in caplog.records if r.name == "traceview.serve"]) <= 1
+    assert not [r for r in caplog.records if r.exc_info], "no traceback"
+    for search in (5, ["?rank=1"], "?rank=NaN&step=1e400"):  # a query of the wrong type or values
+        resp = _callback(client, "fig-breakdown.figure", [{"id": "url", "property": "search", "value": search}])
+        assert resp.status_code in (200, 204), (search, resp.data[:300])
+
+
+def test_the_real_server_sends_no_banner_and_enforces_host_and_body(tmp_path):
+    """`traceview serve` itself (waitress): raw requests over a socket."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "traceview", "serve", str(SAMPLES / "dp4_nccl"), "--port", str(port),
+                             "-q", "--cache-dir", str(tmp_path / "c")], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        def ask(raw: bytes) -> bytes:
+            for _ in range(200):
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+                        conn.sendall(raw)
+                        data = b""
+                        while chunk := conn.recv(65536):
+                            data += chunk
+                        return data
+                except ConnectionRefusedError:
+                    time.sleep(0.1)
+            raise AssertionError("the server did not start")
+
+        ok = ask(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % port)
+        head = ok.split(b"\r\n\r\n")[0].lower()
+        assert head.startswith(b"http/1.1 200") and b"\r\nserver:" not in head and b"werkzeug" not in ok.lower()
+        assert b"content-security-policy:" in head
+        evil = ask(b"GET /_dash-layout HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+        assert evil.startswith(b"HTTP/1.1 403")
+        big = ask(b"POST /_dash-update-component HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\nConnection: close\r\n\r\n" % (300 * 1024 * 1024))
+        assert big.startswith(b"HTTP/1.1 413")
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=20)
+    assert b"development server" not in out + err and b"Traceback" not in err, err.decode()[-2000:]

@@ -55,7 +55,7 @@ def test_summary_shape_as_documented():
         for c in rank["compute_classes"]:
             assert {"class", "group", "time_us", "share", "count"} <= set(c)
         assert sum(c["share"] for c in rank["compute_classes"]) == pytest.approx(1.0, abs=1e-5)
-    assert doc["cross_rank"]["slow_rank"] == 2
+    assert doc["cross_rank"]["straggler"] == 2
 
 
 def test_summary_numbers_equal_the_api():
@@ -87,7 +87,7 @@ def test_throughput_options():
 def test_text_output_has_the_sections():
     out = run("summary", "sample_traces/dp4_nccl", "--no-cache", "--tokens-per-step", "131072", "--params", "1e8")
     assert out.returncode == 0, out.stderr
-    for needle in ("exposed comm", "compute classes", "top kernels", "idle per stream", "slow rank: 2", "MFU %"):
+    for needle in ("exposed comm", "compute classes", "top kernels", "idle per stream", "straggler: rank 2", "MFU %"):
         assert needle in out.stdout
 
 

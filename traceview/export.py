@@ -7,7 +7,7 @@ table, with the same numbers (µs, shares as fractions) and column names as the 
 - `trace`: rank and every term over the whole trace;
 - `compute_classes`: rank, class, group, time_us, share, count;
 - `top_kernels`: rank, name, class, count, total_us, mean_us, share;
-- `stream_idle`, `slow_steps`: rank plus the summary's fields (when the summary has them);
+- `stream_idle`, `long_steps`: rank plus the summary's fields (when the summary has them);
 - `ranks`: rank, device, format, window_rule, pipeline stage, unclassified_share, launch delay stats;
 - `cross_rank_ranks`, `step_skew`, `collectives`: the cross-rank section (several ranks only);
 - `throughput`, `findings`: when the summary has them.
@@ -24,7 +24,7 @@ import polars as pl
 
 RANK_FIELDS = ("device", "format", "window_rule", "pipeline_stage", "pipeline_stages", "unclassified_share")
 NESTED = {"steps": "steps", "compute_classes": "compute_classes", "top_kernels": "top_kernels",
-          "stream_idle": "stream_idle", "slow_steps": "slow_steps"}
+          "stream_idle": "stream_idle", "long_steps": "long_steps"}
 
 
 def _frame(rows: list[dict]) -> pl.DataFrame | None:

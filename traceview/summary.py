@@ -11,9 +11,9 @@ the dashboard and the reports render, so they always agree. Shape:
                                "top_kernels": [{"name", "class", "count", "total_us", "mean_us", "share"}],
                                "stream_idle": [{"stream", "idle_us", "host_wait_us", ..., "other_frac"}],
                                "launch_delay": {count, mean_us, p50_us, p90_us, p99_us, max_us},
-                               "slow_steps": [{"step", "duration_us", "slowdown_ratio", "why", ...}],
+                               "long_steps": [{"step", "duration_us", "slowdown_ratio", "why", ...}],
                                ...}],
-     "cross_rank": {"slow_rank", "ranks": [{rank, mean_wait_us, ...}], "step_skew": [...],
+     "cross_rank": {"straggler", "ranks": [{rank, mean_wait_us, ...}], "step_skew": [...],
                     "collectives": [{collective, process_group, instances, transfer_us, wait_us, busbw_gbps}]},
      "throughput": [{step, tokens_per_s_per_device, model_tflops_per_device, mfu_frac, ...}] (when asked),
      "findings": [{"rule", "title", "severity", "rank", "metric", "value", "threshold", "message", "advice"}],
@@ -68,9 +68,9 @@ def _listed(df: pl.DataFrame) -> dict[int, list[dict]]:
 
 
 def _cross_rank(trace) -> dict:
-    """Slow rank, per-rank waits, step skew and per-collective totals (ranks > 1 only)."""
-    slow = trace.slow_ranks()
-    slow_rank = slow.filter(pl.col("is_slow"))["rank"].to_list()
+    """Straggler, per-rank waits, step skew and per-collective totals (ranks > 1 only)."""
+    waits = trace.stragglers()
+    straggler = waits.filter(pl.col("is_straggler"))["rank"].to_list()
     matched = trace.collectives()
     per_collective = (
         matched.filter(pl.col("n_ranks") >= 2)
@@ -81,11 +81,12 @@ def _cross_rank(trace) -> dict:
             pl.col("wait_us").sum().alias("wait_us"),
             pl.col("busbw_gbps").mean().alias("busbw_gbps"),
         )
-        .sort("wait_us", descending=True, nulls_last=True)
+        # a total order: identical inputs give identical output, ties included
+        .sort("wait_us", "collective", "process_group", descending=[True, False, False], nulls_last=True)
     )
     return {
-        "slow_rank": slow_rank[0] if slow_rank else None,
-        "ranks": [_rounded(r) for r in slow.to_dicts()],
+        "straggler": straggler[0] if straggler else None,
+        "ranks": [_rounded(r) for r in waits.to_dicts()],
         "step_skew": [_rounded(r) for r in trace.step_skew().to_dicts()],
         "collectives": [_rounded(r) for r in per_collective.to_dicts()],
     }
@@ -127,7 +128,7 @@ def build_summary(
     for row in (trace.stream_idle().select(STREAM_IDLE_COLUMNS).to_dicts() if details else []):
         idle.setdefault(row.pop("rank"), []).append(_rounded(row))
     launch = _per_rank(trace.launch_delays().drop("tasks")) if details else {}
-    slow = _listed(trace.slow_steps())
+    long = _listed(trace.long_steps())
     stages = {r["rank"]: r for r in trace.pipeline_stages().to_dicts()} if details else {}
     compute_classes = _listed(trace.compute_classes(classes))
     unclassified = dict(trace.unclassified_share(classes).select("rank", "unclassified_share").iter_rows())
@@ -151,7 +152,7 @@ def build_summary(
                 "top_kernels": top_kernels.get(rank, []),
                 "stream_idle": idle.get(rank, []),
                 "launch_delay": launch.get(rank),
-                "slow_steps": slow.get(rank, []),
+                "long_steps": long.get(rank, []),
             }
         )
     doc = {"source": trace.source, "ranks": ranks}

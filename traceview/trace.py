@@ -154,11 +154,11 @@ class Trace:
             lambda: gaps.launch_delay_stats(self.device_tasks, self.host_events, self._launch_calls()),
         )
 
-    def slow_steps(self, factor: float = 1.2) -> pl.DataFrame:
+    def long_steps(self, factor: float = 1.2) -> pl.DataFrame:
         """Steps longer than `factor` × the rank's median step, with the term that grew most."""
         from traceview.analysis import gaps
 
-        return self._cached(("slow_steps", factor), lambda: gaps.slow_steps(self.step_breakdown(), factor))
+        return self._cached(("long_steps", factor), lambda: gaps.long_steps(self.step_breakdown(), factor))
 
     def bubbles(self) -> pl.DataFrame:
         """Per rank and step: GPU pipeline bubble, pipeline step, exposed P2P (µs).
@@ -194,14 +194,14 @@ class Trace:
 
         return self._cached("collectives", compute)
 
-    def slow_ranks(self) -> pl.DataFrame:
-        """Per rank: waits in collectives and `is_slow` for the rank the others wait for."""
+    def stragglers(self) -> pl.DataFrame:
+        """Per rank: waits in collectives and `is_straggler` for the rank the others wait for."""
         from traceview.analysis import collectives
 
-        return self._cached("slow_ranks", lambda: collectives.slow_ranks(self.collectives()))
+        return self._cached("stragglers", lambda: collectives.stragglers(self.collectives()))
 
     def step_skew(self) -> pl.DataFrame:
-        """Per step: spread of step duration over ranks and the slowest rank."""
+        """Per step: spread of step duration over ranks and the rank with the longest step."""
         from traceview.analysis import collectives
 
         return self._cached(
@@ -248,7 +248,7 @@ class Trace:
                 stream_idle=self.stream_idle() if details else None,
                 launch_calls=self._launch_calls() if details else None,
                 pipeline_stages=self.pipeline_stages() if details else None,
-                slow_ranks=self.slow_ranks(),
+                stragglers=self.stragglers(),
                 throughput=self.throughput(**throughput) if throughput else None,
                 micro_batches=micro_batches,
             )

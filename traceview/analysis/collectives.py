@@ -1,5 +1,5 @@
 """Cross-rank collectives: the same collective matched over its ranks, wait and transfer time,
-bandwidth, the slow rank, and per-step skew (DESIGN.md §3, "Cross-rank collectives").
+bandwidth, the straggler, and per-step skew (DESIGN.md §3, "Cross-rank collectives").
 
 Input: the canonical `device_tasks` of several ranks (`Trace.device_tasks`); only tasks of kind
 `communication` are used, with their `collective`, `process_group`, `group_size` and `msg_bytes`
@@ -23,7 +23,7 @@ Limits of the rule:
   "instance": a send is not paired with its recv. For symmetric patterns (an all-to-all made of
   SendRecv kernels, every rank exchanging with every other) this is meaningful; for pipeline
   send/recv chains the per-instance wait and skew are not a transfer/wait split, which is why
-  `slow_ranks` leaves point-to-point operations out unless asked.
+  `stragglers` leaves point-to-point operations out unless asked.
 - When only some ranks of a group were loaded (2 of 128), transfer is the minimum over the loaded
   ranks only, so it can overestimate the true transfer and underestimate waits.
 - start_skew_us compares start times on different ranks' clocks: exact on one host, as good as the
@@ -60,7 +60,7 @@ BUS_FACTORS: dict[str, str] = {
     "sendrecv": "1",
 }
 
-#: Point-to-point (or batched, of unknown kind) operations, left out of `slow_ranks` by default: the
+#: Point-to-point (or batched, of unknown kind) operations, left out of `stragglers` by default: the
 #: matching rule does not pair a send with its recv, so their wait is not a transfer/wait split.
 POINT_TO_POINT = ("send", "recv", "sendrecv", "coalesced")
 
@@ -172,7 +172,7 @@ def match_collectives(device_tasks: pl.DataFrame, by_step: bool = True) -> pl.Da
     )
 
 
-SLOW_SCHEMA = pl.Schema(
+STRAGGLER_SCHEMA = pl.Schema(
     {
         "rank": pl.Int64,
         "instances": pl.Int64,
@@ -181,13 +181,13 @@ SLOW_SCHEMA = pl.Schema(
         "mean_start_skew_us": pl.Float64,
         "max_start_skew_us": pl.Float64,
         "last_arrivals": pl.Int64,
-        "is_slow": pl.Boolean,
+        "is_straggler": pl.Boolean,
     }
 )
 
 
-def slow_ranks(matched: pl.DataFrame, include_p2p: bool = False) -> pl.DataFrame:
-    """Per rank: how long it waited in collectives, how late it arrived, and which rank is slow.
+def stragglers(matched: pl.DataFrame, include_p2p: bool = False) -> pl.DataFrame:
+    """Per rank: how long it waited in collectives, how late it arrived, and which rank is the straggler.
 
     Input: `match_collectives` output. Only instances seen on >= 2 ranks count, and, unless
     `include_p2p`, only collectives (not POINT_TO_POINT: send, recv, sendrecv, coalesced; an
@@ -196,14 +196,14 @@ def slow_ranks(matched: pl.DataFrame, include_p2p: bool = False) -> pl.DataFrame
     Columns: rank; instances (collective instances of the rank on >= 2 ranks); total_wait_us and
     mean_wait_us (sum / mean of wait_us over them); mean_start_skew_us, max_start_skew_us (of
     start_skew_us); last_arrivals (instances in which this rank started last, ties counting for
-    every tied rank); is_slow.
+    every tied rank); is_straggler.
 
-    Slow-rank rule: the slow rank is the one the others wait for. A rank that arrives late at a
+    Straggler rule: the straggler is the one the others wait for. A rank that arrives late at a
     collective finds the others already there and only transfers, so its wait is the smallest; the
-    slow rank is therefore the rank with the smallest mean_wait_us (a duration-only measure, valid
+    straggler is therefore the rank with the smallest mean_wait_us (a duration-only measure, valid
     across hosts whatever their clocks; mean rather than total so that ranks in more process
     groups are not penalised). Ties go to more last_arrivals, then the larger mean_start_skew_us,
-    then the lower rank. No rank is slow (all False) when fewer than 2 ranks share instances or
+    then the lower rank. No rank is the straggler (all False) when fewer than 2 ranks share instances or
     when no rank waited at all (max total_wait_us == 0).
     Sorted by rank.
     """
@@ -211,7 +211,7 @@ def slow_ranks(matched: pl.DataFrame, include_p2p: bool = False) -> pl.DataFrame
     if not include_p2p:
         multi = multi.filter(~pl.col("collective").is_in(POINT_TO_POINT) | pl.col("collective").is_null())
     if multi.is_empty():
-        return pl.DataFrame(schema=SLOW_SCHEMA)
+        return pl.DataFrame(schema=STRAGGLER_SCHEMA)
     # by start_skew_us rather than start_ns: the same order, on aligned clocks when they disagree
     last = (pl.col("start_skew_us") == pl.col("start_skew_us").max().over("collective_id")).cast(pl.Int64)
     per_rank = (
@@ -233,8 +233,8 @@ def slow_ranks(matched: pl.DataFrame, include_p2p: bool = False) -> pl.DataFrame
     someone_waited = per_rank["total_wait_us"].max() > 0
     first = pl.int_range(pl.len()) == 0
     return (
-        per_rank.with_columns((first & pl.lit(per_rank.height >= 2 and bool(someone_waited))).alias("is_slow"))
-        .select(list(SLOW_SCHEMA))
+        per_rank.with_columns((first & pl.lit(per_rank.height >= 2 and bool(someone_waited))).alias("is_straggler"))
+        .select(list(STRAGGLER_SCHEMA))
         .sort("rank")
     )
 
@@ -248,8 +248,8 @@ SKEW_SCHEMA = pl.Schema(
         "max_us": pl.Float64,
         "skew_us": pl.Float64,
         "skew_frac": pl.Float64,
-        "slowest_rank": pl.Int64,
-        "fastest_rank": pl.Int64,
+        "longest_step_rank": pl.Int64,
+        "shortest_step_rank": pl.Int64,
     }
 )
 
@@ -260,8 +260,8 @@ def step_skew(step_durations: pl.DataFrame) -> pl.DataFrame:
     Input columns: rank, step, duration_us (e.g. the step breakdown's duration_us); rows with a
     null duration are ignored.
     Columns: step; n_ranks; min_us, mean_us, max_us of duration_us over ranks; skew_us = max_us −
-    min_us; skew_frac = skew_us / max_us (null when max_us is 0); slowest_rank (longest step; ties:
-    lowest rank); fastest_rank (shortest; ties: lowest rank). Sorted by step.
+    min_us; skew_frac = skew_us / max_us (null when max_us is 0); longest_step_rank (longest step; ties:
+    lowest rank); shortest_step_rank (shortest; ties: lowest rank). Sorted by step.
     """
     d = step_durations.filter(pl.col("duration_us").is_not_null())
     if d.is_empty():
@@ -274,8 +274,8 @@ def step_skew(step_durations: pl.DataFrame) -> pl.DataFrame:
             dur.min().alias("min_us"),
             dur.mean().alias("mean_us"),
             dur.max().alias("max_us"),
-            pl.col("rank").sort_by(["duration_us", "rank"], descending=[True, False]).first().alias("slowest_rank"),
-            pl.col("rank").sort_by(["duration_us", "rank"], descending=[False, False]).first().alias("fastest_rank"),
+            pl.col("rank").sort_by(["duration_us", "rank"], descending=[True, False]).first().alias("longest_step_rank"),
+            pl.col("rank").sort_by(["duration_us", "rank"], descending=[False, False]).first().alias("shortest_step_rank"),
         )
         .with_columns((pl.col("max_us") - pl.col("min_us")).alias("skew_us"))
         .with_columns(pl.when(pl.col("max_us") > 0).then(pl.col("skew_us") / pl.col("max_us")).alias("skew_frac"))

@@ -3,7 +3,7 @@
 Two pure functions and a rule loader:
 
 1. `facts(...)` condenses the analysis frames a `Trace` already memoises (step and whole-trace
-   breakdown, classified tasks, idle per stream, launch calls, pipeline stages, slow ranks,
+   breakdown, classified tasks, idle per stream, launch calls, pipeline stages, stragglers,
    throughput) into one row per rank, plus one profile-wide row (rank null) when throughput was
    given. Every column is defined in `FACTS` (name -> dtype, definition); docs/findings.md has the
    same table.
@@ -116,23 +116,23 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
     "gemm_unaligned_mnk": (pl.String, "'M=.., N=.., K=..' of the unaligned GEMM (shapes and operator) with the most time."),
     "gemm_unaligned_shapes": (pl.String, "Its input shapes (input_shapes text)."),
     "gemm_unaligned_op": (pl.String, "Its launching operator (launch_op); null when unknown."),
-    "is_slow_rank": (pl.Boolean, "The rank the others wait for in collectives (slow_ranks)."),
+    "is_straggler": (pl.Boolean, "The rank the others wait for in collectives (stragglers)."),
     "others_wait_ms": (
         pl.Float64,
-        "Slow rank only: mean over the other ranks of their collective wait per step (Σ wait / their steps), ms.",
+        "Straggler only: mean over the other ranks of their collective wait per step (Σ wait / their steps), ms.",
     ),
-    "slow_rank_cost_frac": (
+    "straggler_cost_frac": (
         pl.Float64,
-        "Slow rank only: what waiting for it costs the others, mean over the other ranks of (their exposed_comm_ms "
-        "− the slow rank's, floored at 0) / their step_ms. The slow rank never waits, so its exposed communication "
+        "Straggler only: what waiting for it costs the others, mean over the other ranks of (their exposed_comm_ms "
+        "− the straggler's, floored at 0) / their step_ms. The straggler never waits, so its exposed communication "
         "is the transfer alone; the others' excess is waiting that compute did not hide.",
     ),
-    "compute_ratio": (pl.Float64, "Slow rank only: its computing_ms / the median computing_ms of the other ranks."),
+    "compute_ratio": (pl.Float64, "Straggler only: its computing_ms / the median computing_ms of the other ranks."),
     "worst_step": (pl.Int64, "The rank's longest step (window 'steps' only)."),
     "worst_step_ms": (pl.Float64, "Its length, ms."),
     "median_step_ms": (pl.Float64, "Median step length of the rank, ms."),
     "worst_step_ratio": (pl.Float64, "worst_step_ms / median_step_ms."),
-    "worst_step_why": (pl.String, "The term that grew most in the worst step against the median step (slow_steps)."),
+    "worst_step_why": (pl.String, "The term that grew most in the worst step against the median step (long_steps)."),
     "mfu_frac": (pl.Float64, "Profile-wide row: mean MFU over the steps (throughput); null when not computed."),
     "model_tflops": (pl.Float64, "Profile-wide row: mean model TFLOP/s per device."),
     "peak_tflops": (pl.Float64, "Profile-wide row: the dense peak TFLOP/s per device used for MFU."),
@@ -326,35 +326,35 @@ def _host_wait(tasks: pl.DataFrame, stream_idle: pl.DataFrame | None) -> pl.Data
     )
 
 
-def _slow_rank(per: pl.DataFrame, slow_ranks: pl.DataFrame | None) -> pl.DataFrame:
-    """rank, is_slow_rank, and on the slow rank others_wait_ms, slow_rank_cost_frac, compute_ratio."""
-    schema = {"rank": pl.Int64, "is_slow_rank": pl.Boolean, "others_wait_ms": pl.Float64,
-              "slow_rank_cost_frac": pl.Float64, "compute_ratio": pl.Float64}
-    if slow_ranks is None or slow_ranks.is_empty():
+def _straggler(per: pl.DataFrame, stragglers: pl.DataFrame | None) -> pl.DataFrame:
+    """rank, is_straggler, and on the straggler others_wait_ms, straggler_cost_frac, compute_ratio."""
+    schema = {"rank": pl.Int64, "is_straggler": pl.Boolean, "others_wait_ms": pl.Float64,
+              "straggler_cost_frac": pl.Float64, "compute_ratio": pl.Float64}
+    if stragglers is None or stragglers.is_empty():
         return pl.DataFrame(schema=schema)
-    ranks = slow_ranks.select("rank", "total_wait_us", pl.col("is_slow").fill_null(False)).join(
+    ranks = stragglers.select("rank", "total_wait_us", pl.col("is_straggler").fill_null(False)).join(
         per.select("rank", "steps", "step_ms", "computing_ms", "exposed_comm_ms"), on="rank", how="inner"
     )
-    slow = ranks.filter(pl.col("is_slow"))
-    others = ranks.filter(~pl.col("is_slow"))
-    if slow.is_empty() or others.is_empty():
-        return ranks.select("rank", pl.col("is_slow").alias("is_slow_rank"))
-    extra = (others["exposed_comm_ms"] - slow["exposed_comm_ms"][0]).clip(lower_bound=0) / others["step_ms"]
+    straggler = ranks.filter(pl.col("is_straggler"))
+    others = ranks.filter(~pl.col("is_straggler"))
+    if straggler.is_empty() or others.is_empty():
+        return ranks.select("rank", pl.col("is_straggler").alias("is_straggler"))
+    extra = (others["exposed_comm_ms"] - straggler["exposed_comm_ms"][0]).clip(lower_bound=0) / others["step_ms"]
     values = {
         "others_wait_ms": (others["total_wait_us"] / others["steps"] / 1000.0).mean(),
-        "slow_rank_cost_frac": extra.mean(),
-        "compute_ratio": slow["computing_ms"][0] / median if (median := others["computing_ms"].median()) else None,
+        "straggler_cost_frac": extra.mean(),
+        "compute_ratio": straggler["computing_ms"][0] / median if (median := others["computing_ms"].median()) else None,
     }
     return ranks.select(
         "rank",
-        pl.col("is_slow").alias("is_slow_rank"),
-        *[pl.when(pl.col("is_slow")).then(pl.lit(v, pl.Float64)).alias(k) for k, v in values.items()],
+        pl.col("is_straggler").alias("is_straggler"),
+        *[pl.when(pl.col("is_straggler")).then(pl.lit(v, pl.Float64)).alias(k) for k, v in values.items()],
     )
 
 
 def _worst_steps(step_breakdown: pl.DataFrame) -> pl.DataFrame:
     """rank, worst_step, worst_step_ms, median_step_ms, worst_step_ratio, worst_step_why."""
-    every = gaps.slow_steps(step_breakdown, factor=0.0)  # every step, with what grew against the median
+    every = gaps.long_steps(step_breakdown, factor=0.0)  # every step, with what grew against the median
     return (
         every.sort(["rank", "duration_us", "step"], descending=[False, True, False])
         .group_by("rank", maintain_order=True)
@@ -378,7 +378,7 @@ def facts(
     stream_idle: pl.DataFrame | None = None,
     launch_calls: pl.DataFrame | None = None,
     pipeline_stages: pl.DataFrame | None = None,
-    slow_ranks: pl.DataFrame | None = None,
+    stragglers: pl.DataFrame | None = None,
     throughput: pl.DataFrame | None = None,
     micro_batches: int | None = None,
     tiny_kernel_us: float = TINY_KERNEL_US,
@@ -391,7 +391,7 @@ def facts(
     `tasks` = classified device tasks (traceview.analysis.classes.classify: kind, compute_class,
     launch_op, input_shapes, dur_ns, step, stream, correlation, name). Optional, their facts are null
     when absent: `stream_idle` (gaps.stream_idle, whole trace), `launch_calls` (gaps.launch_calls),
-    `pipeline_stages` (bubbles.pipeline_stages), `slow_ranks` (collectives.slow_ranks), `throughput`
+    `pipeline_stages` (bubbles.pipeline_stages), `stragglers` (collectives.stragglers), `throughput`
     (throughput.throughput), `micro_batches` (the run's m, for the ideal bubble).
     `tiny_kernel_us`: the tiny-kernel bound (µs); `gemm_alignment`: the GEMM dim multiple.
     """
@@ -440,11 +440,11 @@ def facts(
         per.join(t, on="rank", how="left")
         .join(_launch_us(tasks, launch_calls), on="rank", how="left")
         .join(_host_wait(tasks, stream_idle), on="rank", how="left")
-        .join(_slow_rank(per, slow_ranks), on="rank", how="left")
+        .join(_straggler(per, stragglers), on="rank", how="left")
         .join(_worst_steps(step_breakdown), on="rank", how="left")
     )
     out = _with_pipeline(out, pipeline_stages, micro_batches)
-    out = out.with_columns(pl.col("is_slow_rank").fill_null(False))
+    out = out.with_columns(pl.col("is_straggler").fill_null(False))
     rows = [out]
     if throughput is not None and throughput.height:
         rows.append(

@@ -1,4 +1,4 @@
-"""Iteration gaps, stream idle time, launch delays and slow steps (DESIGN.md §3).
+"""Iteration gaps, stream idle time, launch delays and long steps (DESIGN.md §3).
 
 Four pure functions of the canonical frames (`device_tasks`, `host_events`, `steps`) and of the
 step breakdown (`traceview.analysis.breakdown.step_breakdown`). Inputs are never modified; every
@@ -10,7 +10,7 @@ in [0, 1]); missing is null.
 - `stream_idle`: HolisticTraceAnalysis' idle-time breakdown per rank and stream (optionally per
   step): every gap between consecutive tasks of one stream is host_wait, kernel_wait or other.
 - `launch_delays` / `launch_delay_stats`: per task, task start − end of its host launch call.
-- `slow_steps`: steps much longer than the rank's median step, and which term grew the most.
+- `long_steps`: steps much longer than the rank's median step, and which term grew the most.
 
 A task's *launch call* is the host event of kind `runtime` (Kineto `cuda_runtime` /
 `cuda_driver` / ..., Ascend CANN `Node@launch`) on the same rank with the same `correlation`.
@@ -30,9 +30,9 @@ from traceview.analysis import intervals as iv
 #: idle categories of `stream_idle`, in the order they are tested
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
 
-#: `slow_steps` terms: step_breakdown column -> the `why` label when it grew the most.
-#: "idle_free" is derived (see `slow_steps`).
-SLOW_STEP_TERMS: dict[str, str] = {
+#: `long_steps` terms: step_breakdown column -> the `why` label when it grew the most.
+#: "idle_free" is derived (see `long_steps`).
+LONG_STEP_TERMS: dict[str, str] = {
     "communication_not_overlapped": "more exposed communication",
     "idle_free": "more idle/free",
     "computing": "more compute",
@@ -340,10 +340,10 @@ def launch_delay_stats(
 
 
 # --------------------------------------------------------------------------------------------
-# 4. slow steps
+# 4. long steps
 
 
-def slow_steps(step_breakdown: pl.DataFrame, factor: float = 1.2) -> pl.DataFrame:
+def long_steps(step_breakdown: pl.DataFrame, factor: float = 1.2) -> pl.DataFrame:
     """Steps whose duration exceeds `factor` × the rank's median step duration, and why.
 
     Input: a step breakdown with columns rank, step, duration_us, computing_us,
@@ -357,15 +357,15 @@ def slow_steps(step_breakdown: pl.DataFrame, factor: float = 1.2) -> pl.DataFram
     free_us when the window is bounded by busy time). Null terms count as 0.
 
     For each rank, the reference "median step" has every term (and the duration) equal to the
-    median of that term over the rank's steps. A step is slow when
-    duration > factor × median duration; for a slow step, <term>_delta_us = term − median term,
-    and `why` names the term with the largest delta (ties: the order of SLOW_STEP_TERMS):
+    median of that term over the rank's steps. A step is long when
+    duration > factor × median duration; for a long step, <term>_delta_us = term − median term,
+    and `why` names the term with the largest delta (ties: the order of LONG_STEP_TERMS):
     "more exposed communication", "more idle/free", "more compute", "more exposed memcpy";
     why_delta_us is that delta.
 
     Returns rank, step, duration_us, median_duration_us, slowdown_ratio (duration / median
     duration), why, why_delta_us, then computing_delta_us, communication_not_overlapped_delta_us,
-    exposed_memcpy_delta_us, idle_free_delta_us; sorted by rank, step. Empty when no step is slow.
+    exposed_memcpy_delta_us, idle_free_delta_us; sorted by rank, step. Empty when no step is long.
     """
     measured = ["computing", "communication_not_overlapped", "exposed_memcpy"]
     df = step_breakdown.filter(pl.col("duration_us").is_not_null()).select(
@@ -373,16 +373,16 @@ def slow_steps(step_breakdown: pl.DataFrame, factor: float = 1.2) -> pl.DataFram
     ).with_columns(
         (pl.col("duration_us") - sum((pl.col(t) for t in measured), pl.lit(0.0))).alias("idle_free")
     )
-    terms = list(SLOW_STEP_TERMS)
+    terms = list(LONG_STEP_TERMS)
     df = df.with_columns(
         pl.col("duration_us").median().over("rank").alias("median_duration_us"),
         *[(pl.col(t) - pl.col(t).median().over("rank")).alias(f"{t}_delta_us") for t in terms],
     ).filter(pl.col("duration_us") > factor * pl.col("median_duration_us"))
 
     best = pl.max_horizontal([pl.col(f"{t}_delta_us") for t in terms])
-    why = pl.when(pl.col(f"{terms[0]}_delta_us") == best).then(pl.lit(SLOW_STEP_TERMS[terms[0]]))
+    why = pl.when(pl.col(f"{terms[0]}_delta_us") == best).then(pl.lit(LONG_STEP_TERMS[terms[0]]))
     for t in terms[1:]:
-        why = why.when(pl.col(f"{t}_delta_us") == best).then(pl.lit(SLOW_STEP_TERMS[t]))
+        why = why.when(pl.col(f"{t}_delta_us") == best).then(pl.lit(LONG_STEP_TERMS[t]))
     return df.select(
         "rank",
         "step",

@@ -17,8 +17,8 @@ it on each rank alone and concatenating the results gives what it gives on all r
 
 Not rank-local, so computed by the driver from the frames it holds: the pipeline bubble (the
 pipeline step is the longest compute span over the ranks of a pipeline group) and with it the
-step breakdown and slow steps; pipeline stages; collective matching, slow ranks and step skew;
-findings (they read slow ranks). Results travel as Parquet bytes, a few KB per rank except
+step breakdown and long steps; pipeline stages; collective matching, stragglers and step skew;
+findings (they read stragglers). Results travel as Parquet bytes, a few KB per rank except
 `classified` and `launch_calls` (a few small columns per device task / launch).
 
 Where they are computed (`load(..., analyse=True)`, which every CLI command but `info` asks for):

@@ -128,7 +128,7 @@ def throughput(
 
     step_durations_us: step times in µs: a number, a sequence / Series (steps numbered 0..), or a
     frame with duration_us and optionally step and rank (e.g. the step breakdown). With several
-    ranks per step, the step time is the slowest rank's (max over ranks): a synchronous job's step
+    ranks per step, the step time is the longest rank's (max over ranks): a synchronous job's step
     ends when its last rank finishes.
     tokens_per_step: tokens of one step over the whole job; or give seq_len and global_batch
     (sequences per step over the whole job), tokens_per_step = seq_len x global_batch.

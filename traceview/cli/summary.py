@@ -55,7 +55,7 @@ def _short(name: str) -> str:
 
 
 def _rank_details(r: dict) -> list[str]:
-    """Compute classes, top kernels, idle per stream, launch delays and slow steps of one rank."""
+    """Compute classes, top kernels, idle per stream, launch delays and long steps of one rank."""
     out = []
     if r.get("compute_classes"):
         rows = [dict(c, time_ms=c["time_us"] / 1000, pct=100 * c["share"]) for c in r["compute_classes"]]
@@ -81,15 +81,15 @@ def _rank_details(r: dict) -> list[str]:
             f"  launch delay (task start - launch end): p50 {d['p50_us']:,.1f} us, p99 {d['p99_us']:,.1f} us, "
             f"max {d['max_us']:,.1f} us over {d['count']:,} tasks"
         )
-    for s in r.get("slow_steps", []):
+    for s in r.get("long_steps", []):
         out.append(
-            f"  slow step {s['step']}: {s['slowdown_ratio']:.2f}x the median step, {s['why']} "
+            f"  long step {s['step']}: {s['slowdown_ratio']:.2f}x the median step, {s['why']} "
             f"(+{s['why_delta_us'] / 1000:,.3f} ms)"
         )
     return out
 
 
-SKEW_COLUMNS = [("step", "step"), ("min_ms", "min ms"), ("max_ms", "max ms"), ("skew_pct", "skew %"), ("slowest_rank", "slowest rank")]
+SKEW_COLUMNS = [("step", "step"), ("min_ms", "min ms"), ("max_ms", "max ms"), ("skew_pct", "skew %"), ("longest_step_rank", "longest step on rank")]
 COLL_COLUMNS = [("collective", "collective"), ("process_group", "group"), ("instances", "instances"),
                 ("transfer_ms", "transfer ms"), ("wait_ms", "wait ms (all ranks)"), ("busbw_gbps", "bus GB/s")]
 TPUT_COLUMNS = [("step", "step"), ("step_time_ms", "step ms"), ("tokens_per_s_per_device", "tokens/s/device"),
@@ -100,15 +100,15 @@ def _cross_rank_text(cross: dict | None) -> list[str]:
     if not cross:
         return []
     out = ["", "Across ranks:"]
-    slow = cross.get("slow_rank")
+    straggler = cross.get("straggler")
     waits = {r["rank"]: r for r in cross.get("ranks", [])}
-    if slow is not None:
-        others = [r["mean_wait_us"] for k, r in waits.items() if k != slow and r["mean_wait_us"] is not None]
+    if straggler is not None:
+        others = [r["mean_wait_us"] for k, r in waits.items() if k != straggler and r["mean_wait_us"] is not None]
         mean_other = sum(others) / len(others) if others else 0.0
-        out.append(f"  slow rank: {slow} (the others wait {mean_other / 1000:,.3f} ms per collective on average; it waits "
-                   f"{waits[slow]['mean_wait_us'] / 1000:,.3f} ms)")
+        out.append(f"  straggler: rank {straggler} (the others wait {mean_other / 1000:,.3f} ms per collective on average; it waits "
+                   f"{waits[straggler]['mean_wait_us'] / 1000:,.3f} ms)")
     else:
-        out.append("  slow rank: none found (no matched collective with waits)")
+        out.append("  straggler: none found (no matched collective with waits)")
     if cross.get("step_skew"):
         rows = [dict(r, min_ms=r["min_us"] / 1000, max_ms=r["max_us"] / 1000,
                      skew_pct=None if r["skew_frac"] is None else 100 * r["skew_frac"]) for r in cross["step_skew"]]
