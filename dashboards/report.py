@@ -26,7 +26,7 @@ import polars as pl
 
 from dashboards import figures
 from dashboards.timeline_page import TimelineData
-from traceview.safe_text import one_line
+from traceview.safe_text import json_text, one_line
 
 RAW_WINDOW_TASKS = 4_000  # raw tasks drawn per timeline window in a report
 TIMELINE_LIMIT = 5_000  # the whole-trace timeline is binned above this many tasks
@@ -74,9 +74,10 @@ def esc(value) -> str:
 
 
 def script_json(data) -> str:
-    """JSON text safe inside a <script> element: every '<' as \\u003c (only strings contain one)."""
+    """JSON text safe inside a <script> element: every '<' as \\u003c (only strings contain one),
+    and the characters `traceview.safe_text.json_text` escapes (C1 and bidi controls) as \\u too."""
     text = data if isinstance(data, str) else orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY).decode()
-    return text.replace("<", "\\u003c")
+    return json_text(text).replace("<", "\\u003c")
 
 
 def fmt_ms(us) -> str:
