@@ -341,3 +341,17 @@ def test_small_ranks_or_no_analyse_leave_the_analyses_to_the_trace(tmp_path, mon
         assert not trace._memo
         entries = list((tmp_path / folder).iterdir())
         assert len(entries) == 4 and not any((e / per_rank.STAMP_FILE).exists() for e in entries)
+
+
+def test_ray_tasks_still_running_are_cancelled_when_the_load_stops(local_ray, monkeypatch):
+    """Ctrl-C (or any error) while Ray tasks run: the driver cancels the ones it no longer needs."""
+    from parsers import discover
+    from traceview.executors import RayExecutor
+
+    cancelled = []
+    monkeypatch.setattr(local_ray, "cancel", lambda ref, force=False: cancelled.append((ref, force)))
+    sources = discover(SAMPLES / "dp4_nccl")
+    results = RayExecutor(jobs=2).run(sources)
+    next(results)  # one rank back, others in flight or queued
+    results.close()  # what the loader does when it stops early
+    assert cancelled and all(force for _, force in cancelled)
