@@ -1,0 +1,76 @@
+"""The summary of every real profile in ../shared/traces, kept as golden JSON (tests/golden/corpus/).
+
+Recorded before the redesign of issue 15 so that moving code changes no number: every profile
+listed in ../shared/traces/INDEX.md (each file or folder of its tables) and the multi-rank folders
+a user would point at load to exactly the recorded `traceview summary --format json` document (or
+fail with exactly the recorded line). An intended change of numbers regenerates them:
+`TRACEVIEW_UPDATE_GOLDEN=1 python -m pytest tests/test_corpus_goldens.py`, then review the diff.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import orjson
+import pytest
+
+import traceview as tv
+from tests.conftest import ROOT, SHARED_TRACES, needs_shared
+from traceview.errors import TraceError
+from traceview.summary import build_summary
+
+GOLDEN = ROOT / "tests" / "golden" / "corpus"
+#: Folders of several ranks, loaded as one profile (INDEX.md lists their files one by one).
+MULTI_RANK = [
+    "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto",
+    "hta/tests/data/trace_filter",
+    "msinsight/test/data/pytorch/text/level0",
+    "msinsight/test/data/pytorch/text/level1",
+    "msinsight/test/data/pytorch/db/level2",
+    "msinsight/server/src/test/test_data",
+    "generated_cpu/ddp2",
+    "generated_cpu/single",
+]
+
+
+def corpus_paths() -> list[str]:
+    """Every path of INDEX.md's tables that exists, then MULTI_RANK (relative to ../shared/traces)."""
+    if not SHARED_TRACES.is_dir():
+        return []
+    index = (SHARED_TRACES / "INDEX.md").read_text(encoding="utf-8")
+    listed = [m.group(1).rstrip("/") for m in re.finditer(r"^\| `([^`]+)`", index, flags=re.M)]
+    paths = [p for p in listed if (SHARED_TRACES / p).exists()]
+    return list(dict.fromkeys(paths + [p for p in MULTI_RANK if (SHARED_TRACES / p).exists()]))
+
+
+def summary_of(rel: str) -> dict:
+    """The summary document of one profile, or {"error": the one-line error} when it cannot be read."""
+    try:
+        trace = tv.load(SHARED_TRACES / rel, use_cache=False, jobs=1)
+    except TraceError as exc:
+        return {"error": str(exc).replace(str(SHARED_TRACES), "<traces>")}
+    doc = build_summary(trace)
+    # paths as the corpus writes them, wherever ../shared is
+    return orjson.loads(orjson.dumps(doc).decode().replace(str(SHARED_TRACES), "<traces>"))
+
+
+def golden_file(rel: str):
+    return GOLDEN / (re.sub(r"[^A-Za-z0-9._-]+", "__", rel) + ".json")
+
+
+@needs_shared
+def test_the_corpus_is_listed():
+    assert len(corpus_paths()) >= 85
+
+
+@needs_shared
+@pytest.mark.parametrize("rel", corpus_paths())
+def test_summary_matches_golden(rel):
+    doc = summary_of(rel)
+    path = golden_file(rel)
+    if os.environ.get("TRACEVIEW_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    assert path.is_file(), f"no golden for {rel}: record it (see the module docstring)"
+    assert doc == orjson.loads(path.read_bytes()), f"summary of {rel} changed; if intended, regenerate"
