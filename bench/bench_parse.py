@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 SHARED = ROOT.parent / "shared" / "traces"
 
 import traceview as tv  # noqa: E402
-from parsers.kineto import ARG_FIELDS, EVENT_FIELDS  # noqa: E402
+from traceview.parsers.kineto import ARG_FIELDS, EVENT_FIELDS  # noqa: E402
 
 NDJSON_SCHEMA = pl.Schema({**EVENT_FIELDS, "args": pl.Struct(ARG_FIELDS)})
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 import traceview as tv  # noqa: E402
 from bench.bench_serve import write_profile  # noqa: E402
-from dashboards.report import report_html  # noqa: E402
+from traceview.dashboards.report import report_html  # noqa: E402
 from traceview.summary import build_summary  # noqa: E402
 
 DLRM = ROOT.parent / "shared/traces/param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto"

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import traceview as tv  # noqa: E402
-from dashboards.app import create_app  # noqa: E402
+from traceview.dashboards.app import create_app  # noqa: E402
 from traceview.summary import build_summary  # noqa: E402
 
 NAMES = [

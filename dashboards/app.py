@@ -16,10 +16,10 @@ import dash
 import polars as pl
 from dash import Input, Output, dash_table, dcc, html
 
-from dashboards import figures
-from dashboards.colors import class_color
-from dashboards.server import harden, log
-from dashboards.timeline_page import HOST_KEY, TimelineData, name_contains, stacked_figure
+from traceview.dashboards import figures
+from traceview.dashboards.colors import class_color
+from traceview.dashboards.server import harden, log
+from traceview.dashboards.timeline_page import HOST_KEY, TimelineData, name_contains, stacked_figure
 from traceview.safe_text import one_line
 
 TIMELINE_PATH = "/timeline"

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import plotly.graph_objects as go
 
-from dashboards.colors import LONG_STEP_COLOR, TERM_COLORS, TERM_LABELS, class_color, rank_color
+from traceview.dashboards.colors import LONG_STEP_COLOR, TERM_COLORS, TERM_LABELS, class_color, rank_color
 
 MAX_BAR_RANKS = 16  # the stacked bars show at most this many ranks (the heatmap shows all)
 # Disjoint parts of a step's busy span: computing(not overlapped) + overlapped + exposed comm +

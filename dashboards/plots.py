@@ -25,9 +25,9 @@ from numbers import Integral
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboards import figures
-from dashboards.colors import class_color
-from dashboards.timeline_page import TimelineData, hover_safe
+from traceview.dashboards import figures
+from traceview.dashboards.colors import class_color
+from traceview.dashboards.timeline_page import TimelineData, hover_safe
 from traceview.analysis import classes as cls
 
 KERNEL_LABEL_CHARS = 60  # kernel names are cut to this many characters on the axis (full name in the hover)

@@ -24,8 +24,8 @@ import orjson
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboards import figures
-from dashboards.timeline_page import TimelineData
+from traceview.dashboards import figures
+from traceview.dashboards.timeline_page import TimelineData
 from traceview.safe_text import json_text, one_line
 
 RAW_WINDOW_TASKS = 4_000  # raw tasks drawn per timeline window in a report
@@ -147,7 +147,7 @@ class Page:
 def _header(summary: dict) -> str:
     devices = sorted({r["device"] for r in summary["ranks"] if r.get("device")})
     n = len(summary["ranks"])
-    from traceview import __version__
+    from traceview.version import __version__
 
     # no date: the same profile gives the same report, byte for byte (the file's time says when)
     return (f'<header><b>traceview report</b><span id="profile-path">{esc(summary.get("source"))}</span>'

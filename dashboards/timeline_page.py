@@ -21,7 +21,7 @@ from plotly.subplots import make_subplots
 import polars as pl
 from dash import html
 
-from dashboards.colors import class_color
+from traceview.dashboards.colors import class_color
 from traceview.analysis import timeline as tl
 from traceview.safe_text import one_line
 

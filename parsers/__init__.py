@@ -9,17 +9,17 @@ from __future__ import annotations
 from importlib import import_module
 from pathlib import Path
 
-from parsers.base import ParsedRank
-from parsers.detect import Source, discover
+from traceview.parsers.base import ParsedRank
+from traceview.parsers.detect import Source, discover
 
 #: format -> "module:function" of its parser (imported on first use).
 PARSERS = {
-    "kineto": "parsers.kineto:parse_kineto",
-    "ascend": "parsers.ascend:parse_ascend_rank",
-    "mindspore": "parsers.mindspore:parse_mindspore_timeline",
-    "partial": "parsers.detect:parse_partial",  # a profile still being written: always a failure
-    "irregular": "parsers.detect:parse_irregular",  # a FIFO, device or socket: never opened
-    "unreadable": "parsers.detect:parse_unreadable",  # a folder that cannot be listed
+    "kineto": "traceview.parsers.kineto:parse_kineto",
+    "ascend": "traceview.parsers.ascend:parse_ascend_rank",
+    "mindspore": "traceview.parsers.mindspore:parse_mindspore_timeline",
+    "partial": "traceview.parsers.detect:parse_partial",  # a profile still being written: always a failure
+    "irregular": "traceview.parsers.detect:parse_irregular",  # a FIFO, device or socket: never opened
+    "unreadable": "traceview.parsers.detect:parse_unreadable",  # a folder that cannot be listed
 }
 
 
@@ -40,7 +40,7 @@ def parse_source(source: Source, jobs: int = 1) -> ParsedRank:
 def _only_regular_files(folder: Path) -> None:
     """TraceError naming the first entry of a rank folder (or its ASCEND_PROFILER_OUTPUT/) that is
     neither a folder nor a regular file: a parser that opened a FIFO there would wait forever."""
-    from parsers.detect import ASCEND_OUTPUT_DIR, is_regular, parse_irregular
+    from traceview.parsers.detect import ASCEND_OUTPUT_DIR, is_regular, parse_irregular
 
     for here in (folder, folder / ASCEND_OUTPUT_DIR):
         try:

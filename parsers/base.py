@@ -9,9 +9,6 @@ import polars as pl
 from traceview import schema
 from traceview.safe_text import path_text
 
-#: Bumped whenever a parser's output changes, so cached Parquet from an older version is not reused.
-PARSER_VERSION = 6
-
 #: Canonical collective of a communication task, from its "Collective name" (Kineto args) or, when
 #: there is none, from the task name (Ascend `hcom_allReduce__712_0_1`, NCCL kernel names, symmetric-
 #: memory kernels). Ordered (first match wins) case-insensitive regexes matched against the text

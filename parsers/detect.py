@@ -25,7 +25,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from parsers.jsonio import peek_bytes
+from traceview.parsers.jsonio import peek_bytes
 from traceview.errors import TraceError
 
 ASCEND_OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
@@ -183,6 +183,18 @@ def discover(path: str | Path) -> list[Source]:
     return sorted(set(sources), key=lambda s: (str(s.path), s.format))
 
 
+def input_files(source: Source) -> list[Path]:
+    """The files a parser reads for `source` (whose change must invalidate its cache entry; the
+    memory guard sizes the load by them)."""
+    if source.path.is_file():
+        return [source.path]
+    files = [p for p in source.path.iterdir() if p.is_file()]
+    out_dir = source.path / ASCEND_OUTPUT_DIR
+    if out_dir.is_dir():
+        files += [p for p in out_dir.iterdir() if p.is_file()]
+    return sorted(files)
+
+
 def parse_irregular(path: Path):
     """The "parser" of an `irregular` source: a TraceError saying what the path is instead of a file."""
     try:
@@ -234,7 +246,7 @@ def recorded_rank(source: Source) -> int | None:
         if source.format == "ascend":
             return _ascend_rank(source.path)
         if source.format == "mindspore":
-            from parsers.mindspore import TIMELINE_NAME
+            from traceview.parsers.mindspore import TIMELINE_NAME
 
             m = TIMELINE_NAME.search(source.path.name)
             return int(m.group(1)) if m else None
@@ -260,7 +272,7 @@ def _kineto_rank(path: Path) -> int | None:
 
 
 def _ascend_rank(path: Path) -> int | None:
-    from parsers.ascend.files import read_rank
+    from traceview.parsers.ascend.files import read_rank
     from traceview.errors import Warnings
 
     root = path.parent if path.name == ASCEND_OUTPUT_DIR and not (path / ASCEND_OUTPUT_DIR).is_dir() else path

@@ -62,7 +62,7 @@ def read_bytes(path: Path) -> bytes:
 
 def _guard():
     """(memory available or None when the check is off, the memory module); lazy: no import cycle."""
-    from traceview import memory
+    from traceview.parsers import memory
 
     return memory.available(), memory
 
@@ -100,7 +100,7 @@ def stream_bound(path: Path) -> int | None:
 
 def too_large(path: Path, bound: int, inflated: bool, size: int | None = None) -> TraceError:
     """The one line for a file over the memory guard's bound (a gzip bomb, a giant event)."""
-    from traceview.memory import LIMIT_ENV, _gb, available, uncompressed_size
+    from traceview.parsers.memory import LIMIT_ENV, _gb, available, uncompressed_size
 
     if inflated:
         what = f"the gzip data inflates to more than {_gb(bound)}"

@@ -30,10 +30,10 @@ from pathlib import Path
 import orjson
 import polars as pl
 
-from parsers.base import ParsedRank, collective_of
-from parsers.jsonio import ChromeEvents, StreamUnsupported, gc_paused, loads, nested_too_deep, read_bytes
-from parsers.timeconv import us_float_to_ns
-from traceview import kinds, steps
+from traceview.parsers.base import ParsedRank, collective_of
+from traceview.parsers.jsonio import ChromeEvents, StreamUnsupported, gc_paused, loads, nested_too_deep, read_bytes
+from traceview.parsers.timeconv import us_float_to_ns
+from traceview.parsers import kinds, steps
 from traceview.errors import TraceError, Warnings
 
 EVENT_FIELDS = pl.Schema(
@@ -100,7 +100,7 @@ def parse_kineto(path: Path, jobs: int = 1) -> ParsedRank:
 
 
 def _uncompressed_size(path: Path) -> int:
-    from traceview.memory import uncompressed_size
+    from traceview.parsers.memory import uncompressed_size
 
     try:
         return uncompressed_size(path)

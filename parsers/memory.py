@@ -26,8 +26,7 @@ import os
 import struct
 from pathlib import Path
 
-from parsers import Source
-from traceview import cache
+from traceview.parsers.detect import Source, input_files
 from traceview.errors import TraceError
 from traceview.sizes import parse_size
 
@@ -77,7 +76,7 @@ def uncompressed_size(path: Path) -> int:
 def input_bytes(source: Source) -> int:
     """Uncompressed bytes a parser reads for one rank source (0 if its files cannot be stat'ed)."""
     try:
-        return sum(uncompressed_size(p) for p in cache.input_files(source))
+        return sum(uncompressed_size(p) for p in input_files(source))
     except OSError:
         return 0
 
@@ -86,7 +85,7 @@ def parse_peak(source: Source, size: int, jobs: int = 1) -> int:
     """Peak bytes of parsing one rank source of `size` input bytes (module docstring); `jobs`:
     processes that decode its chunks (a single large Kineto file parsed in-process)."""
     if source.format == "kineto":
-        from parsers import kineto
+        from traceview.parsers import kineto
 
         extra = jobs if jobs > 1 and size >= kineto.PARALLEL_FILE_BYTES else 0
         return int(STREAM_FIXED * (1 + extra) + STREAM_FACTOR * size)

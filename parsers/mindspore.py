@@ -37,11 +37,11 @@ from pathlib import Path
 
 import polars as pl
 
-from parsers import jsonio
-from parsers.ascend.kinds import rule_kind
-from parsers.ascend.text import texts
-from parsers.base import ParsedRank
-from parsers.timeconv import us_text_to_ns
+from traceview.parsers import jsonio
+from traceview.parsers.ascend.kinds import rule_kind
+from traceview.parsers.ascend.text import texts
+from traceview.parsers.base import ParsedRank
+from traceview.parsers.timeconv import us_text_to_ns
 from traceview.errors import TraceError, Warnings
 
 TIMELINE_NAME = re.compile(r"(?:^|_)timeline_display_(\d+)\.json$")

@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
-import parsers.ascend
-from parsers import detect
-from parsers.ascend import is_ascend_rank_dir, parse_ascend_rank
+import traceview.parsers.ascend
+
+from traceview import parsers
+from traceview.parsers import detect
+from traceview.parsers.ascend import is_ascend_rank_dir, parse_ascend_rank
 from traceview.errors import TraceError
 
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"

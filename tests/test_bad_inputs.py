@@ -308,7 +308,8 @@ def test_fatal_diff(name):
 @pytest.fixture
 def fake_server(monkeypatch):
     """`traceview serve` builds its app and, instead of binding a port, fetches its pages."""
-    import dashboards.server
+    import traceview.dashboards.server
+    from traceview import dashboards
 
     served: list[tuple[int, int]] = []
 

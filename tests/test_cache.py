@@ -7,7 +7,7 @@ import os
 import pytest
 from polars.testing import assert_frame_equal
 
-import parsers
+from traceview import parsers
 import traceview as tv
 from traceview import executors
 from tests.conftest import DATA

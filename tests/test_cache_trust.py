@@ -18,7 +18,7 @@ import orjson
 import pytest
 from polars.testing import assert_frame_equal
 
-import parsers
+from traceview import parsers
 import traceview as tv
 from tests.conftest import SAMPLES
 from traceview import cache, executors

@@ -19,10 +19,10 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from dashboards import figures
-from dashboards.app import FILTER_WIDGETS, create_app, make_query, parse_compare, parse_filters, parse_query
-from dashboards.colors import CLASS_COLORS, TERM_COLORS
-from dashboards.server import pick_port, port_is_free
+from traceview.dashboards import figures
+from traceview.dashboards.app import FILTER_WIDGETS, create_app, make_query, parse_compare, parse_filters, parse_query
+from traceview.dashboards.colors import CLASS_COLORS, TERM_COLORS
+from traceview.dashboards.server import pick_port, port_is_free
 from tests.conftest import DATA, ROOT, SAMPLES
 from traceview.summary import build_summary
 

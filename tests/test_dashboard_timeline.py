@@ -13,9 +13,9 @@ import pytest
 from dash.exceptions import PreventUpdate
 
 import traceview as tv
-from dashboards.app import create_app
-from dashboards.colors import CLASS_COLORS
-from dashboards.timeline_page import LIMIT, X_TITLE, TimelineData, hover_safe
+from traceview.dashboards.app import create_app
+from traceview.dashboards.colors import CLASS_COLORS
+from traceview.dashboards.timeline_page import LIMIT, X_TITLE, TimelineData, hover_safe
 from tests.conftest import SAMPLES, timeline_segments
 from tests.test_dashboard import HOSTILE, hostile_trace  # noqa: F401  (fixture)
 from traceview.analysis import timeline as tl

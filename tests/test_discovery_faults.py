@@ -13,7 +13,9 @@ import sys
 import orjson
 import pytest
 
-import parsers.detect
+import traceview.parsers.detect
+
+from traceview import parsers
 import traceview as tv
 from tests.conftest import ROOT, SAMPLES
 

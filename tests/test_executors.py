@@ -16,7 +16,8 @@ from polars.testing import assert_frame_equal
 
 import traceview as tv
 from tests.conftest import DATA, ROOT, run_cli
-from traceview import executors, memory
+from traceview import cache, digest, executors
+from traceview.parsers import memory
 from traceview.errors import TraceError
 
 SAMPLES = ROOT / "sample_traces"
@@ -106,7 +107,7 @@ def test_a_script_read_from_stdin_loads_in_process(tmp_path):
 
 LOAD_SCRIPT = """\
 import sys, traceview as tv
-from traceview import executors
+from traceview import cache, digest, executors
 executors.PARALLEL_MIN_BYTES = 0  # the 4 small ranks would otherwise be parsed in-process anyway
 print("top", flush=True)  # run again by each spawned worker: counts the script's re-runs
 def load():
@@ -205,7 +206,7 @@ def test_memory_guard_suggests_fewer_jobs(monkeypatch):
 def test_streamed_kineto_is_estimated_by_its_streaming_peak():
     """Kineto JSON streams: a 1 GB file's parse peak is budgeted at ~1.85 GB (measured 1.71 GB),
     not 10 GB; formats read whole keep PARSE_FACTOR; a file decoded by 2 processes adds theirs."""
-    from parsers import Source
+    from traceview.parsers import Source
     from pathlib import Path
 
     gb = 1_000_000_000
@@ -249,9 +250,9 @@ def _sorted(frame):
 def test_rank_local_analyses_equal_the_whole_profile_ones(profile):
     """Each analysis declared rank-local, run on every rank alone and concatenated, equals the
     same analysis run on all ranks at once: what makes running them in the Ray tasks correct."""
-    from parsers import discover, parse_source
+    from traceview.parsers import discover, parse_source
     from traceview.analysis import per_rank
-    from traceview.loader import one_rank_trace
+    from traceview.assemble import one_rank_trace
 
     if not profile.exists():
         pytest.skip(f"real-trace corpus not found at {SHARED_TRACES} (present in CI; absent in a user's clone)")
@@ -301,7 +302,7 @@ def test_local_analyse_caches_the_rank_local_analyses(tmp_path, monkeypatch, wor
         assert all(key in trace._memo for key in keys)
         assert build_summary(trace) == plain
     entries = list(cache_dir.iterdir())
-    assert len(entries) == 4 and all((e / per_rank.STAMP_FILE).is_file() for e in entries)
+    assert len(entries) == 4 and all((e / cache.STAMP_FILE).is_file() for e in entries)
     # selected ranks are renumbered as in a whole load, analyses included
     sub = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, ranks="1,3")
     assert all(key in sub._memo for key in keys)
@@ -316,12 +317,12 @@ def test_cached_analyses_of_other_code_or_damaged_are_recomputed(tmp_path, monke
     plain = build_summary(tv.load(SAMPLES / "dp4_nccl", use_cache=False))
     monkeypatch.setattr(executors, "ANALYSE_MIN_BYTES", 0)
     tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, analyse=True)
-    monkeypatch.setattr(per_rank, "code_digest", lambda: "another-version")
+    monkeypatch.setattr(digest, "analysis_digest", lambda: "another-version")
     stale = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir)
     assert not stale._memo and build_summary(stale) == plain
     monkeypatch.undo()
     entry = next(cache_dir.iterdir())
-    (entry / f"{per_rank.PREFIX}classified.parquet").write_bytes(b"PAR1 not parquet")
+    (entry / f"{cache.PREFIX}classified.parquet").write_bytes(b"PAR1 not parquet")
     damaged = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir)
     assert not damaged._memo and build_summary(damaged) == plain
 
@@ -340,12 +341,12 @@ def test_small_ranks_or_no_analyse_leave_the_analyses_to_the_trace(tmp_path, mon
     for trace, folder in ((small, "small"), (plain, "plain")):
         assert not trace._memo
         entries = list((tmp_path / folder).iterdir())
-        assert len(entries) == 4 and not any((e / per_rank.STAMP_FILE).exists() for e in entries)
+        assert len(entries) == 4 and not any((e / cache.STAMP_FILE).exists() for e in entries)
 
 
 def test_ray_tasks_still_running_are_cancelled_when_the_load_stops(local_ray, monkeypatch):
     """Ctrl-C (or any error) while Ray tasks run: the driver cancels the ones it no longer needs."""
-    from parsers import discover
+    from traceview.parsers import discover
     from traceview.executors import RayExecutor
 
     cancelled = []

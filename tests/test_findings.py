@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from parsers.kineto import parse_kineto
+from traceview.parsers.kineto import parse_kineto
 from traceview.analysis import findings as F
 from traceview.cli.summary import _rank_ranges, render_summary
 from traceview.summary import build_summary

@@ -94,7 +94,7 @@ def test_deep_nesting_in_an_event_field_loads_quickly(tmp_path):
 
 
 def test_deep_nesting_in_ascend_trace_view_loads_quickly(tmp_path):
-    """parsers.ascend.trace_view.trace_events_frame: the same polars slowness on trace_view.json."""
+    """traceview.parsers.ascend.trace_view.trace_events_frame: the same polars slowness on trace_view.json."""
     folder = tmp_path / "rank0_ascend_pt"
     shutil.copytree(ROOT / "sample_traces/ascend_2rank/rank0_ascend_pt", folder)
     path = folder / "ASCEND_PROFILER_OUTPUT/trace_view.json"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from parsers.kineto import parse_kineto
+from traceview.parsers.kineto import parse_kineto
 from tests.conftest import DATA
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from parsers.mindspore import parse_mindspore_timeline
+from traceview.parsers.mindspore import parse_mindspore_timeline
 from traceview.errors import TraceError
 
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"

@@ -17,9 +17,9 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from dashboards import timeline_page
-from dashboards.colors import CLASS_COLORS
-from dashboards.timeline_page import X_TITLE, hover_safe
+from traceview.dashboards import timeline_page
+from traceview.dashboards.colors import CLASS_COLORS
+from traceview.dashboards.timeline_page import X_TITLE, hover_safe
 from tests.conftest import DATA, ROOT, SAMPLES, timeline_segments
 from traceview.analysis import timeline as tl
 
@@ -303,7 +303,7 @@ def test_load_does_not_import_plotly_until_plot_is_used():
         "import traceview as tv\n"
         f"t = tv.load({str(SAMPLES / 'dp4_nccl')!r})\n"
         "t.step_breakdown(); t.compute_classes(); repr(t); t._repr_html_()\n"
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('plotly', 'dash', 'dashboards'))\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('plotly', 'dash'))\n"
         "assert not loaded, loaded\n"
         "fig = t.plot.step_breakdown()\n"
         "assert 'plotly' in sys.modules and type(fig).__module__.startswith('plotly')\n"

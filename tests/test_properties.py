@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 import traceview as tv
-from parsers import jsonio
+from traceview.parsers import jsonio
 from traceview.errors import TraceError
 
 EXAMPLES = int(os.environ.get("TRACEVIEW_PROPERTY_EXAMPLES", "30"))
@@ -471,7 +471,7 @@ def assert_same_durations(a, b) -> None:
 # Properties.
 
 
-# Regressions found by this test (fixed in traceview.steps.kineto_steps and
+# Regressions found by this test (fixed in traceview.parsers.steps.kineto_steps and
 # traceview.analysis.breakdown.step_breakdown): steps of one rank partly GPU-annotated were all
 # clipped, over a correlation window overlapping an annotated one (time lost or given to the wrong
 # step); a GPU window holding no busy time had a row with free/stage null.

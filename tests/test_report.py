@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from dashboards.report import report_html, script_json
+from traceview.dashboards.report import report_html, script_json
 from tests.conftest import DATA, ROOT, SAMPLES
 from traceview.summary import build_summary
 
@@ -124,7 +124,7 @@ def test_report_shows_the_summary_numbers(dp4):
 def test_report_says_where_the_timeline_was_downsampled(tmp_path):
     """A rank with more tasks than the report draws raw: the whole-trace timeline is binned and
     says so; the raw windows say how much of the step they show."""
-    from dashboards import report as rep
+    from traceview.dashboards import report as rep
 
     trace = tv.load(SAMPLES / "pp4_1f1b")
     doc = build_summary(trace)

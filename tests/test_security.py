@@ -31,8 +31,8 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from dashboards.app import create_app
-from dashboards.report import diff_html
+from traceview.dashboards.app import create_app
+from traceview.dashboards.report import diff_html
 from tests.conftest import DATA, ROOT, SAMPLES, run_cli
 from traceview.errors import TraceError
 from traceview.summary import build_summary
@@ -310,11 +310,17 @@ def test_browser_dashboard_runs_no_payload(browser, server_for, hostile):
 # ---------------------------------------------------------------- the server
 
 
-def test_serve_binds_loopback_with_debug_off(monkeypatch, capsys):
-    import dash
+def _capture_serve(monkeypatch) -> list[dict]:
+    """Calls of waitress.serve (what `traceview serve` runs), recorded instead of serving."""
+    import waitress
 
     calls = []
-    monkeypatch.setattr(dash.Dash, "run", lambda self, **kw: calls.append(kw))
+    monkeypatch.setattr(waitress, "serve", lambda app, **kw: calls.append(dict(kw, app=app)))
+    return calls
+
+
+def test_serve_binds_loopback_with_debug_off(monkeypatch, capsys):
+    calls = _capture_serve(monkeypatch)
     from traceview.cli.main import main
 
     with pytest.raises(SystemExit) as exc:
@@ -322,16 +328,13 @@ def test_serve_binds_loopback_with_debug_off(monkeypatch, capsys):
     assert exc.value.code in (0, None)
     assert len(calls) == 1
     kw = calls[0]
-    assert kw["host"] == "127.0.0.1" and kw.get("debug") is False and kw.get("use_reloader") is False
-    assert kw.get("dev_tools_ui") in (None, False) and kw.get("dev_tools_hot_reload") in (None, False)
+    assert kw["host"] == "127.0.0.1" and kw["ident"] == "" and kw["max_request_body_size"] == 2 * 1024 * 1024
+    assert kw["app"].debug is False  # Flask's debugger and reloader are never on
     assert "reachable from the network" not in capsys.readouterr().err
 
 
 def test_serve_on_all_interfaces_warns(monkeypatch, capsys):
-    import dash
-
-    calls = []
-    monkeypatch.setattr(dash.Dash, "run", lambda self, **kw: calls.append(kw))
+    calls = _capture_serve(monkeypatch)
     from traceview.cli.main import main
 
     with pytest.raises(SystemExit):
@@ -347,7 +350,7 @@ def test_serve_on_all_interfaces_warns(monkeypatch, capsys):
                                          ("[::1]", True), ("localhost", True), ("0.0.0.0", False),
                                          ("::", False), ("192.168.1.5", False), ("example.com", False)])
 def test_is_loopback(host, local):
-    from dashboards.server import is_loopback
+    from traceview.dashboards.server import is_loopback
 
     assert is_loopback(host) is local
 
@@ -496,7 +499,7 @@ def test_ray_transport_is_parquet_and_json_only():
     """What a Ray task hands back (`cache.pack`): Parquet and JSON bytes only, read back by
     `unpack` into the same frames; a pickle in their place is refused, not loaded."""
     from traceview import cache
-    from parsers.detect import discover
+    from traceview.parsers.detect import discover
     from traceview.executors import parse_source
 
     source = discover(SAMPLES / "dp4_nccl")[0]
@@ -646,7 +649,7 @@ def test_gzip_trailer_wrapped_below_the_compressed_size_is_raised(tmp_path):
     compressed size, so it is read as 4 GiB more and the guard refuses before any inflating: one
     line naming the file and the size."""
     path = gzip_bomb(tmp_path / "wrapped.pt.trace.json.gz", (1 << 32) + (1 << 20), b" ")
-    from traceview.memory import uncompressed_size
+    from traceview.parsers.memory import uncompressed_size
 
     isize = struct.unpack("<I", path.read_bytes()[-4:])[0]
     assert isize < path.stat().st_size < 5_000_000
@@ -662,7 +665,7 @@ def test_small_gzip_keeps_its_trailer_size(tmp_path):
     hold 4 GiB: its ISIZE is not raised (it was, and a near-empty rank needed 9.9 GB)."""
     path = tmp_path / "empty.pt.trace.json.gz"
     path.write_bytes(gzip.compress(b'{"traceEvents":[]}'))
-    from traceview.memory import uncompressed_size
+    from traceview.parsers.memory import uncompressed_size
 
     assert path.stat().st_size > 18 and uncompressed_size(path) == 18
     res = run_cli("info", str(path), "--no-cache", env={"TRACEVIEW_MEMORY_LIMIT": "1G"})
@@ -695,7 +698,7 @@ def test_bounds_leave_honest_files_alone(tmp_path):
     data[-4:] = struct.pack("<I", 1_000)  # under-states, still above the compressed size
     lying = tmp_path / "lying.pt.trace.json.gz"
     lying.write_bytes(bytes(data))
-    from parsers.jsonio import read_bytes, stream_bound
+    from traceview.parsers.jsonio import read_bytes, stream_bound
 
     assert stream_bound(lying) >= 1_000
     with pytest.raises(TraceError) as exc:  # gzip's own length check still catches the lie at the end

@@ -20,12 +20,14 @@ from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
 import traceview as tv
-from parsers import Source
-from parsers.detect import recorded_rank
-from traceview import cache, executors, memory
+from traceview.parsers import Source
+from traceview.parsers.detect import recorded_rank
+from traceview import cache, executors
+from traceview.parsers import memory
 from traceview.cli.main import main
 from traceview.errors import TraceError
-from traceview.selection import Selection, format_spec, select_steps
+from traceview.selection import Selection, format_spec
+from traceview.step_selection import select_steps
 from traceview.summary import TERM_COLUMNS
 from tests.conftest import DATA, SAMPLES, SHARED_TRACES, needs_shared
 

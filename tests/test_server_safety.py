@@ -13,8 +13,8 @@ import pytest
 from werkzeug.serving import make_server
 
 import traceview as tv
-from dashboards.app import create_app
-from dashboards.server import allowed_path
+from traceview.dashboards.app import create_app
+from traceview.dashboards.server import allowed_path
 from tests.conftest import SAMPLES
 from traceview.summary import build_summary
 
@@ -105,7 +105,7 @@ import logging  # noqa: E402
 
 import orjson  # noqa: E402
 
-from dashboards.server import MAX_BODY, allowed_hosts, host_name  # noqa: E402
+from traceview.dashboards.server import MAX_BODY, allowed_hosts, host_name  # noqa: E402
 
 
 @pytest.mark.parametrize("host, allowed", [

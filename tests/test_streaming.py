@@ -17,7 +17,7 @@ import orjson
 import pytest
 from polars.testing import assert_frame_equal
 
-from parsers import jsonio, kineto
+from traceview.parsers import jsonio, kineto
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
 
 

@@ -161,8 +161,8 @@ def test_impossible_throughput_is_flagged_everywhere_with_the_probable_input(tmp
     import re
 
     import traceview as tv
-    from dashboards.app import _throughput
-    from dashboards.report import throughput_section
+    from traceview.dashboards.app import _throughput
+    from traceview.dashboards.report import throughput_section
     from tests.conftest import SAMPLES, run_cli
     from traceview.summary import build_summary
 

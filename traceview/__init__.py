@@ -5,28 +5,26 @@
     t.device_tasks                # polars DataFrame, schema in docs/schema.md
     d = tv.diff(t, "./other")     # what changed between two runs (docs/diff.md)
 
-`load`, `diff` and `Trace` are imported on first use, so that `parsers` (which builds on
-`traceview.schema`) and `traceview.load` (which calls `parsers`) do not import each other at start-up.
+The package's layers (docs/ARCHITECTURE.md): traceview.parsers (ingestion) and traceview.analysis
+(pure functions of frames) on the foundation (schema, errors, rules); the model (Trace, load, the
+cache, the executors) above them; traceview.dashboards (views) and traceview.cli on top.
 """
 
-from traceview.errors import TraceError
+from traceview._layout import use_source_checkout
 
-__version__ = "0.1.0"
+use_source_checkout()  # before anything imports traceview.parsers or traceview.dashboards
+
+from traceview.errors import TraceError  # noqa: E402
+from traceview.loader import load  # noqa: E402
+from traceview.trace import Trace  # noqa: E402
+from traceview.version import __version__  # noqa: E402
 
 __all__ = ["Trace", "TraceError", "diff", "load", "__version__"]
 
 
-def __getattr__(name: str):
-    if name == "load":
-        from traceview.loader import load
+def diff(base, new, **options):
+    """Compare run `new` with run `base`, each a loaded `Trace` or a path to `load`; `options` as
+    `traceview.run_diff.diff` (step, classes, whole_trace). Returns a `RunDiff`."""
+    from traceview.run_diff import diff as compare
 
-        return load
-    if name == "diff":
-        from traceview.run_diff import diff
-
-        return diff
-    if name == "Trace":
-        from traceview.trace import Trace
-
-        return Trace
-    raise AttributeError(f"module 'traceview' has no attribute {name!r}")
+    return compare(*(run if isinstance(run, Trace) else load(run) for run in (base, new)), **options)

@@ -5,10 +5,11 @@ metadata and warnings, and the entry's manifest), and the rank-local analyses wh
 computed where the rank was parsed (`analysis.<name>.parquet` + `analysis.json`, used only by the
 same code: `traceview.analysis.per_rank`). Only Parquet and JSON are written: never pickle.
 
-Key (`key`): a hash of the parser version, the schema, the source's format and path, and for every
+Key (`key`): a hash of the ingestion code (`traceview.digest.ingestion_digest`: the parsers, the
+schema, the rule tables, the polars major version), the source's format and path, and for every
 file the parser reads its name, size, mtime, ctime, inode and device: a rewrite changes the ctime
 (and a copy the inode) even when the size and mtime are restored, so any change to the profile or
-to traceview's parsers misses the cache.
+to traceview's ingestion code misses the cache; nothing is bumped by hand.
 
 Trust: an entry is used only when its manifest (in meta.json, written last) lists every file with
 its size, SHA-256 digest and, for tables, row count, every canonical table is among them, and the
@@ -36,17 +37,11 @@ from pathlib import Path
 import orjson
 import polars as pl
 
-from parsers.base import PARSER_VERSION, ParsedRank
-from parsers.detect import ASCEND_OUTPUT_DIR, Source
-from traceview import schema
+from traceview.parsers.base import ParsedRank
+from traceview.parsers.detect import Source, input_files
+from traceview import digest, schema
 from traceview.analysis import per_rank
 from traceview.sizes import parse_size
-
-#: Changes whenever a canonical table gains, loses or retypes a column, so entries written with
-#: another schema are never read back (even if someone forgot to bump PARSER_VERSION).
-SCHEMA_DIGEST = hashlib.sha256(
-    repr([(t, [(c, str(d)) for c, (d, _) in cols.items()]) for t, cols in schema.TABLES.items()]).encode()
-).hexdigest()[:12]
 
 META_FILE = "meta.json"
 #: The canonical tables every entry holds (the `ranks` table is rebuilt from meta.json).
@@ -71,27 +66,42 @@ def default_root() -> Path:
     return base / "traceview"
 
 
-def input_files(source: Source) -> list[Path]:
-    """The files whose change must invalidate the cache entry of `source`."""
-    if source.path.is_file():
-        return [source.path]
-    files = [p for p in source.path.iterdir() if p.is_file()]
-    out_dir = source.path / ASCEND_OUTPUT_DIR
-    if out_dir.is_dir():
-        files += [p for p in out_dir.iterdir() if p.is_file()]
-    return sorted(files)
-
-
 def key(source: Source) -> str:
     """Cache key of a source (hex digest); changes when any file the parser reads changes, or is
     rewritten or replaced (see the module docstring). Paths are hashed as bytes (any file name)."""
-    h = hashlib.sha256(f"v{PARSER_VERSION}|{SCHEMA_DIGEST}|{source.format}|".encode())
+    h = hashlib.sha256(f"{digest.ingestion_digest()}|{source.format}|".encode())
     h.update(os.fsencode(source.path.resolve()))
     for p in input_files(source):
         st = p.stat()
         h.update(b"|" + os.fsencode(p.name))
         h.update(f"|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{st.st_ino}|{st.st_dev}".encode())
     return h.hexdigest()[:32]
+
+
+#: The file that stamps an entry's analyses with the code that computed them; their files' prefix.
+STAMP_FILE = "analysis.json"
+PREFIX = "analysis."
+
+
+def analysis_files(analyses: dict[str, bytes]) -> dict[str, bytes]:
+    """Rank-local analyses (`per_rank.compute`) as files of an entry: `analysis.<name>.parquet`
+    each, and the stamp (`digest.analysis_digest`)."""
+    files = {f"{PREFIX}{name}.parquet": data for name, data in analyses.items()}
+    files[STAMP_FILE] = orjson.dumps({"code_digest": digest.analysis_digest(), "analyses": sorted(analyses)})
+    return files
+
+
+def analyses_of(files: dict[str, bytes]) -> dict[str, bytes] | None:
+    """The analyses stored in an entry's files (`analysis_files`), or None when there are none, the
+    stamp is not this code's, or one is missing."""
+    try:
+        stamp = orjson.loads(files[STAMP_FILE])
+    except (KeyError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(stamp, dict) or stamp.get("code_digest") != digest.analysis_digest():
+        return None
+    analyses = {name: files.get(f"{PREFIX}{name}.parquet") for name in per_rank.ANALYSES}
+    return analyses if all(v is not None for v in analyses.values()) else None
 
 
 def pack(parsed: ParsedRank) -> dict[str, bytes]:
@@ -105,7 +115,7 @@ def pack(parsed: ParsedRank) -> dict[str, bytes]:
         files[f"{table}.parquet"] = buf.getvalue()
         rows[f"{table}.parquet"] = df.height
     if parsed.analyses:
-        files.update(per_rank.to_files(parsed.analyses))
+        files.update(analysis_files(parsed.analyses))
     manifest = {name: {"bytes": len(data), "sha256": _digest(data), "rows": rows.get(name)}
                 for name, data in files.items()}
     files[META_FILE] = orjson.dumps({"meta": parsed.meta, "warnings": parsed.warnings, "files": manifest})
@@ -139,7 +149,7 @@ def unpack(files: dict[str, bytes], entry_key: str | None = None) -> ParsedRank:
         if df.schema != schema.polars_schema(table) or df.height != manifest[name]["rows"]:
             raise KeyError(f"{name} does not have the schema or rows of a cache entry")
         frames[table] = df
-    analyses = per_rank.from_files({n: files[n] for n in manifest if n.startswith(per_rank.PREFIX)})
+    analyses = analyses_of({n: files[n] for n in manifest if n.startswith(PREFIX)})
     return ParsedRank(frames=frames, meta=blob["meta"], warnings=blob["warnings"], analyses=analyses, packed=files)
 
 

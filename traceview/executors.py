@@ -26,9 +26,9 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from parsers import ParsedRank, Source, parse_source
-from parsers.base import PARSER_VERSION
-from traceview import cache, memory, subprocesses
+from traceview.parsers import ParsedRank, Source, parse_source
+from traceview import cache, digest, subprocesses
+from traceview.parsers import memory
 from traceview.errors import TraceError
 from traceview.safe_text import path_text
 
@@ -65,7 +65,7 @@ def get(name: str = "local", *, jobs: int | None = None, address: str | None = N
 
 class LocalExecutor:
     """Parse in this process when the work is small, else in a spawn process pool of `jobs` workers
-    (default: the CPUs), as many as the memory guard (`traceview.memory`) lets fit. `analyse`: the
+    (default: the CPUs), as many as the memory guard (`traceview.parsers.memory`) lets fit. `analyse`: the
     workers also compute each rank's rank-local analyses when the ranks are large
     (`ANALYSE_MIN_BYTES`; in this process: only when they go to the cache); else the Trace
     computes them on first use, on all ranks at once."""
@@ -212,9 +212,9 @@ class RayExecutor:
 def received(answer: tuple, source: Source, where: str = "the worker process") -> ParsedRank | TraceError:
     """The parsed rank (verified, `cache.unpack`) or the error of a worker's `parse_packed` answer."""
     version, error, files = answer
-    if version != PARSER_VERSION:
-        return TraceError(source.path, f"{where} parsed it with parser version {version}, this "
-                          f"driver has {PARSER_VERSION}", "install the same traceview on the cluster")
+    if version != digest.ingestion_digest():
+        return TraceError(source.path, f"{where} parsed it with other ingestion code (digest {version}, this "
+                          f"driver's {digest.ingestion_digest()})", "install the same traceview on the cluster")
     if error is not None:
         return TraceError(None, error)
     try:
@@ -226,21 +226,21 @@ def received(answer: tuple, source: Source, where: str = "the worker process") -
 def rank_analyses(source: Source, parsed: ParsedRank) -> dict[str, bytes]:
     """The rank-local analyses of one parsed rank (`traceview.analysis.per_rank.compute`)."""
     from traceview.analysis import per_rank
-    from traceview.loader import one_rank_trace
+    from traceview.assemble import one_rank_trace
 
     return per_rank.compute(one_rank_trace(source, parsed))
 
 
 def parse_packed(fmt: str, path: str, analyse: bool = False):
     """Worker entry (a local worker process or a Ray task): parse one source (and run its rank-local analyses when `analyse`); return
-    (parser version, error line or None, the rank's cache entry files: `cache.pack` bytes, with the
+    (ingestion digest, error line or None, the rank's cache entry files: `cache.pack` bytes, with the
     analyses when computed, stamped with this worker's code digest so a driver running other code
     ignores them)."""
     source = Source(fmt, Path(path))
     try:
         parsed = parse_source(source)
     except TraceError as exc:
-        return PARSER_VERSION, str(exc), None
+        return digest.ingestion_digest(), str(exc), None
     if analyse:
         parsed.analyses = rank_analyses(source, parsed)
-    return PARSER_VERSION, None, cache.pack(parsed)
+    return digest.ingestion_digest(), None, cache.pack(parsed)

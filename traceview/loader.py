@@ -4,7 +4,7 @@ Selection (`load(..., ranks=, steps=)`, the CLI's `--ranks SPEC` / `--steps SPEC
 profile too large to load whole:
 
 - ranks: the rank numbers of the loaded Trace (`t.ranks["rank"]`): the rank each source records,
-  except that a missing or repeated one is renumbered (`_rank_numbers`). A source whose recorded
+  except that a missing or repeated one is renumbered (`rank_numbers`). A source whose recorded
   rank is known without parsing it (`parsers.detect.recorded_rank`: Kineto's distributedInfo header,
   Ascend's profiler_info_<rank>.json, MindSpore's file name; or a cached entry's meta.json) and is
   not selected is never parsed (nor counted by the memory guard); the others are parsed and dropped
@@ -32,12 +32,14 @@ from typing import Callable
 import orjson
 import polars as pl
 
-from parsers import ParsedRank, Source, discover
-from parsers.detect import recorded_rank
-from traceview import cache, executors, schema
+from traceview.parsers import ParsedRank, Source, discover
+from traceview.parsers.detect import recorded_rank
+from traceview import cache, executors
 from traceview.errors import TraceError
 from traceview.safe_text import path_text
-from traceview.selection import Selection, listing, select_steps
+from traceview.selection import Selection, listing
+from traceview.step_selection import select_steps
+from traceview.assemble import assemble, rank_numbers
 from traceview.trace import Trace
 
 #: progress(done, total, label): called as rank sources finish.
@@ -67,7 +69,7 @@ def load(
 
     `executor="ray"` parses the ranks as Ray tasks instead (`ray_address`: the cluster, default
     `$RAY_ADDRESS` or a local Ray instance; needs `traceview[ray]`), with identical results; see
-    `traceview.executors`. Before a local parse, `traceview.memory` checks that the load fits in the
+    `traceview.executors`. Before a local parse, `traceview.parsers.memory` checks that the load fits in the
     available memory (fewer workers if not, else a TraceError naming the size and the ways out).
 
     `ranks`: load only these ranks (a SPEC such as "0-7,12", or integers); unselected ranks whose
@@ -125,7 +127,7 @@ def load(
     failures = [str(errors[s]) for s in sources if s in errors]
     if rank_sel is None:
         ordered = [(s, parsed[s]) for s in sources if s in parsed]
-        trace = _assemble(path_text(path), ordered, failures)
+        trace = assemble(path_text(path), ordered, failures)
     else:
         trace = _assemble_selected(path_text(path), sources, parsed, skipped, rank_sel, failures, first_error)
     if store and store.problem:
@@ -170,7 +172,7 @@ def _assemble_selected(
     recorded = [parsed[s].meta.get("rank") if s in parsed else skipped[s] for s in candidates]
     names = [path_text(s.path) for s in candidates]
     numbering: list[str] = []
-    numbers = _rank_numbers(recorded, names, numbering)
+    numbers = rank_numbers(recorded, names, numbering)
     present = set(numbers)
     keep = [(s, n) for s, n in zip(candidates, numbers) if s in parsed and n in wanted]
     if not keep:
@@ -184,7 +186,7 @@ def _assemble_selected(
     if missing is not None:
         warnings.append(f"{source}: no {missing.describe('rank')} in this profile (it has {listing('rank', present)}); "
                         f"loaded the others")
-    return _assemble(source, [(s, parsed[s]) for s, _ in keep], failures, [n for _, n in keep], warnings)
+    return assemble(source, [(s, parsed[s]) for s, _ in keep], failures, [n for _, n in keep], warnings)
 
 
 class _Store:
@@ -236,64 +238,3 @@ class _Store:
     def _fail(self, exc: OSError) -> None:
         self.problem = (f"cache {self.root}: {exc.strerror or exc}: this load was not cached "
                         "(free space there, --cache-dir elsewhere, or --no-cache)")
-
-
-def one_rank_trace(source: Source, parsed: ParsedRank) -> Trace:
-    """A Trace of one parsed rank alone (where it was parsed: a Ray task's rank-local analyses)."""
-    return _assemble(str(source.path), [(source, parsed)], [])
-
-
-def _assemble(
-    source: str,
-    ranks: list[tuple[Source, ParsedRank]],
-    failures: list[str],
-    numbers: list[int] | None = None,
-    warnings: list[str] | None = None,
-) -> Trace:
-    """Concatenate per-rank frames, giving every rank a distinct number (`numbers` when the caller
-    numbered them, with the numbering's `warnings`; else `_rank_numbers` here)."""
-    warnings = list(warnings or [])
-    if numbers is None:
-        numbers = _rank_numbers([p.meta.get("rank") for _, p in ranks], [path_text(s.path) for s, _ in ranks], warnings)
-    frames: dict[str, list[pl.DataFrame]] = {t: [] for t in schema.TABLES if t != "ranks"}
-    metas = []
-    for (src, parsed), rank in zip(ranks, numbers):
-        warnings.extend(parsed.warnings)
-        meta = dict(parsed.meta, rank=rank)
-        metas.append(meta)
-        for table in frames:
-            df = parsed.frames.get(table, schema.empty(table))
-            frames[table].append(df.with_columns(pl.lit(rank, dtype=pl.Int64).alias("rank")))
-    ranks_df = schema.conform(pl.DataFrame(metas, schema=schema.polars_schema("ranks")), "ranks")
-    combined = {t: pl.concat([schema.conform(d, t) for d in dfs]) if dfs else schema.empty(t) for t, dfs in frames.items()}
-    trace = Trace(path_text(source), ranks_df, combined, warnings, failures)
-    if any(p.analyses for _, p in ranks):
-        from traceview.analysis import per_rank
-
-        per_rank.seed(trace, [p.analyses for _, p in ranks])
-    return trace
-
-
-def _rank_numbers(recorded: list[int | None], names: list[str], warnings: list[str]) -> list[int]:
-    """Recorded ranks where unique; missing or repeated ones get the next unused numbers, with a warning."""
-    seen = Counter(r for r in recorded if r is not None)
-    used = set(seen)
-    out = []
-    next_free = 0
-    taken: set[int] = set()
-    for rank, name in zip(recorded, names):
-        if rank is not None and seen[rank] == 1:
-            out.append(rank)
-            continue
-        if rank is not None and rank not in taken:
-            taken.add(rank)
-            out.append(rank)
-            continue
-        while next_free in used or next_free in taken:
-            next_free += 1
-        taken.add(next_free)
-        if len(names) > 1:
-            why = "records no rank" if rank is None else f"repeats rank {rank}"
-            warnings.append(f"{name}: {why}; numbered rank {next_free}")
-        out.append(next_free)
-    return out

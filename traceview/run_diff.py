@@ -70,14 +70,6 @@ class _Run:
         }
 
 
-def _as_trace(run):
-    if hasattr(run, "step_breakdown"):
-        return run
-    from traceview.loader import load
-
-    return load(run)
-
-
 #: Device time outside the compared steps is noted from this share on.
 OUTSIDE_NOTE_FRAC = 0.01
 
@@ -307,7 +299,7 @@ class RunDiff:
 
 
 def diff(base, new, *, step: int | None = None, classes: str | None = None, whole_trace: bool = False) -> RunDiff:
-    """Compare run `new` with run `base` (each a loaded `Trace` or a path for `traceview.load`).
+    """Compare run `new` with run `base`, two loaded Traces (`traceview.diff` also takes paths).
 
     `step`: compare only step N (ProfilerStep#N / Ascend Step Id) of both runs; a run without it
     raises TraceError. `classes`: a user's compute-class rules file (see `traceview.analysis.classes`).
@@ -319,7 +311,7 @@ def diff(base, new, *, step: int | None = None, classes: str | None = None, whol
     """
     if whole_trace and step is not None:
         raise ValueError("give either step or whole_trace, not both")
-    b_trace, w_trace = _as_trace(base), _as_trace(new)
+    b_trace, w_trace = base, new
     b = _prepare(b_trace, BASE, step, classes, whole_trace)
     w = _prepare(w_trace, NEW, step, classes, whole_trace)
     per_rank = b.describe()["ranks"] == w.describe()["ranks"] and b_trace.ranks.height > 1

@@ -114,7 +114,7 @@ def build_summary(
     (the bubble-above-ideal rule needs it).
     """
     if step is not None:
-        require_step(trace, step)
+        require_step(trace.steps, step, trace.source)
     steps = trace.step_breakdown()
     if step is not None:
         steps = steps.filter(pl.col("step") == step)

@@ -58,19 +58,22 @@ class Trace:
         plus the launch calls of the kept device tasks; device annotations starting inside their
         device windows; `ascend_step_trace` / `ascend_communication` rows of those steps. `ranks`,
         `warnings` (plus one for steps asked for but absent) and `failures` are kept. TraceError
-        when none of the steps is in the trace. See `traceview.selection.select_steps`."""
-        from traceview.selection import select_steps
+        when none of the steps is in the trace. See `traceview.step_selection.select_steps`."""
+        from traceview.step_selection import select_steps
 
         return select_steps(self, steps)
 
     @property
     def plot(self):
-        """Plotly figures of this trace (`dashboards.plots.TracePlots`): `t.plot.step_breakdown()`,
+        """Plotly figures of this trace (`traceview.dashboards.plots.TracePlots`): `t.plot.step_breakdown()`,
         `.step_time()`, `.heatmap()`, `.compute_classes()`, `.kernels()`, `.timeline()`. Each returns
-        a `plotly.graph_objects.Figure` and never shows it. plotly is imported on first use only."""
-        from dashboards.plots import TracePlots
+        a `plotly.graph_objects.Figure` and never shows it. plotly is imported on first use only.
 
-        return TracePlots(self)
+        This and `_repr_html_` are the model's one hand-off to the views: `traceview.dashboards.notebook`,
+        imported when called (the import contract in pyproject.toml allows exactly this import)."""
+        from traceview.dashboards.notebook import plots
+
+        return plots(self)
 
     # ---- analyses (definitions in each function's docstring; units in column names) ----
 
@@ -310,45 +313,7 @@ class Trace:
         )
 
     def _repr_html_(self) -> str:
-        """A compact table for Jupyter: source, ranks, devices, formats, tasks, steps, time span,
-        warnings and failures (listed under a fold). Every string from the trace is HTML-escaped."""
-        from html import escape
+        """A compact table for Jupyter (`traceview.dashboards.notebook.trace_html`)."""
+        from traceview.dashboards.notebook import trace_html
 
-        info = self.info()
-        ranks = sorted(info["rank"].drop_nulls().to_list())
-        if ranks and ranks == list(range(ranks[0], ranks[-1] + 1)):
-            rank_text = f"{len(ranks)} ({ranks[0]}–{ranks[-1]})" if len(ranks) > 1 else f"1 (rank {ranks[0]})"
-        else:
-            rank_text = f"{info.height} ({', '.join(map(str, ranks[:8]))}{', …' if len(ranks) > 8 else ''})"
-        steps = self.steps["step"].drop_nulls()
-        span = info["span_us"].drop_nulls()
-
-        def distinct(col: str) -> str:
-            return ", ".join(sorted({str(v) for v in info[col].drop_nulls().to_list()})) or "-"
-
-        def folded(label: str, lines: list[str], limit: int = 20) -> str:
-            if not lines:
-                return "0"
-            items = "".join(f"<li>{escape(line)}</li>" for line in lines[:limit])
-            more = f"<li>… and {len(lines) - limit} more</li>" if len(lines) > limit else ""
-            return f"<details><summary>{len(lines)} {label}</summary><ul>{items}{more}</ul></details>"
-
-        rows = [
-            ("source", escape(str(self.source))),
-            ("ranks", escape(rank_text)),
-            ("device", escape(distinct("device_name"))),
-            ("format", escape(distinct("format"))),
-            ("device tasks", f"{self.device_tasks.height:,}"),
-            ("steps", f"{steps.n_unique()}" + (f" ({steps.min()}–{steps.max()})" if steps.len() else "")),
-            ("time span", f"{span.max() / 1000:,.3f} ms (longest rank: first to last device task, else host event)"
-             if span.len() else "-"),
-            ("warnings", folded("warnings", self.warnings)),
-            ("failures", folded("failures", self.failures)),
-        ]
-        cell = "text-align:left;vertical-align:top;padding:2px 10px 2px 0"
-        body = "".join(f'<tr><th style="{cell}">{k}</th><td style="{cell}">{v}</td></tr>' for k, v in rows)
-        return (
-            f'<table class="traceview-trace"><caption style="text-align:left"><b>traceview.Trace</b> · '
-            f"frames: <code>.info()</code>, <code>.step_breakdown()</code>, … · figures: <code>.plot</code>"
-            f"</caption><tbody>{body}</tbody></table>"
-        )
+        return trace_html(self)

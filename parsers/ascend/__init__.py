@@ -35,21 +35,21 @@ from pathlib import Path
 
 import polars as pl
 
-from parsers.ascend.db import read_profiler_db
-from parsers.ascend.files import RankFiles, locate_files, read_rank, read_world_size
-from parsers.ascend.kernel_details import read_kernel_details
-from parsers.ascend.kinds import TASK_KIND_RULES, task_kind
-from parsers.ascend.reference import (
+from traceview.parsers.ascend.db import read_profiler_db
+from traceview.parsers.ascend.files import RankFiles, locate_files, read_rank, read_world_size
+from traceview.parsers.ascend.kernel_details import read_kernel_details
+from traceview.parsers.ascend.kinds import TASK_KIND_RULES, task_kind
+from traceview.parsers.ascend.reference import (
     read_analysis_communication,
     read_analysis_step_trace,
     read_communication_json,
     read_step_trace_time,
 )
-from parsers.ascend.steps import build_steps, empty_host_steps, fill_steps
-from parsers.ascend.trace_view import attach_trace_tasks, read_trace_view, trace_events_frame
-from parsers.base import ParsedRank
-from parsers.detect import is_ascend_rank_dir
-from parsers.jsonio import gc_paused
+from traceview.parsers.ascend.steps import build_steps, empty_host_steps, fill_steps
+from traceview.parsers.ascend.trace_view import attach_trace_tasks, read_trace_view, trace_events_frame
+from traceview.parsers.base import ParsedRank
+from traceview.parsers.detect import is_ascend_rank_dir
+from traceview.parsers.jsonio import gc_paused
 from traceview.errors import Warnings
 
 

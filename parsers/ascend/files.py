@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from parsers.detect import ASCEND_DB_GLOB
-from parsers.detect import ASCEND_OUTPUT_DIR as OUTPUT_DIR
+from traceview.parsers.detect import ASCEND_DB_GLOB
+from traceview.parsers.detect import ASCEND_OUTPUT_DIR as OUTPUT_DIR
 from traceview.errors import TraceError, Warnings
 
 KERNEL_DETAILS = "kernel_details.csv"

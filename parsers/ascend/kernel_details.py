@@ -18,10 +18,10 @@ from pathlib import Path
 
 import polars as pl
 
-from parsers.ascend.files import KERNEL_DETAILS
-from parsers.ascend.kinds import task_kind
-from parsers.ascend.text import column, find_columns, read_text_csv
-from parsers.timeconv import us_text_to_ns
+from traceview.parsers.ascend.files import KERNEL_DETAILS
+from traceview.parsers.ascend.kinds import task_kind
+from traceview.parsers.ascend.text import column, find_columns, read_text_csv
+from traceview.parsers.timeconv import us_text_to_ns
 from traceview.errors import TraceError, Warnings
 
 #: kernel_details.csv columns: canonical field -> accepted headers, normalised (lower case, no

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import polars as pl
 
-from parsers import jsonio
-from parsers.ascend.db import connect_ro, query
-from parsers.ascend.files import COMMUNICATION, STEP_TRACE_TIME
-from parsers.ascend.text import column, find_columns, read_text_csv, texts
-from parsers.timeconv import us_text_to_ns
+from traceview.parsers import jsonio
+from traceview.parsers.ascend.db import connect_ro, query
+from traceview.parsers.ascend.files import COMMUNICATION, STEP_TRACE_TIME
+from traceview.parsers.ascend.text import column, find_columns, read_text_csv, texts
+from traceview.parsers.timeconv import us_text_to_ns
 from traceview.errors import TraceError, Warnings
 
 #: step_trace_time.csv: canonical column -> normalised header.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.errors import Warnings
-from traceview.steps import step_in_window, step_ranges
+from traceview.parsers.steps import step_in_window, step_ranges
 
 HOST_STEP_SCHEMA = {"step": pl.Int64, "host_start_ns": pl.Int64, "host_end_ns": pl.Int64}
 

@@ -46,14 +46,14 @@ from pathlib import Path
 
 import polars as pl
 
-from parsers import jsonio
-from parsers.ascend.files import TRACE_VIEW
-from parsers.ascend.kinds import task_kind
-from parsers.ascend.steps import host_step_ranges
-from parsers.ascend.text import texts
-from parsers.timeconv import us_text_to_ns
+from traceview.parsers import jsonio
+from traceview.parsers.ascend.files import TRACE_VIEW
+from traceview.parsers.ascend.kinds import task_kind
+from traceview.parsers.ascend.steps import host_step_ranges
+from traceview.parsers.ascend.text import texts
+from traceview.parsers.timeconv import us_text_to_ns
 from traceview.errors import TraceError, Warnings
-from traceview.steps import STEP_NAME
+from traceview.parsers.steps import STEP_NAME
 
 #: A kernel_details row and a trace_view task are the same task when names are equal and starts
 #: differ by at most this (the two files round the same time differently by up to 1 ns).

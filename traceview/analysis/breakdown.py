@@ -24,7 +24,7 @@ Identity (tested on every real trace): computing + communication_not_overlapped 
 + free = last busy end − first busy start; overlapped <= min(computing, communication).
 
 Windows. Whole trace: first device task start to last end, per rank. Steps, by the rank's
-`window_rule` (see `traceview.steps` and the Ascend parser):
+`window_rule` (see `traceview.parsers.steps` and the Ascend parser):
 - gpu_annotation (Kineto GPU-side ProfilerStep#N): every task is clipped to the annotation window,
   whatever step launched it (TraceLens' rule);
 - step_id (Ascend `Step Id`) and correlation (Kineto host step mapped through launches): the step's

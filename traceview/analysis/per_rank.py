@@ -24,21 +24,16 @@ findings (they read stragglers). Results travel as Parquet bytes, a few KB per r
 Where they are computed (`load(..., analyse=True)`, which every CLI command but `info` asks for):
 in the Ray task that parses the rank, and in the local executor's worker process when the ranks
 are large (`traceview.executors.ANALYSE_MIN_BYTES`; smaller ones are cheaper on the driver). They
-are stored in the rank's cache entry (`analysis.<name>.parquet` + `analysis.json`, see
-`to_files`), so a second open of the profile reads them instead of recomputing them. The entry's
-results are used only while `code_digest()` matches: any change to traceview's code, its shipped
-rule tables or the polars version makes them be recomputed (the parsed frames stay cached).
+are stored in the rank's cache entry (`traceview.cache`), so a second open of the profile reads
+them instead of recomputing them, while the code that computed them is the same
+(`traceview.digest.analysis_digest`).
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import io
-from pathlib import Path
 from typing import Callable
 
-import orjson
 import polars as pl
 
 #: The columns `traceview.analysis.classes.classify` adds to device_tasks.
@@ -67,45 +62,6 @@ def compute(trace) -> dict[str, bytes]:
         run(trace).write_parquet(buf)
         out[name] = buf.getvalue()
     return out
-
-
-#: The cache entry's file that stamps its analyses with the code that computed them.
-STAMP_FILE = "analysis.json"
-PREFIX = "analysis."
-
-
-@functools.cache
-def code_digest() -> str:
-    """Hash of everything the rank-local analyses depend on besides the rank's frames: the source
-    of the `traceview` and `parsers` packages, the shipped rule tables and the polars version."""
-    h = hashlib.sha256(pl.__version__.encode())
-    for package in ("traceview", "parsers"):
-        root = Path(__file__).resolve().parents[2] / package
-        for path in sorted(root.rglob("*")):
-            if path.suffix in (".py", ".toml") and "__pycache__" not in path.parts:
-                h.update(f"|{path.relative_to(root)}|".encode())
-                h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def to_files(analyses: dict[str, bytes]) -> dict[str, bytes]:
-    """`compute`'s results as files of a cache entry: `analysis.<name>.parquet` each, and the stamp."""
-    files = {f"{PREFIX}{name}.parquet": data for name, data in analyses.items()}
-    files[STAMP_FILE] = orjson.dumps({"code_digest": code_digest(), "analyses": sorted(analyses)})
-    return files
-
-
-def from_files(files: dict[str, bytes]) -> dict[str, bytes] | None:
-    """The analyses stored in a cache entry's files (`to_files`), or None when there are none, the
-    stamp is not this code's, or one is missing."""
-    try:
-        stamp = orjson.loads(files[STAMP_FILE])
-    except (KeyError, orjson.JSONDecodeError):
-        return None
-    if not isinstance(stamp, dict) or stamp.get("code_digest") != code_digest():
-        return None
-    analyses = {name: files.get(f"{PREFIX}{name}.parquet") for name in ANALYSES}
-    return analyses if all(v is not None for v in analyses.values()) else None
 
 
 def seed(trace, per_rank: list[dict[str, bytes] | None]) -> bool:

@@ -182,7 +182,7 @@ def render_diff(result, fmt: str, top: int = 10) -> str:
     if fmt == "json":
         return json_text(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
     if fmt == "html":
-        from dashboards.report import diff_html
+        from traceview.dashboards.report import diff_html
 
         return diff_html(doc)
     doc = one_line_strings(doc)

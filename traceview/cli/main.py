@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import orjson
 
-from traceview import __version__
+from traceview.version import __version__
 
 FORMATS = click.Choice(["text", "json"])
 
@@ -328,7 +328,7 @@ def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, base
         def render():
             if fmt != "html":
                 return doc
-            from dashboards.report import report_html
+            from traceview.dashboards.report import report_html
 
             return report_html(trace, doc, diff=run_diff)
 
@@ -363,7 +363,7 @@ def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, base
         except TraceError as exc:
             entry.error = str(exc)
             echo_err(f"traceview: error: {exc}")
-    from dashboards.report import index_html
+    from traceview.dashboards.report import index_html
 
     rep.write_output(index, "html", lambda: index_html(entries, index.parent), force=True)
     echo(f"Wrote {index}")
@@ -385,8 +385,8 @@ def serve(path: Path, host: str, port: int, open_browser: bool, tokens_per_step,
           no_cache: bool, cache_dir) -> None:
     """Interactive dashboard of a profile (Dash): step breakdown, step times, compute classes, kernels,
     timeline (docs/dashboard.md)."""
-    from dashboards.app import create_app
-    from dashboards.server import is_loopback, pick_port, serve as run_server, url_for
+    from traceview.dashboards.app import create_app
+    from traceview.dashboards.server import is_loopback, pick_port, serve as run_server, url_for
     from traceview.errors import TraceError
     from traceview.summary import build_summary
 

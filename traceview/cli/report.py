@@ -125,7 +125,7 @@ def write_output(out: Path, fmt: str, render, force: bool) -> None:
     tmp = out.parent / f".traceview-{uuid.uuid4().hex[:12]}.partial"
     try:
         if fmt in FOLDER_FORMATS:
-            from traceview.export import write_tables
+            from traceview.dashboards.tables import write_tables
 
             names = [p.name for p in write_tables(render(), tmp, fmt)]
             (tmp / MANIFEST).write_bytes(orjson.dumps({"traceview": "report", "format": fmt, "files": names}))

@@ -1,0 +1,56 @@
+"""Digests of traceview's own code, so that a cache entry is used only by the code that wrote it:
+the keys follow the code, no version number is bumped by hand.
+
+- `ingestion_digest()`: what a parsed rank depends on besides its files: the source of
+  traceview.parsers (every format, discovery, steps and task kinds), the canonical schema, the
+  shipped rule tables, and the polars major version (Parquet files and dtypes). Part of every
+  parse entry's key (`traceview.cache.key`) and compared between a Ray worker and its driver.
+- `analysis_digest()`: what the rank-local analyses cached with a rank depend on: all of
+  traceview's code and rule tables, and the exact polars version (`traceview.cache.pack`).
+
+Both read the installed source files once per process (a few ms).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+
+import polars as pl
+
+SUFFIXES = (".py", ".toml")
+
+
+def _hash_tree(h, name: str, roots) -> None:
+    for root in map(Path, roots):
+        for path in sorted(root.rglob("*")):
+            if path.suffix in SUFFIXES and "__pycache__" not in path.parts:
+                h.update(f"|{name}/{path.relative_to(root).as_posix()}|".encode())
+                h.update(path.read_bytes())
+
+
+@functools.cache
+def ingestion_digest() -> str:
+    """Hex digest of the ingestion code, the schema, the rule tables and the polars major version."""
+    import traceview.parsers
+    import traceview.rules
+    from traceview import schema
+
+    h = hashlib.sha256(f"polars {pl.__version__.split('.')[0]}".encode())
+    _hash_tree(h, "traceview.parsers", traceview.parsers.__path__)
+    _hash_tree(h, "traceview.rules", traceview.rules.__path__)
+    h.update(Path(schema.__file__).read_bytes())
+    return h.hexdigest()[:16]
+
+
+@functools.cache
+def analysis_digest() -> str:
+    """Hex digest of all of traceview's code and rule tables and the exact polars version."""
+    import traceview
+    import traceview.parsers
+
+    h = hashlib.sha256(pl.__version__.encode())
+    for package in (traceview, traceview.parsers):
+        _hash_tree(h, package.__name__, package.__path__)
+    return h.hexdigest()[:16]
