@@ -50,11 +50,15 @@ def build_inputs(out: Path) -> dict[str, Path]:
     inputs = {}
     v100 = out / "v100_54mb.json"
     if not v100.exists():
-        v100.write_bytes(gzip.decompress((SHARED / "hta/tests/data/df_index_resolver/df_index_resolver.json.gz").read_bytes()))
+        v100.write_bytes(
+            gzip.decompress((SHARED / "hta/tests/data/df_index_resolver/df_index_resolver.json.gz").read_bytes())
+        )
     inputs["v100_54mb"] = v100
     a100 = out / "a100_40mb.json"
     if not a100.exists():
-        doc = orjson.loads(gzip.decompress((SHARED / "hta/tests/data/nccl_parser_config/nccl_data.json.gz").read_bytes()))
+        doc = orjson.loads(
+            gzip.decompress((SHARED / "hta/tests/data/nccl_parser_config/nccl_data.json.gz").read_bytes())
+        )
         events = doc["traceEvents"]
         span = max(e.get("ts", 0) + e.get("dur", 0) for e in events) - min(e["ts"] for e in events if "ts" in e)
         one = len(orjson.dumps(events))
@@ -108,7 +112,9 @@ def main() -> None:
     if not SHARED.is_dir():
         sys.exit(f"bench: the real-trace corpus is not at {SHARED}")
     inputs = build_inputs(args.out)
-    print(f"{'input':<12} {'MB':>6} {'events':>9} {'tasks':>8} {'orjson s':>9} {'nogc s':>7} {'cold s':>8} {'cold/orjson':>12} {'cold/nogc':>10} {'cached s':>9} {'cold/cached':>12} {'ndjson s':>9}")
+    print(
+        f"{'input':<12} {'MB':>6} {'events':>9} {'tasks':>8} {'orjson s':>9} {'nogc s':>7} {'cold s':>8} {'cold/orjson':>12} {'cold/nogc':>10} {'cached s':>9} {'cold/cached':>12} {'ndjson s':>9}"
+    )
     for name, path in inputs.items():
         size_mb = path.stat().st_size / 1e6
         n_events = len(orjson.loads(path.read_bytes())["traceEvents"])
@@ -121,7 +127,7 @@ def main() -> None:
         lines = ndjson_bytes(path)
         if ndjson_columns(lines).height != n_events:
             sys.exit(f"bench: read_ndjson read a different number of events from {name}")
-        t_ndjson = timed(lambda: ndjson_columns(lines), args.repeat)
+        t_ndjson = timed(lambda: ndjson_columns(lines), args.repeat)  # noqa: F821 (read before the del below)
         del lines
         print(
             f"{name:<12} {size_mb:>6.1f} {n_events:>9,} {trace.device_tasks.height:>8,} {t_orjson:>9.3f} {t_nogc:>7.3f} "

@@ -144,10 +144,20 @@ def first_steps(body: list[dict], steps: int) -> list[dict]:
     if steps >= len(starts):
         return body
     cut = starts[steps]
-    launch = {e["args"]["correlation"]: e["ts"] for e in body if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    launch = {
+        e["args"]["correlation"]: e["ts"]
+        for e in body
+        if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})
+    }
 
     def anchor(e: dict) -> float:
-        corr = e["id"] if e.get("cat") == "ac2g" else e.get("args", {}).get("correlation") if e.get("cat") in DEVICE_CATS else None
+        corr = (
+            e["id"]
+            if e.get("cat") == "ac2g"
+            else e.get("args", {}).get("correlation")
+            if e.get("cat") in DEVICE_CATS
+            else None
+        )
         return launch.get(corr, e["ts"])
 
     keep = [e.get("cat") != "gpu_user_annotation" and anchor(e) < cut for e in body]
@@ -184,11 +194,21 @@ def make_unit(steps: int | None = None) -> Unit:
     body = first_steps(body, steps)
     span = max(e["ts"] + e.get("dur", 0.0) for e in body) - min(e["ts"] for e in body)
     room = stretch_room(body)
-    step_of = {i: int(m.group(1)) for i, e in enumerate(body) if e.get("cat") == "user_annotation" and (m := STEP_NAME.fullmatch(e["name"]))}
+    step_of = {
+        i: int(m.group(1))
+        for i, e in enumerate(body)
+        if e.get("cat") == "user_annotation" and (m := STEP_NAME.fullmatch(e["name"]))
+    }
     return Unit(
-        header={k: doc[k] for k in keys[:split]}, trailer={k: doc[k] for k in keys[split + 1:]},
-        body=body, tail=[e for e in events if is_once(e)], steps=steps, period=span + GAP_US,
-        step_of=step_of, room=room, pick={i: n % 4 for n, i in enumerate(sorted(room))},
+        header={k: doc[k] for k in keys[:split]},
+        trailer={k: doc[k] for k in keys[split + 1 :]},
+        body=body,
+        tail=[e for e in events if is_once(e)],
+        steps=steps,
+        period=span + GAP_US,
+        step_of=step_of,
+        room=room,
+        pick={i: n % 4 for n, i in enumerate(sorted(room))},
     )
 
 
@@ -311,6 +331,7 @@ def process_tree(root: int) -> list[int]:
     """`root` and all its descendants: from /proc/<pid>/task/*/children where the kernel has it, else
     from one scan of the parent pids in /proc/*/stat."""
     if Path(f"/proc/{root}/task/{root}/children").exists():
+
         def kids(pid: int) -> list[int]:
             return [int(c) for f in Path(f"/proc/{pid}/task").glob("*/children") for c in _read(f).split()]
     else:
@@ -318,7 +339,7 @@ def process_tree(root: int) -> list[int]:
         for stat in Path("/proc").glob("[0-9]*/stat"):
             text = _read(stat)  # "pid (comm) state ppid ...", comm may hold spaces and parentheses
             if text:
-                by_parent.setdefault(int(text[text.rfind(")") + 2:].split()[1]), []).append(int(stat.parent.name))
+                by_parent.setdefault(int(text[text.rfind(")") + 2 :].split()[1]), []).append(int(stat.parent.name))
         kids = by_parent.get  # type: ignore[assignment]
     tree, todo = [], [root]
     while todo:
@@ -367,8 +388,11 @@ def run_child(cmd: list[str], log: Path, timeout: float, max_rss: float) -> dict
         pass
     status_text = killed or ("ok" if proc.returncode == 0 else f"error (exit {proc.returncode})")
     return {
-        "status": status_text, "wall_s": round(wall, 3), "peak_tree_rss_mb": round(peak / 1e6, 1),
-        "ru_maxrss_mb": round(usage.ru_maxrss * 1024 / 1e6, 1), "log": str(log),
+        "status": status_text,
+        "wall_s": round(wall, 3),
+        "peak_tree_rss_mb": round(peak / 1e6, 1),
+        "ru_maxrss_mb": round(usage.ru_maxrss * 1024 / 1e6, 1),
+        "log": str(log),
     }
 
 
@@ -398,9 +422,14 @@ def summarise(runs: list[dict], cap_gb: float) -> dict:
     if failed:
         first = failed[0]
         status = {"OOM": f"out of memory (> {cap_gb:g} GB)"}.get(first["status"], first["status"])
-        return dict(out, status=status, note=f"{first['status']} after {first['wall_s']:.0f} s, peak {first['peak_tree_rss_mb']:,.0f} MB; log {first['log']}")
+        return dict(
+            out,
+            status=status,
+            note=f"{first['status']} after {first['wall_s']:.0f} s, peak {first['peak_tree_rss_mb']:,.0f} MB; log {first['log']}",
+        )
     return dict(
-        out, status="ok",
+        out,
+        status="ok",
         **{k: statistics.median(r[k] for r in runs) for k in ("wall_s", "peak_tree_rss_mb", "ru_maxrss_mb")},
     )
 
@@ -466,7 +495,9 @@ def scaling_table(results: dict) -> list[str]:
     rows = [n for n in SCALING if n in results]
     if not rows:
         return []
-    lines = [f"{'ranks':>5} {'MB':>6} | {'cold s':>7} {'cached s':>8} | {'cold s/rank':>11} {'cached s/rank':>13} | {'HTA s':>7} {'HTA s/rank':>10}"]
+    lines = [
+        f"{'ranks':>5} {'MB':>6} | {'cold s':>7} {'cached s':>8} | {'cold s/rank':>11} {'cached s/rank':>13} | {'HTA s':>7} {'HTA s/rank':>10}"
+    ]
     for name in rows:
         r = results[name]
         n = r["ranks"]
@@ -515,15 +546,23 @@ def hta_interpreter(args) -> Path:
 def versions(args) -> dict:
     import polars
 
-    git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    git = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     info = {
-        "date": date.today().isoformat(), "python": platform.python_version(), "orjson": orjson.__version__,
-        "polars": polars.__version__, "traceview_commit": git, "cpus": os.cpu_count(),
+        "date": date.today().isoformat(),
+        "python": platform.python_version(),
+        "orjson": orjson.__version__,
+        "polars": polars.__version__,
+        "traceview_commit": git,
+        "cpus": os.cpu_count(),
         "memory_gb": round(os.sysconf("SC_PHYS_PAGES") * PAGE / 1e9, 1),
     }
     if not args.skip_hta:
         probe = "import importlib.metadata as m, platform; print(m.version('HolisticTraceAnalysis'), m.version('pandas'), platform.python_version())"
-        hta, pandas, py = subprocess.run([str(args.hta_python), "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+        hta, pandas, py = subprocess.run(
+            [str(args.hta_python), "-c", probe], capture_output=True, text=True, check=True
+        ).stdout.split()
         info.update(hta=hta, hta_pandas=pandas, hta_python=py)
     return info
 
@@ -542,11 +581,15 @@ def selected(only: list[str] | None) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", action="append", metavar="NAME", help=f"an input ({', '.join(ORDER)}) or 'scaling'; repeatable")
+    ap.add_argument(
+        "--only", action="append", metavar="NAME", help=f"an input ({', '.join(ORDER)}) or 'scaling'; repeatable"
+    )
     ap.add_argument("--skip-hta", action="store_true", help="do not run HTA")
     ap.add_argument("--repeat", type=int, default=1, help="runs per tool and input; the median is reported")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="inputs, logs and results.json")
-    ap.add_argument("--hta-python", help=f"the interpreter with HTA installed (default: {DEFAULT_HTA_VENV}, created if missing)")
+    ap.add_argument(
+        "--hta-python", help=f"the interpreter with HTA installed (default: {DEFAULT_HTA_VENV}, created if missing)"
+    )
     ap.add_argument("--hta-timeout", type=float, default=1200, help="seconds before a run is killed (every run)")
     ap.add_argument("--hta-max-rss", type=float, default=20, help="GB of tree RSS before a run is killed (every run)")
     args = ap.parse_args()
@@ -573,9 +616,15 @@ def main() -> None:
         entry["events"] = orjson_child.get("events", entry.get("events"))
         results_path.write_text(json.dumps(results, indent=1))
     m = results["machine"]
-    print(f"traceview vs HTA vs orjson; {m['cpus']} CPUs, {m['memory_gb']} GB, Python {m['python']}, polars {m['polars']}, "
-          f"orjson {m['orjson']}" + (f", HTA {m['hta']} (pandas {m['hta_pandas']})" if "hta" in m else "") + f"; median of {args.repeat}")
-    print("wall s: whole fresh process incl. imports; MB: peak RSS summed over the process tree (child + workers), /proc polled every 20 ms")
+    print(
+        f"traceview vs HTA vs orjson; {m['cpus']} CPUs, {m['memory_gb']} GB, Python {m['python']}, polars {m['polars']}, "
+        f"orjson {m['orjson']}"
+        + (f", HTA {m['hta']} (pandas {m['hta_pandas']})" if "hta" in m else "")
+        + f"; median of {args.repeat}"
+    )
+    print(
+        "wall s: whole fresh process incl. imports; MB: peak RSS summed over the process tree (child + workers), /proc polled every 20 ms"
+    )
     print("\n".join(inputs_table(inputs)))
     scaling = scaling_table(inputs)
     if scaling:

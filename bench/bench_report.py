@@ -39,8 +39,10 @@ def measure(label: str, path: Path) -> None:
     page = report_html(trace, doc)
     t3 = time.perf_counter()
     tasks = trace.device_tasks.height
-    print(f"{label:<18} {trace.ranks.height:>5} {tasks:>10,} {t1 - t0:>9.2f} {t2 - t1:>9.2f} {t3 - t2:>8.2f} "
-          f"{t3 - t1:>14.2f} {len(page.encode()) / 1e6:>8.2f}")
+    print(
+        f"{label:<18} {trace.ranks.height:>5} {tasks:>10,} {t1 - t0:>9.2f} {t2 - t1:>9.2f} {t3 - t2:>8.2f} "
+        f"{t3 - t1:>14.2f} {len(page.encode()) / 1e6:>8.2f}"
+    )
 
 
 def main() -> None:
@@ -49,8 +51,10 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--profile", type=Path, action="append", default=[], help="also measure this profile")
     args = ap.parse_args()
-    print(f"{'profile':<18} {'ranks':>5} {'tasks':>10} {'cached s':>9} {'summary s':>9} {'html s':>8} "
-          f"{'after parse s':>14} {'HTML MB':>8}")
+    print(
+        f"{'profile':<18} {'ranks':>5} {'tasks':>10} {'cached s':>9} {'summary s':>9} {'html s':>8} "
+        f"{'after parse s':>14} {'HTML MB':>8}"
+    )
     if DLRM.exists():
         measure("dlrm 8 ranks", DLRM)
     else:

@@ -53,20 +53,60 @@ def write_profile(folder: Path, tasks: int, ranks: int, steps: int = 100) -> Non
                 corr = s * per_step + k + 1
                 dur = 3.0 + (k % 7)
                 nccl = k % 50 == 49
-                ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-                           "ts": round(t - 2.0, 3), "dur": 1.0, "args": {"correlation": corr}})
-                ev.append({"ph": "X", "cat": "kernel",
-                           "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL" if nccl else NAMES[k % len(NAMES)],
-                           "pid": 0, "tid": 20 if nccl else 7, "ts": round(t, 3), "dur": dur * (4 if nccl else 1),
-                           "args": {"stream": 20 if nccl else 7, "device": 0, "correlation": corr}})
+                ev.append(
+                    {
+                        "ph": "X",
+                        "cat": "cuda_runtime",
+                        "name": "cudaLaunchKernel",
+                        "pid": 1,
+                        "tid": 1,
+                        "ts": round(t - 2.0, 3),
+                        "dur": 1.0,
+                        "args": {"correlation": corr},
+                    }
+                )
+                ev.append(
+                    {
+                        "ph": "X",
+                        "cat": "kernel",
+                        "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL" if nccl else NAMES[k % len(NAMES)],
+                        "pid": 0,
+                        "tid": 20 if nccl else 7,
+                        "ts": round(t, 3),
+                        "dur": dur * (4 if nccl else 1),
+                        "args": {"stream": 20 if nccl else 7, "device": 0, "correlation": corr},
+                    }
+                )
                 t += dur + 0.5
-            ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{s}", "pid": 1, "tid": 1,
-                       "ts": round(step_start - 5.0, 3), "dur": round(t - step_start + 10.0, 3)})
-            ev.append({"ph": "X", "cat": "gpu_user_annotation", "name": f"ProfilerStep#{s}", "pid": 0, "tid": 7,
-                       "ts": round(step_start, 3), "dur": round(t - step_start + 1.0, 3)})
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": f"ProfilerStep#{s}",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": round(step_start - 5.0, 3),
+                    "dur": round(t - step_start + 10.0, 3),
+                }
+            )
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "gpu_user_annotation",
+                    "name": f"ProfilerStep#{s}",
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": round(step_start, 3),
+                    "dur": round(t - step_start + 1.0, 3),
+                }
+            )
             t += 50.0
-        doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
-               "distributedInfo": {"backend": "nccl", "rank": r, "world_size": ranks}, "traceEvents": ev}
+        doc = {
+            "schemaVersion": 1,
+            "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
+            "distributedInfo": {"backend": "nccl", "rank": r, "world_size": ranks},
+            "traceEvents": ev,
+        }
         out.write_bytes(gzip.compress(orjson.dumps(doc), compresslevel=1))
 
 
@@ -102,22 +142,29 @@ def main() -> None:
     fig, note = app.traceview_update_timeline("/timeline", "", None, None, 0, trigger="url")
     t_timeline = time.perf_counter() - t0
     print(f"tasks: {trace.device_tasks.height:,} on {trace.ranks.height} ranks")
-    print(f"cached load: {t_load:.2f} s; first page (summary, app, overview callback): {t_first:.2f} s "
-          f"-> ready {t_load + t_first:.2f} s after the cached parse")
+    print(
+        f"cached load: {t_load:.2f} s; first page (summary, app, overview callback): {t_first:.2f} s "
+        f"-> ready {t_load + t_first:.2f} s after the cached parse"
+    )
     print(f"timeline page, first open (sorts the tasks once): {t_timeline:.2f} s; {note}")
 
     step = trace.steps.sort("step").row(50, named=True)
     data = app.traceview_timeline_data()
     origin = data.t0_ns
+
     def zoom(start_ns, end_ns):
         relayout = {"xaxis.range[0]": (start_ns - origin) / 1e6, "xaxis.range[1]": (end_ns - origin) / 1e6}
         return app.traceview_update_timeline("/timeline", "", relayout, None, 0, trigger="tl-graph")
+
     t_step, (f_step, n_step) = timed(lambda: zoom(step["device_start_ns"], step["device_end_ns"]))
     t_ms, (f_ms, n_ms) = timed(lambda: zoom(step["device_start_ns"], step["device_start_ns"] + 1_000_000))
-    t_full, (f_full, n_full) = timed(lambda: app.traceview_update_timeline("/timeline", "", None, None, 1, trigger="tl-reset"))
+    t_full, (f_full, n_full) = timed(
+        lambda: app.traceview_update_timeline("/timeline", "", None, None, 1, trigger="tl-reset")
+    )
 
     def raw_points(fig):
         return sum(len(t.x) for t in fig.data if getattr(t, "type", "") == "scattergl" and t.x is not None) // 3
+
     print(f"zoom to one step: {t_step * 1000:.0f} ms ({n_step}; {raw_points(f_step):,} raw tasks sent)")
     print(f"zoom to 1 ms: {t_ms * 1000:.0f} ms ({n_ms}; {raw_points(f_ms):,} raw tasks sent)")
     print(f"full window: {t_full * 1000:.0f} ms ({n_full})")

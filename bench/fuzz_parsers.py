@@ -145,8 +145,25 @@ def byte_insert(rnd, data, other):
     b = bytearray(data)
     for _ in range(rnd.randint(1, 8)):
         i = rnd.randint(0, len(b))
-        chunk = rnd.choice([bytes([rnd.randrange(256)]), b"{", b"}", b"[", b"]", b",", b'"', b":", b"\\",
-                            b"\x00", b"\xff\xfe", b"\xed\xa0\x80", b"-", b"e999", b"0" * rnd.randint(1, 40)])
+        chunk = rnd.choice(
+            [
+                bytes([rnd.randrange(256)]),
+                b"{",
+                b"}",
+                b"[",
+                b"]",
+                b",",
+                b'"',
+                b":",
+                b"\\",
+                b"\x00",
+                b"\xff\xfe",
+                b"\xed\xa0\x80",
+                b"-",
+                b"e999",
+                b"0" * rnd.randint(1, 40),
+            ]
+        )
         b[i:i] = chunk
     return bytes(b)
 
@@ -170,8 +187,24 @@ def splice(rnd, data, other):
 
 def replace_token(rnd, data, other):
     """Swap a number or a quoted word for an odd token (NaN, Infinity, huge, negative, text)."""
-    tokens = [b"NaN", b"Infinity", b"-Infinity", b"1e309", b"-1e309", b"9" * 30, b"-1", b"null", b"true",
-              b'"x"', b"[]", b"{}", b"1.7e12", b"18446744073709551616", b"-0.0", b"0x1F"]
+    tokens = [
+        b"NaN",
+        b"Infinity",
+        b"-Infinity",
+        b"1e309",
+        b"-1e309",
+        b"9" * 30,
+        b"-1",
+        b"null",
+        b"true",
+        b'"x"',
+        b"[]",
+        b"{}",
+        b"1.7e12",
+        b"18446744073709551616",
+        b"-0.0",
+        b"0x1F",
+    ]
     b = bytearray(data)
     for _ in range(rnd.randint(1, 6)):
         if not b:
@@ -190,15 +223,54 @@ BYTE_MUTATORS = [bit_flips, byte_insert, byte_delete, truncate, splice, replace_
 # JSON-level mutations (on the parsed document of a Kineto seed).
 
 FIELDS = ["ts", "dur", "name", "args", "pid", "tid", "ph", "cat", "id"]
-ARG_KEYS = ["stream", "correlation", "External id", "device", "bytes", "grid", "block", "Input Dims",
-            "Collective name", "In msg nelems", "Group size", "dtype", "Process Group Ranks"]
+ARG_KEYS = [
+    "stream",
+    "correlation",
+    "External id",
+    "device",
+    "bytes",
+    "grid",
+    "block",
+    "Input Dims",
+    "Collective name",
+    "In msg nelems",
+    "Group size",
+    "dtype",
+    "Process Group Ranks",
+]
 
 
 def odd_value(rnd: random.Random, depth: int = 0):
     choices = [
-        None, True, False, "", "x" * rnd.randint(1, 2000), "12.5", "1e400", "NaN", "\u0000", "\ud800",
-        0, -1, 2**63, -(2**63) - 1, 2**64 + 7, 10**30, 1e308, -1e308, 1.7e15, 9.2e12, 0.5, -0.0,
-        float("nan"), float("inf"), float("-inf"), [], {}, [1, 2], {"a": 1},
+        None,
+        True,
+        False,
+        "",
+        "x" * rnd.randint(1, 2000),
+        "12.5",
+        "1e400",
+        "NaN",
+        "\u0000",
+        "\ud800",
+        0,
+        -1,
+        2**63,
+        -(2**63) - 1,
+        2**64 + 7,
+        10**30,
+        1e308,
+        -1e308,
+        1.7e15,
+        9.2e12,
+        0.5,
+        -0.0,
+        float("nan"),
+        float("inf"),
+        float("-inf"),
+        [],
+        {},
+        [1, 2],
+        {"a": 1},
     ]
     v = rnd.choice(choices)
     if depth < 2 and rnd.random() < 0.1:
@@ -212,20 +284,37 @@ def json_mutate(rnd: random.Random, doc, bare: bool = False) -> bytes:
     events = doc.get("traceEvents") if isinstance(doc, dict) else None
     deep_token = None
     for _ in range(rnd.randint(1, 8)):
-        what = rnd.choice(["field", "field", "field", "arg", "drop", "drop_event", "dup_event", "header",
-                           "deep", "events_type", "swap_ph"])
+        what = rnd.choice(
+            [
+                "field",
+                "field",
+                "field",
+                "arg",
+                "drop",
+                "drop_event",
+                "dup_event",
+                "header",
+                "deep",
+                "events_type",
+                "swap_ph",
+            ]
+        )
         if what == "header" and isinstance(doc, dict):
-            key = rnd.choice(["distributedInfo", "deviceProperties", "schemaVersion", "traceEvents", "baseTimeNanoseconds"])
+            key = rnd.choice(
+                ["distributedInfo", "deviceProperties", "schemaVersion", "traceEvents", "baseTimeNanoseconds"]
+            )
             if rnd.random() < 0.3:
                 doc.pop(key, None)
             else:
-                doc[key] = odd_value(rnd) if key != "distributedInfo" else rnd.choice(
-                    [odd_value(rnd), {"rank": odd_value(rnd), "world_size": odd_value(rnd)}])
+                doc[key] = (
+                    odd_value(rnd)
+                    if key != "distributedInfo"
+                    else rnd.choice([odd_value(rnd), {"rank": odd_value(rnd), "world_size": odd_value(rnd)}])
+                )
             events = doc.get("traceEvents")
             continue
         if what == "events_type" and isinstance(doc, dict):
-            doc["traceEvents"] = rnd.choice([odd_value(rnd), [odd_value(rnd) for _ in range(5)],
-                                             {"0": events}])
+            doc["traceEvents"] = rnd.choice([odd_value(rnd), [odd_value(rnd) for _ in range(5)], {"0": events}])
             events = doc["traceEvents"]
             continue
         if not isinstance(events, list) or not events:
@@ -282,16 +371,36 @@ def csv_mutate(rnd: random.Random, text: str) -> str:
             cells = lines[i].rstrip("\r\n").split(",")
             j = rnd.randrange(len(cells))
             if what == "drop_col":
-                lines = [",".join(c for k, c in enumerate(line.rstrip("\r\n").split(",")) if k != j) + "\n"
-                         for line in lines]
+                lines = [
+                    ",".join(c for k, c in enumerate(line.rstrip("\r\n").split(",")) if k != j) + "\n" for line in lines
+                ]
             elif what == "header":
                 cells = lines[0].rstrip("\r\n").split(",")
                 cells[rnd.randrange(len(cells))] = rnd.choice(["", "Step Id", "Name", "x", "Start Time(us)"])
                 lines[0] = ",".join(cells) + "\n"
             else:
-                cells[j] = rnd.choice(["", "N/A", "nan", "inf", "-inf", "-1", "1e400", "x", '"', '"a,b"',
-                                       "18446744073709551616", "1767225988120028.2350000001", "\t", " 12 ",
-                                       "-1767225988120028.235", "0", "\x00", str(rnd.random() * 1e18)])
+                cells[j] = rnd.choice(
+                    [
+                        "",
+                        "N/A",
+                        "nan",
+                        "inf",
+                        "-inf",
+                        "-1",
+                        "1e400",
+                        "x",
+                        '"',
+                        '"a,b"',
+                        "18446744073709551616",
+                        "1767225988120028.2350000001",
+                        "\t",
+                        " 12 ",
+                        "-1767225988120028.235",
+                        "0",
+                        "\x00",
+                        str(rnd.random() * 1e18),
+                    ]
+                )
                 lines[i] = ",".join(cells) + "\n"
     return "".join(lines)
 
@@ -429,8 +538,10 @@ def main(argv=None) -> int:
     print()
     print("| seed | cases | ok | clean errors | bugs | seconds | cases/s |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
-    print(f"| {args.seed} | {n} | {counts['ok']} | {counts['clean']} | {counts['bug']} | {elapsed:.0f} | "
-          f"{n / elapsed if elapsed else 0:.1f} |")
+    print(
+        f"| {args.seed} | {n} | {counts['ok']} | {counts['clean']} | {counts['bug']} | {elapsed:.0f} | "
+        f"{n / elapsed if elapsed else 0:.1f} |"
+    )
     if bugs:
         print(f"\n{len(bugs)} bug(s):")
         for i, desc, first in bugs:

@@ -31,7 +31,13 @@ def run_orjson(folder: Path, cache: str | None) -> dict:
     events = 0
     for path in files:
         events += len(orjson.loads(path.read_bytes())["traceEvents"])
-    return {"import_s": t1 - t0, "load_s": time.perf_counter() - t1, "analysis_s": 0.0, "files": len(files), "events": events}
+    return {
+        "import_s": t1 - t0,
+        "load_s": time.perf_counter() - t1,
+        "analysis_s": 0.0,
+        "files": len(files),
+        "events": events,
+    }
 
 
 def run_traceview(folder: Path, cache: str | None) -> dict:
@@ -46,8 +52,13 @@ def run_traceview(folder: Path, cache: str | None) -> dict:
     build_summary(trace)
     t3 = time.perf_counter()
     return {
-        "import_s": t1 - t0, "load_s": t2 - t1, "analysis_s": t3 - t2, "module": tv.__file__,
-        "ranks": trace.ranks.height, "tasks": trace.device_tasks.height, "failures": len(trace.failures),
+        "import_s": t1 - t0,
+        "load_s": t2 - t1,
+        "analysis_s": t3 - t2,
+        "module": tv.__file__,
+        "ranks": trace.ranks.height,
+        "tasks": trace.device_tasks.height,
+        "failures": len(trace.failures),
     }
 
 
@@ -63,8 +74,11 @@ def run_hta(folder: Path, cache: str | None) -> dict:
     t3 = time.perf_counter()
     traces = analysis.t.traces
     return {
-        "import_s": t1 - t0, "load_s": t2 - t1, "analysis_s": t3 - t2,
-        "ranks": len(traces), "rows": sum(len(df) for df in traces.values()),
+        "import_s": t1 - t0,
+        "load_s": t2 - t1,
+        "analysis_s": t3 - t2,
+        "ranks": len(traces),
+        "rows": sum(len(df) for df in traces.values()),
         "comm_comp_overlap_pctg": overlap.to_dict("list"),
         "temporal_breakdown": breakdown.to_dict("list"),
     }

@@ -25,8 +25,13 @@ from traceview.safe_text import one_line
 TIMELINE_PATH = "/timeline"
 # the widgets whose values live in the query string, and the property holding each value
 FILTER_WIDGETS = {
-    "rank-select": "value", "step-select": "value", "tl-compare-a": "value", "tl-compare-b": "value",
-    "class-select": "value", "name-search": "value", "tl-host": "value",
+    "rank-select": "value",
+    "step-select": "value",
+    "tl-compare-a": "value",
+    "tl-compare-b": "value",
+    "class-select": "value",
+    "name-search": "value",
+    "tl-host": "value",
 }
 TABLE_TOP = 50  # kernels per rank in the table (the CLI's --top defaults to 10)
 
@@ -85,8 +90,14 @@ def is_timeline(pathname: str | None) -> bool:
     return (pathname or "/").rstrip("/").endswith(TIMELINE_PATH)
 
 
-def make_query(ranks: list[int] | None, step: int | None, compare: list[int | None] | None = None,
-               classes: list[str] | None = None, query: str | None = None, host: bool = False) -> str:
+def make_query(
+    ranks: list[int] | None,
+    step: int | None,
+    compare: list[int | None] | None = None,
+    classes: list[str] | None = None,
+    query: str | None = None,
+    host: bool = False,
+) -> str:
     """The query string of a view (the inverse of `parse_query`, `parse_compare`, `parse_filters`)."""
     params = {}
     if ranks:
@@ -122,10 +133,20 @@ def _header(trace, summary: dict) -> html.Header:
 def _findings(summary: dict) -> html.Div:
     """Straggler, long steps, warnings and failed ranks as visible lists (text only)."""
     items = [
-        html.Li([html.Strong(f["severity"], className=f"sev-{f['severity']}",
-                             style={"color": SEVERITY_COLORS.get(f["severity"], "#111827")}),
-                 " ", one_line(f["message"]), html.Br(), html.Span(one_line(f["advice"]), style={"color": "#4b5563"})],
-                className="finding-rule")
+        html.Li(
+            [
+                html.Strong(
+                    f["severity"],
+                    className=f"sev-{f['severity']}",
+                    style={"color": SEVERITY_COLORS.get(f["severity"], "#111827")},
+                ),
+                " ",
+                one_line(f["message"]),
+                html.Br(),
+                html.Span(one_line(f["advice"]), style={"color": "#4b5563"}),
+            ],
+            className="finding-rule",
+        )
         for f in summary.get("findings") or []
     ]
     straggler = figures.straggler_line(summary)
@@ -134,11 +155,15 @@ def _findings(summary: dict) -> html.Div:
     items += [html.Li(line) for line in figures.long_step_lines(summary)]
     children = [html.H3("Findings"), html.Ul(items or [html.Li("No straggler or long step found.")])]
     if summary.get("failures"):
-        children += [html.H4("Failed ranks", style={"color": "#b91c1c"}),
-                     html.Ul([html.Li(one_line(line)) for line in summary["failures"]], id="failures")]
+        children += [
+            html.H4("Failed ranks", style={"color": "#b91c1c"}),
+            html.Ul([html.Li(one_line(line)) for line in summary["failures"]], id="failures"),
+        ]
     if summary.get("warnings"):
-        children += [html.H4("Warnings", style={"color": "#b45309"}),
-                     html.Ul([html.Li(one_line(line)) for line in summary["warnings"]], id="warnings")]
+        children += [
+            html.H4("Warnings", style={"color": "#b45309"}),
+            html.Ul([html.Li(one_line(line)) for line in summary["warnings"]], id="warnings"),
+        ]
     return html.Div(children, id="findings")
 
 
@@ -152,13 +177,26 @@ def _throughput(summary: dict) -> html.Div:
     def cell(value, fmt):
         return "-" if value is None else format(value, fmt)
 
-    body = [html.Tr([html.Td(r["step"]), html.Td(cell(figures.ms(r["step_time_us"]), ",.3f")),
-                     html.Td(cell(r.get("tokens_per_s_per_device"), ",.0f")),
-                     html.Td(cell(r.get("model_tflops_per_device"), ",.1f")), html.Td(cell(r.get("peak_tflops"), ",.0f")),
-                     html.Td(cell(None if r.get("mfu_frac") is None else r["mfu_frac"] * 100, ".1f"))]) for r in rows]
+    body = [
+        html.Tr(
+            [
+                html.Td(r["step"]),
+                html.Td(cell(figures.ms(r["step_time_us"]), ",.3f")),
+                html.Td(cell(r.get("tokens_per_s_per_device"), ",.0f")),
+                html.Td(cell(r.get("model_tflops_per_device"), ",.1f")),
+                html.Td(cell(r.get("peak_tflops"), ",.0f")),
+                html.Td(cell(None if r.get("mfu_frac") is None else r["mfu_frac"] * 100, ".1f")),
+            ]
+        )
+        for r in rows
+    ]
     source = next((r.get("peak_source") for r in rows if r.get("peak_source")), None)
-    children = [html.H3("Throughput"), html.Table([html.Thead(html.Tr([html.Th(h) for h in head])), html.Tbody(body)],
-                                                  style={"borderSpacing": "16px 2px"})]
+    children = [
+        html.H3("Throughput"),
+        html.Table(
+            [html.Thead(html.Tr([html.Th(h) for h in head])), html.Tbody(body)], style={"borderSpacing": "16px 2px"}
+        ),
+    ]
     if source:
         children.append(html.P(f"Peak: {source} (dense bf16).", style={"color": "#4b5563"}))
     check = next((r["check"] for r in rows if r.get("check")), None)
@@ -190,8 +228,9 @@ def step_classes(trace, step: int) -> dict:
     return {"ranks": [{"rank": r, "compute_classes": per_rank.get(r, [])} for r in trace.ranks["rank"].to_list()]}
 
 
-def kernel_rows(trace, ranks: list[int] | None, step: int | None = None, classes: list[str] | None = None,
-                query: str | None = None) -> list[dict]:
+def kernel_rows(
+    trace, ranks: list[int] | None, step: int | None = None, classes: list[str] | None = None, query: str | None = None
+) -> list[dict]:
     """Top kernels per rank (of `step` when given) from the memoised `Trace.top_kernels` (same
     function as the summary); only `classes` and names containing `query` (case-insensitive) when given."""
     if step is None:
@@ -206,11 +245,17 @@ def kernel_rows(trace, ranks: list[int] | None, step: int | None = None, classes
     for row in frame.to_dicts():
         if ranks is not None and row["rank"] not in ranks:
             continue
-        rows.append({
-            "rank": row["rank"], "name": one_line(row["name"]), "class": one_line(row["class"]), "count": row["count"],
-            "total_ms": round(row["total_us"] / 1000.0, 6), "mean_us": round(row["mean_us"], 3),
-            "share_pct": round(row["share"] * 100.0, 4),
-        })
+        rows.append(
+            {
+                "rank": row["rank"],
+                "name": one_line(row["name"]),
+                "class": one_line(row["class"]),
+                "count": row["count"],
+                "total_ms": round(row["total_us"] / 1000.0, 6),
+                "mean_us": round(row["mean_us"], 3),
+                "share_pct": round(row["share"] * 100.0, 4),
+            }
+        )
     return rows
 
 
@@ -225,8 +270,9 @@ def guarded(callback):
         except dash.exceptions.PreventUpdate:
             raise
         except Exception as exc:  # noqa: BLE001 - inputs come from the network: any of them can be wrong
-            log.warning("%s: ignored inputs it cannot use (%s: %s)", callback.__name__, type(exc).__name__,
-                        str(exc)[:200])
+            log.warning(
+                "%s: ignored inputs it cannot use (%s: %s)", callback.__name__, type(exc).__name__, str(exc)[:200]
+            )
             raise dash.exceptions.PreventUpdate from None
 
     return run
@@ -236,8 +282,9 @@ def create_app(trace, summary: dict) -> dash.Dash:
     """The dashboard of one loaded profile; `summary` is `build_summary(trace)`."""
     rank_ids = [r["rank"] for r in summary["ranks"]]
     step_ids = sorted({s["step"] for r in summary["ranks"] for s in r["steps"]})
-    app = dash.Dash(__name__, serve_locally=True, title="traceview", update_title=None,
-                    suppress_callback_exceptions=False)
+    app = dash.Dash(
+        __name__, serve_locally=True, title="traceview", update_title=None, suppress_callback_exceptions=False
+    )
     graph = {"displaylogo": False}
     rank_options = [{"label": f"rank {r}", "value": r} for r in rank_ids]
     classes = sorted({c["class"] for r in summary["ranks"] for c in r["compute_classes"]})
@@ -268,86 +315,171 @@ def create_app(trace, summary: dict) -> dash.Dash:
         return memo[key]
 
     app.traceview_timeline_data = timeline_data
-    overview = html.Div(id="page-overview", children=[
-        _findings(summary),
-        _throughput(summary),
-        dcc.Graph(id="fig-breakdown", config=graph),
-        dcc.Graph(id="fig-step-time", config=graph),
-        dcc.Graph(id="fig-heatmap", config=graph),
-        dcc.Graph(id="fig-classes", config=graph),
-        html.H3("Top kernels (whole trace)", id="kernel-title"),
-        dash_table.DataTable(
-            id="kernel-table", columns=KERNEL_COLUMNS, data=[], sort_action="native", filter_action="native",
-            page_size=20, sort_by=[{"column_id": "total_ms", "direction": "desc"}],
-            style_cell={"fontFamily": FONT, "fontSize": "13px", "textAlign": "left", "maxWidth": "600px",
-                        "overflow": "hidden", "textOverflow": "ellipsis"},
-            style_data_conditional=[{"if": {"filter_query": f'{{class}} = "{c}"', "column_id": "class"},
-                                     "color": class_color(c)} for c in classes],
-            tooltip_duration=None,
-        ),
-    ])
-    timeline_page = html.Div(id="page-timeline", style={"display": "none"}, children=[
-        html.Div(style={"display": "flex", "gap": "20px", "alignItems": "flex-end", "maxWidth": "900px",
-                        "marginTop": "10px"}, children=[
-            html.Div(style={"flex": "1"}, children=[
-                html.Label("Jump to step", htmlFor="tl-step"),
-                dcc.Dropdown(id="tl-step", options=[{"label": f"step {s}", "value": s} for s in step_ids],
-                             placeholder="pick a step"),
-            ]),
-            html.Div(style={"flex": "1"}, children=[
-                html.Label("Compare rank", htmlFor="tl-compare-a"),
-                dcc.Dropdown(id="tl-compare-a", options=rank_options, placeholder="rank (top)"),
-            ]),
-            html.Div(style={"flex": "1"}, children=[
-                html.Label("with rank", htmlFor="tl-compare-b"),
-                dcc.Dropdown(id="tl-compare-b", options=rank_options, placeholder="rank (below)"),
-            ]),
-            dcc.Checklist(id="tl-host", options=[{"label": " host threads", "value": "host"}], value=[]),
-            html.Button("Reset view", id="tl-reset", n_clicks=0),
-        ]),
-        html.P(id="tl-note", style={"color": "#4b5563"}),
-        dcc.Graph(id="tl-graph", config={**graph, "scrollZoom": True}),
-        dcc.Store(id="tl-window"),
-        html.H3("Task details"),
-        html.Div(id="tl-details"),
-    ])
-    app.layout = html.Div([
-        dcc.Location(id="url", refresh=False),
-        _header(trace, summary),
-        html.Div(style={"display": "flex"}, children=[
-            html.Nav(style=STYLE_NAV, children=[
-                html.Div(dcc.Link("Overview", href="/", id="nav-overview")),
-                html.Div(dcc.Link("Timeline", href=TIMELINE_PATH, id="nav-timeline"), style={"marginTop": "8px"}),
-            ]),
-            html.Main(style=STYLE_MAIN, children=[
-                html.H2("Overview", id="page-title"),
-                html.Div(style={"display": "flex", "gap": "20px", "maxWidth": "1200px"}, children=[
-                    html.Div(style={"flex": "1"}, children=[
-                        html.Label("Ranks", htmlFor="rank-select"),
-                        dcc.Dropdown(id="rank-select", options=rank_options,
-                                     multi=True, placeholder="all ranks"),
-                    ]),
-                    html.Div(style={"flex": "1"}, id="step-filter", children=[
-                        html.Label("Step", htmlFor="step-select"),
-                        dcc.Dropdown(id="step-select", options=[{"label": f"step {s}", "value": s} for s in step_ids],
-                                     placeholder="all steps"),
-                    ]),
-                    html.Div(style={"flex": "1"}, children=[
-                        html.Label("Classes", htmlFor="class-select"),
-                        dcc.Dropdown(id="class-select", options=[{"label": c, "value": c} for c in classes],
-                                     multi=True, placeholder="all classes"),
-                    ]),
-                    html.Div(style={"flex": "1"}, children=[
-                        html.Label("Kernel name contains", htmlFor="name-search"),
-                        dcc.Input(id="name-search", type="search", debounce=True, placeholder="e.g. gemm",
-                                  style={"width": "100%", "height": "34px"}),
-                    ]),
-                ]),
-                overview,
-                timeline_page,
-            ]),
-        ]),
-    ])
+    overview = html.Div(
+        id="page-overview",
+        children=[
+            _findings(summary),
+            _throughput(summary),
+            dcc.Graph(id="fig-breakdown", config=graph),
+            dcc.Graph(id="fig-step-time", config=graph),
+            dcc.Graph(id="fig-heatmap", config=graph),
+            dcc.Graph(id="fig-classes", config=graph),
+            html.H3("Top kernels (whole trace)", id="kernel-title"),
+            dash_table.DataTable(
+                id="kernel-table",
+                columns=KERNEL_COLUMNS,
+                data=[],
+                sort_action="native",
+                filter_action="native",
+                page_size=20,
+                sort_by=[{"column_id": "total_ms", "direction": "desc"}],
+                style_cell={
+                    "fontFamily": FONT,
+                    "fontSize": "13px",
+                    "textAlign": "left",
+                    "maxWidth": "600px",
+                    "overflow": "hidden",
+                    "textOverflow": "ellipsis",
+                },
+                style_data_conditional=[
+                    {"if": {"filter_query": f'{{class}} = "{c}"', "column_id": "class"}, "color": class_color(c)}
+                    for c in classes
+                ],
+                tooltip_duration=None,
+            ),
+        ],
+    )
+    timeline_page = html.Div(
+        id="page-timeline",
+        style={"display": "none"},
+        children=[
+            html.Div(
+                style={
+                    "display": "flex",
+                    "gap": "20px",
+                    "alignItems": "flex-end",
+                    "maxWidth": "900px",
+                    "marginTop": "10px",
+                },
+                children=[
+                    html.Div(
+                        style={"flex": "1"},
+                        children=[
+                            html.Label("Jump to step", htmlFor="tl-step"),
+                            dcc.Dropdown(
+                                id="tl-step",
+                                options=[{"label": f"step {s}", "value": s} for s in step_ids],
+                                placeholder="pick a step",
+                            ),
+                        ],
+                    ),
+                    html.Div(
+                        style={"flex": "1"},
+                        children=[
+                            html.Label("Compare rank", htmlFor="tl-compare-a"),
+                            dcc.Dropdown(id="tl-compare-a", options=rank_options, placeholder="rank (top)"),
+                        ],
+                    ),
+                    html.Div(
+                        style={"flex": "1"},
+                        children=[
+                            html.Label("with rank", htmlFor="tl-compare-b"),
+                            dcc.Dropdown(id="tl-compare-b", options=rank_options, placeholder="rank (below)"),
+                        ],
+                    ),
+                    dcc.Checklist(id="tl-host", options=[{"label": " host threads", "value": "host"}], value=[]),
+                    html.Button("Reset view", id="tl-reset", n_clicks=0),
+                ],
+            ),
+            html.P(id="tl-note", style={"color": "#4b5563"}),
+            dcc.Graph(id="tl-graph", config={**graph, "scrollZoom": True}),
+            dcc.Store(id="tl-window"),
+            html.H3("Task details"),
+            html.Div(id="tl-details"),
+        ],
+    )
+    app.layout = html.Div(
+        [
+            dcc.Location(id="url", refresh=False),
+            _header(trace, summary),
+            html.Div(
+                style={"display": "flex"},
+                children=[
+                    html.Nav(
+                        style=STYLE_NAV,
+                        children=[
+                            html.Div(dcc.Link("Overview", href="/", id="nav-overview")),
+                            html.Div(
+                                dcc.Link("Timeline", href=TIMELINE_PATH, id="nav-timeline"), style={"marginTop": "8px"}
+                            ),
+                        ],
+                    ),
+                    html.Main(
+                        style=STYLE_MAIN,
+                        children=[
+                            html.H2("Overview", id="page-title"),
+                            html.Div(
+                                style={"display": "flex", "gap": "20px", "maxWidth": "1200px"},
+                                children=[
+                                    html.Div(
+                                        style={"flex": "1"},
+                                        children=[
+                                            html.Label("Ranks", htmlFor="rank-select"),
+                                            dcc.Dropdown(
+                                                id="rank-select",
+                                                options=rank_options,
+                                                multi=True,
+                                                placeholder="all ranks",
+                                            ),
+                                        ],
+                                    ),
+                                    html.Div(
+                                        style={"flex": "1"},
+                                        id="step-filter",
+                                        children=[
+                                            html.Label("Step", htmlFor="step-select"),
+                                            dcc.Dropdown(
+                                                id="step-select",
+                                                options=[{"label": f"step {s}", "value": s} for s in step_ids],
+                                                placeholder="all steps",
+                                            ),
+                                        ],
+                                    ),
+                                    html.Div(
+                                        style={"flex": "1"},
+                                        children=[
+                                            html.Label("Classes", htmlFor="class-select"),
+                                            dcc.Dropdown(
+                                                id="class-select",
+                                                options=[{"label": c, "value": c} for c in classes],
+                                                multi=True,
+                                                placeholder="all classes",
+                                            ),
+                                        ],
+                                    ),
+                                    html.Div(
+                                        style={"flex": "1"},
+                                        children=[
+                                            html.Label("Kernel name contains", htmlFor="name-search"),
+                                            dcc.Input(
+                                                id="name-search",
+                                                type="search",
+                                                debounce=True,
+                                                placeholder="e.g. gemm",
+                                                style={"width": "100%", "height": "34px"},
+                                            ),
+                                        ],
+                                    ),
+                                ],
+                            ),
+                            overview,
+                            timeline_page,
+                        ],
+                    ),
+                ],
+            ),
+        ]
+    )
 
     def sync_filters(search, ranks, step, compare_a=None, compare_b=None, picked_classes=None, name=None, host=None):
         """URL <-> filter widgets: the URL wins on page load, the widgets when the user picks."""
@@ -357,8 +489,16 @@ def create_app(trace, summary: dict) -> dash.Dash:
         picked, picked_step = parse_query(search, rank_ids, step_ids)
         compare = parse_compare(search, rank_ids) + [None, None]
         picked_classes, name, host = parse_filters(search, classes)
-        return (dash.no_update, picked or [], picked_step, compare[0], compare[1], picked_classes or [], name or "",
-                ["host"] if host else [])
+        return (
+            dash.no_update,
+            picked or [],
+            picked_step,
+            compare[0],
+            compare[1],
+            picked_classes or [],
+            name or "",
+            ["host"] if host else [],
+        )
 
     def update_overview(search):
         """Figures and table rows for the filters in the query string `search` (a selected step
@@ -369,8 +509,12 @@ def create_app(trace, summary: dict) -> dash.Dash:
         window = "whole trace" if step is None else f"step {step}"
         per_class = summary if step is None else step_classes(trace, step)
         if picked_classes:
-            per_class = {"ranks": [{**r, "compute_classes": [c for c in r["compute_classes"] if c["class"] in picked_classes]}
-                                   for r in per_class["ranks"]]}
+            per_class = {
+                "ranks": [
+                    {**r, "compute_classes": [c for c in r["compute_classes"] if c["class"] in picked_classes]}
+                    for r in per_class["ranks"]
+                ]
+            }
         return (
             figures.step_breakdown_figure(summary, ranks, steps),
             figures.step_time_figure(summary, ranks, selected_step=step),
@@ -381,12 +525,18 @@ def create_app(trace, summary: dict) -> dash.Dash:
         )
 
     app.callback(
-        Output("url", "search"), *[Output(w, p) for w, p in FILTER_WIDGETS.items()],
-        Input("url", "search"), *[Input(w, p) for w, p in FILTER_WIDGETS.items()],
+        Output("url", "search"),
+        *[Output(w, p) for w, p in FILTER_WIDGETS.items()],
+        Input("url", "search"),
+        *[Input(w, p) for w, p in FILTER_WIDGETS.items()],
     )(guarded(sync_filters))
     app.callback(
-        Output("fig-breakdown", "figure"), Output("fig-step-time", "figure"), Output("fig-heatmap", "figure"),
-        Output("fig-classes", "figure"), Output("kernel-table", "data"), Output("kernel-title", "children"),
+        Output("fig-breakdown", "figure"),
+        Output("fig-step-time", "figure"),
+        Output("fig-heatmap", "figure"),
+        Output("fig-classes", "figure"),
+        Output("kernel-table", "data"),
+        Output("kernel-title", "children"),
         Input("url", "search"),
     )(guarded(update_overview))
     app.traceview_update_overview = update_overview  # the plain function, for tests and reports
@@ -396,10 +546,12 @@ def create_app(trace, summary: dict) -> dash.Dash:
         on_timeline = is_timeline(pathname)
         hidden, shown = {"display": "none"}, {}
         return (
-            hidden if on_timeline else shown, shown if on_timeline else hidden,
+            hidden if on_timeline else shown,
+            shown if on_timeline else hidden,
             {"flex": "1", "display": "none"} if on_timeline else {"flex": "1"},
             "Timeline" if on_timeline else "Overview",
-            "/" + (search or ""), TIMELINE_PATH + (search or ""),
+            "/" + (search or ""),
+            TIMELINE_PATH + (search or ""),
         )
 
     def update_timeline(pathname, search, relayout, jump_step, reset_clicks, trigger=None):
@@ -448,7 +600,9 @@ def create_app(trace, summary: dict) -> dash.Dash:
             fig, note, _ = stacked_figure(panels, *window, ui_key=ui_key)
         if picked_classes or name:
             note += " · filtered: " + ", ".join(
-                ([f"classes {', '.join(picked_classes)}"] if picked_classes else []) + ([f"name contains {name!r}"] if name else []))
+                ([f"classes {', '.join(picked_classes)}"] if picked_classes else [])
+                + ([f"name contains {name!r}"] if name else [])
+            )
         return fig, note
 
     def timeline_callback(pathname, search, relayout, jump_step, reset_clicks):
@@ -467,16 +621,26 @@ def create_app(trace, summary: dict) -> dash.Dash:
         return timeline_data().details(key if isinstance(key, str) else None)
 
     app.callback(
-        Output("page-overview", "style"), Output("page-timeline", "style"), Output("step-filter", "style"),
-        Output("page-title", "children"), Output("nav-overview", "href"), Output("nav-timeline", "href"),
-        Input("url", "pathname"), Input("url", "search"),
+        Output("page-overview", "style"),
+        Output("page-timeline", "style"),
+        Output("step-filter", "style"),
+        Output("page-title", "children"),
+        Output("nav-overview", "href"),
+        Output("nav-timeline", "href"),
+        Input("url", "pathname"),
+        Input("url", "search"),
     )(guarded(show_page))
     # In the browser: only relayouts that move x reach the server (module constant X_MOVES_JS).
     app.clientside_callback(X_MOVES_JS, Output("tl-window", "data"), Input("tl-graph", "relayoutData"))
     app.callback(
-        Output("tl-graph", "figure"), Output("tl-note", "children"), Output("tl-step", "value"),
-        Input("url", "pathname"), Input("url", "search"), Input("tl-window", "data"),
-        Input("tl-step", "value"), Input("tl-reset", "n_clicks"),
+        Output("tl-graph", "figure"),
+        Output("tl-note", "children"),
+        Output("tl-step", "value"),
+        Input("url", "pathname"),
+        Input("url", "search"),
+        Input("tl-window", "data"),
+        Input("tl-step", "value"),
+        Input("tl-reset", "n_clicks"),
     )(guarded(timeline_callback))
     app.callback(Output("tl-details", "children"), Input("tl-graph", "clickData"))(guarded(timeline_details))
     app.traceview_update_timeline = update_timeline

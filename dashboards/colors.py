@@ -48,8 +48,22 @@ HOST_COLORS: dict[str, str] = {  # host-thread lanes of the timeline, by host ev
 }
 
 RANK_COLORS: list[str] = [
-    "#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#EECA3B", "#B279A2", "#FF9DA6",
-    "#9D755D", "#BAB0AC", "#1F77B4", "#2CA02C", "#9467BD", "#8C564B", "#E377C2", "#17BECF",
+    "#4C78A8",
+    "#F58518",
+    "#54A24B",
+    "#E45756",
+    "#72B7B2",
+    "#EECA3B",
+    "#B279A2",
+    "#FF9DA6",
+    "#9D755D",
+    "#BAB0AC",
+    "#1F77B4",
+    "#2CA02C",
+    "#9467BD",
+    "#8C564B",
+    "#E377C2",
+    "#17BECF",
 ]
 LONG_STEP_COLOR = "#D62728"
 

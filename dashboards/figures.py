@@ -37,10 +37,12 @@ def select_steps(rank: dict, steps: Iterable[int] | None = None) -> list[dict]:
 
 def _layout(fig: go.Figure, title: str, **kwargs) -> go.Figure:
     fig.update_layout(
-        title=dict(text=title, y=0.98, yanchor="top"), template="plotly_white",
+        title=dict(text=title, y=0.98, yanchor="top"),
+        template="plotly_white",
         margin=dict(l=60, r=20, t=90, b=50),
         # the legend sits between the title and the plot, never over the title
-        legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0), **kwargs,
+        legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0),
+        **kwargs,
     )
     return fig
 
@@ -73,13 +75,21 @@ def step_breakdown_figure(summary: dict, ranks=None, steps=None, max_ranks: int 
         else:
             y = [ms(s[f"{term}_us"]) for _, s in rows]
         fig.add_bar(
-            name=TERM_LABELS[term], x=x, y=y, marker_color=TERM_COLORS[term], meta=term,
+            name=TERM_LABELS[term],
+            x=x,
+            y=y,
+            marker_color=TERM_COLORS[term],
+            meta=term,
             hovertemplate="%{x}<br>" + TERM_LABELS[term] + ": %{y:.3f} ms<extra></extra>",
         )
     bubble = [ms(s["bubble_us"]) for _, s in rows]
     if any(b for b in bubble):
         fig.add_scatter(
-            name=TERM_LABELS["bubble"], x=x, y=bubble, mode="markers", meta="bubble",
+            name=TERM_LABELS["bubble"],
+            x=x,
+            y=bubble,
+            mode="markers",
+            meta="bubble",
             marker=dict(color=TERM_COLORS["bubble"], symbol="diamond", size=10),
             hovertemplate="%{x}<br>bubble: %{y:.3f} ms<extra></extra>",
         )
@@ -98,18 +108,26 @@ def step_time_figure(summary: dict, ranks=None, selected_step: int | None = None
     fig = go.Figure()
     for r in entries:
         fig.add_scatter(
-            name=f"rank {r['rank']}", x=[s["step"] for s in r["steps"]], y=[ms(s["duration_us"]) for s in r["steps"]],
-            mode="lines+markers", line=dict(color=rank_color(r["rank"])), meta=r["rank"],
+            name=f"rank {r['rank']}",
+            x=[s["step"] for s in r["steps"]],
+            y=[ms(s["duration_us"]) for s in r["steps"]],
+            mode="lines+markers",
+            line=dict(color=rank_color(r["rank"])),
+            meta=r["rank"],
             hovertemplate=f"rank {r['rank']}" + "<br>step %{x}: %{y:.3f} ms<extra></extra>",
         )
     long = [(r["rank"], s) for r in entries for s in r["long_steps"]]
     if long:
         fig.add_scatter(
-            name="long step (> 1.2x median)", x=[s["step"] for _, s in long], y=[ms(s["duration_us"]) for _, s in long],
-            mode="markers", marker=dict(color=LONG_STEP_COLOR, symbol="x", size=14), meta="long_step",
+            name="long step (> 1.2x median)",
+            x=[s["step"] for _, s in long],
+            y=[ms(s["duration_us"]) for _, s in long],
+            mode="markers",
+            marker=dict(color=LONG_STEP_COLOR, symbol="x", size=14),
+            meta="long_step",
             customdata=[[rank, s.get("slowdown_ratio"), str(s.get("why"))] for rank, s in long],
             hovertemplate="rank %{customdata[0]}, step %{x}: %{y:.3f} ms<br>%{customdata[1]:.2f}x median; "
-                          "grew most: %{customdata[2]}<extra></extra>",
+            "grew most: %{customdata[2]}<extra></extra>",
         )
     if selected_step is not None:
         fig.add_vline(x=selected_step, line_dash="dot", line_color="#888")
@@ -118,8 +136,9 @@ def step_time_figure(summary: dict, ranks=None, selected_step: int | None = None
     return _layout(fig, title)
 
 
-def compute_classes_figure(summary: dict, ranks=None, max_ranks: int = MAX_BAR_RANKS,
-                           window: str = "whole trace") -> go.Figure:
+def compute_classes_figure(
+    summary: dict, ranks=None, max_ranks: int = MAX_BAR_RANKS, window: str = "whole trace"
+) -> go.Figure:
     """Device time per compute class (ms, raw sum of task durations in `window`, by default the
     whole trace), stacked per rank; the share of the rank's device time in the hover."""
     title = f"Compute classes ({window})"
@@ -138,9 +157,15 @@ def compute_classes_figure(summary: dict, ranks=None, max_ranks: int = MAX_BAR_R
     for name in classes:
         found = [next((c for c in r["compute_classes"] if c["class"] == name), None) for r in entries]
         fig.add_bar(
-            name=name, x=x, y=[ms(c["time_us"]) if c else 0.0 for c in found], marker_color=class_color(name), meta=name,
+            name=name,
+            x=x,
+            y=[ms(c["time_us"]) if c else 0.0 for c in found],
+            marker_color=class_color(name),
+            meta=name,
             customdata=[[c["share"] * 100 if c else 0.0, c["count"] if c else 0] for c in found],
-            hovertemplate="%{x}<br>" + name + ": %{y:.3f} ms (%{customdata[0]:.1f} %, %{customdata[1]} tasks)<extra></extra>",
+            hovertemplate="%{x}<br>"
+            + name
+            + ": %{y:.3f} ms (%{customdata[0]:.1f} %, %{customdata[1]} tasks)<extra></extra>",
         )
     fig.update_yaxes(title_text="device time (ms)")
     fig.update_xaxes(title_text="rank")
@@ -160,7 +185,10 @@ def step_heatmap_figure(summary: dict, ranks=None, steps=None) -> go.Figure:
         z.append([by_step.get(step) for step in all_steps])
     fig = go.Figure(
         go.Heatmap(
-            z=z, x=[str(s) for s in all_steps], y=[str(r["rank"]) for r in entries], colorscale="Viridis",
+            z=z,
+            x=[str(s) for s in all_steps],
+            y=[str(r["rank"]) for r in entries],
+            colorscale="Viridis",
             colorbar=dict(title=dict(text="step time (ms)")),
             hovertemplate="rank %{y}, step %{x}: %{z:.3f} ms<extra></extra>",
         )
@@ -176,8 +204,14 @@ def straggler_line(summary: dict) -> str | None:
     cross = summary.get("cross_rank")
     if cross and cross.get("straggler") is not None:
         straggler = cross["straggler"]
-        others = [r["mean_wait_us"] for r in cross.get("ranks", []) if r["rank"] != straggler and r.get("mean_wait_us") is not None]
-        detail = f" (the others wait for it in collectives: mean wait {sum(others) / len(others):,.1f} µs)" if others else ""
+        others = [
+            r["mean_wait_us"]
+            for r in cross.get("ranks", [])
+            if r["rank"] != straggler and r.get("mean_wait_us") is not None
+        ]
+        detail = (
+            f" (the others wait for it in collectives: mean wait {sum(others) / len(others):,.1f} µs)" if others else ""
+        )
         return f"Straggler: rank {straggler}{detail}"
     return "No straggler: no rank is waited for in collectives." if len(summary["ranks"]) > 1 else None
 
@@ -187,5 +221,6 @@ def long_step_lines(summary: dict) -> list[str]:
     return [
         f"Long step: rank {r['rank']} step {s['step']}, {ms(s['duration_us']):,.3f} ms "
         f"({s.get('slowdown_ratio') or 0:.2f}x median; grew most: {s.get('why')})"
-        for r in summary["ranks"] for s in r["long_steps"]
+        for r in summary["ranks"]
+        for s in r["long_steps"]
     ]

@@ -43,8 +43,12 @@ def trace_html(trace) -> str:
         ("format", escape(distinct("format"))),
         ("device tasks", f"{trace.device_tasks.height:,}"),
         ("steps", f"{steps.n_unique()}" + (f" ({steps.min()}–{steps.max()})" if steps.len() else "")),
-        ("time span", f"{span.max() / 1000:,.3f} ms (longest rank: first to last device task, else host event)"
-         if span.len() else "-"),
+        (
+            "time span",
+            f"{span.max() / 1000:,.3f} ms (longest rank: first to last device task, else host event)"
+            if span.len()
+            else "-",
+        ),
         ("warnings", folded("warnings", trace.warnings)),
         ("failures", folded("failures", trace.failures)),
     ]

@@ -25,10 +25,10 @@ from numbers import Integral
 import plotly.graph_objects as go
 import polars as pl
 
+from traceview.analysis import classes as cls
 from traceview.dashboards import figures
 from traceview.dashboards.colors import class_color
 from traceview.dashboards.timeline_page import TimelineData, hover_safe
-from traceview.analysis import classes as cls
 
 KERNEL_LABEL_CHARS = 60  # kernel names are cut to this many characters on the axis (full name in the hover)
 
@@ -48,8 +48,10 @@ def _checked(what: str, wanted: list[int] | None, have: Iterable) -> list[int] |
     have = sorted({h for h in have if h is not None})
     missing = [w for w in wanted if w not in have]
     if missing:
-        raise ValueError(f"no {what} {', '.join(map(str, missing))} in this trace (it has {what}s: "
-                         f"{', '.join(map(str, have)) or 'none'})")
+        raise ValueError(
+            f"no {what} {', '.join(map(str, missing))} in this trace (it has {what}s: "
+            f"{', '.join(map(str, have)) or 'none'})"
+        )
     return wanted
 
 
@@ -60,8 +62,9 @@ class TracePlots:
         self._trace = trace
 
     def __repr__(self) -> str:
-        methods = ", ".join(m for m in ("step_breakdown", "step_time", "heatmap", "compute_classes", "kernels",
-                                        "timeline"))
+        methods = ", ".join(
+            m for m in ("step_breakdown", "step_time", "heatmap", "compute_classes", "kernels", "timeline")
+        )
         return f"<plots of {self._trace.source!r}: {methods}>"
 
     # ---- shared inputs, memoised on the trace ----
@@ -69,8 +72,9 @@ class TracePlots:
     def _summary(self, classes: str | None = None) -> dict:
         from traceview.summary import build_summary
 
-        return self._trace._cached(("plot_summary", classes),
-                                   lambda: build_summary(self._trace, classes=classes, details=False))
+        return self._trace._cached(
+            ("plot_summary", classes), lambda: build_summary(self._trace, classes=classes, details=False)
+        )
 
     def _timeline_data(self) -> TimelineData:
         return self._trace._cached("plot_timeline_data", lambda: TimelineData.from_trace(self._trace))
@@ -128,7 +132,10 @@ class TracePlots:
         for name in rows["class"].unique(maintain_order=True).to_list():
             part = rows.filter(pl.col("class") == name)
             fig.add_bar(
-                name=name, meta=name, orientation="h", marker_color=class_color(name),
+                name=name,
+                meta=name,
+                orientation="h",
+                marker_color=class_color(name),
                 x=[figures.ms(v) for v in part["total_us"].to_list()],
                 y=[labels[p] for p in part["position"].to_list()],
                 hovertext=[
@@ -139,14 +146,28 @@ class TracePlots:
                 hoverinfo="text",
             )
         fig.update_xaxes(title_text="device time (ms)")
-        fig.update_yaxes(title_text="kernel", type="category", categoryorder="array",
-                         categoryarray=list(labels.values()), autorange="reversed", automargin=True)
+        fig.update_yaxes(
+            title_text="kernel",
+            type="category",
+            categoryorder="array",
+            categoryarray=list(labels.values()),
+            autorange="reversed",
+            automargin=True,
+        )
         return figures._layout(fig, title, height=max(320, 28 * len(labels) + 160))
 
     # ---- timeline ----
 
-    def timeline(self, ranks=None, start_ms: float | None = None, end_ms: float | None = None, *,
-                 start_ns: int | None = None, end_ns: int | None = None, step: int | None = None) -> go.Figure:
+    def timeline(
+        self,
+        ranks=None,
+        start_ms: float | None = None,
+        end_ms: float | None = None,
+        *,
+        start_ns: int | None = None,
+        end_ns: int | None = None,
+        step: int | None = None,
+    ) -> go.Figure:
         """Device tasks on one lane per (rank, stream), as the dashboard's Timeline page draws them.
 
         The window, [start, end):
@@ -171,8 +192,10 @@ class TracePlots:
                 raise ValueError("give either step or a start/end window, not both")
             window = data.step_window(step, wanted)
             if window is None:
-                raise ValueError(f"step {step} has no device window in this trace"
-                                 f"{'' if wanted is None else ' for the selected ranks'}")
+                raise ValueError(
+                    f"step {step} has no device window in this trace"
+                    f"{'' if wanted is None else ' for the selected ranks'}"
+                )
             lo, hi = window
         if start_ms is not None:
             lo = data.t0_ns + round(start_ms * 1e6)
@@ -183,11 +206,15 @@ class TracePlots:
         if end_ns is not None:
             hi = int(end_ns)
         if hi <= lo:
-            raise ValueError(f"empty timeline window: end ({data.to_ms(hi):.6f} ms) must be after start "
-                             f"({data.to_ms(lo):.6f} ms), both relative to the first task start")
+            raise ValueError(
+                f"empty timeline window: end ({data.to_ms(hi):.6f} ms) must be after start "
+                f"({data.to_ms(lo):.6f} ms), both relative to the first task start"
+            )
         fig, note, mode = data.figure(lo, hi, wanted)
         note = note.replace(" (click a task for details)", "")  # no click-through outside the dashboard
-        fig.update_layout(title_text=f"Timeline · {hover_safe(note)}",
-                          meta={"mode": mode, "start_ns": lo, "end_ns": hi, "t0_ns": data.t0_ns})
+        fig.update_layout(
+            title_text=f"Timeline · {hover_safe(note)}",
+            meta={"mode": mode, "start_ns": lo, "end_ns": hi, "t0_ns": data.t0_ns},
+        )
         fig.update_yaxes(title_text="lane (rank · stream)")
         return fig

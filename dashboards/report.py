@@ -17,8 +17,7 @@ Tables carry the numbers as text, so the report reads even with JavaScript off.
 from __future__ import annotations
 
 import html
-from urllib.parse import quote
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import orjson
 import plotly.graph_objects as go
@@ -35,9 +34,14 @@ KERNELS_PER_RANK = 20
 FIGURE_HEIGHT = 450  # px, when a figure does not set its own
 
 STEP_TERMS = [
-    ("duration_us", "step"), ("computing_us", "computing"), ("communication_us", "communication"),
-    ("overlapped_us", "overlapped"), ("communication_not_overlapped_us", "exposed comm"),
-    ("exposed_memcpy_us", "exposed memcpy"), ("free_us", "free"), ("bubble_us", "bubble"),
+    ("duration_us", "step"),
+    ("computing_us", "computing"),
+    ("communication_us", "communication"),
+    ("overlapped_us", "overlapped"),
+    ("communication_not_overlapped_us", "exposed comm"),
+    ("exposed_memcpy_us", "exposed memcpy"),
+    ("free_us", "free"),
+    ("bubble_us", "bubble"),
     ("preparing_us", "preparing"),
 ]
 
@@ -89,8 +93,12 @@ def fmt_pct(frac) -> str:
     return "-" if frac is None else f"{frac * 100:.1f}"
 
 
-def table(rows: Iterable[dict], columns: list[tuple[str, str, Callable | None]], table_id: str = "",
-          text_columns: tuple[str, ...] = ()) -> str:
+def table(
+    rows: Iterable[dict],
+    columns: list[tuple[str, str, Callable | None]],
+    table_id: str = "",
+    text_columns: tuple[str, ...] = (),
+) -> str:
     """An HTML table: columns are (key, header, formatter or None for str); every cell escaped."""
     head = "".join(f'<th class="{"t" if key in text_columns else ""}">{esc(title)}</th>' for key, title, _ in columns)
     body = []
@@ -102,8 +110,10 @@ def table(rows: Iterable[dict], columns: list[tuple[str, str, Callable | None]],
             cells.append(f'<td class="{"t" if key in text_columns else ""}" data-key="{esc(key)}">{esc(text)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     attr = f' id="{esc(table_id)}"' if table_id else ""
-    return (f'<div class="scroll"><table class="tv"{attr}><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table></div>')
+    return (
+        f'<div class="scroll"><table class="tv"{attr}><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 class Page:
@@ -119,8 +129,10 @@ class Page:
         fid = f"fig-{self.n_figures}"
         if fig.layout.height is None:
             fig.update_layout(height=FIGURE_HEIGHT)  # the dashboard's default graph height
-        block = (f'<div class="fig" id="{fid}"></div>'
-                 f'<script type="application/json" data-figure="{fid}">{script_json(fig.to_json())}</script>')
+        block = (
+            f'<div class="fig" id="{fid}"></div>'
+            f'<script type="application/json" data-figure="{fid}">{script_json(fig.to_json())}</script>'
+        )
         return block + (f'<p class="note">{esc(note)}</p>' if note else "")
 
     def add(self, anchor: str, title: str, body: str) -> None:
@@ -131,8 +143,9 @@ class Page:
 
         nav = "".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t, _ in self.sections)
         body = "".join(f'<section id="{esc(a)}"><h2>{esc(t)}</h2>{b}</section>' for a, t, b in self.sections)
-        data = "".join(f'<script type="application/json" id="{esc(k)}">{script_json(v)}</script>'
-                       for k, v in embedded.items())
+        data = "".join(
+            f'<script type="application/json" id="{esc(k)}">{script_json(v)}</script>' for k, v in embedded.items()
+        )
         return (
             f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(self.title)}</title>'
             f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style>'
@@ -144,15 +157,18 @@ class Page:
 
 # ---- sections ----
 
+
 def _header(summary: dict) -> str:
     devices = sorted({r["device"] for r in summary["ranks"] if r.get("device")})
     n = len(summary["ranks"])
     from traceview.version import __version__
 
     # no date: the same profile gives the same report, byte for byte (the file's time says when)
-    return (f'<header><b>traceview report</b><span id="profile-path">{esc(summary.get("source"))}</span>'
-            f'<span>{n} rank{"s" if n != 1 else ""}</span><span>{esc(", ".join(devices) or "device unknown")}</span>'
-            f'<span class="note" style="color:#d1d5db">traceview {esc(__version__)}</span></header>')
+    return (
+        f'<header><b>traceview report</b><span id="profile-path">{esc(summary.get("source"))}</span>'
+        f"<span>{n} rank{'s' if n != 1 else ''}</span><span>{esc(', '.join(devices) or 'device unknown')}</span>"
+        f'<span class="note" style="color:#d1d5db">traceview {esc(__version__)}</span></header>'
+    )
 
 
 def findings_section(summary: dict) -> str:
@@ -162,7 +178,9 @@ def findings_section(summary: dict) -> str:
     if rows:
         items = "".join(
             f'<li><span class="sev-{esc(f.get("severity"))}">{esc(f.get("severity"))}</span> '
-            f'{esc(f.get("message"))}<br><span class="note">{esc(f.get("advice"))}</span></li>' for f in rows)
+            f'{esc(f.get("message"))}<br><span class="note">{esc(f.get("advice"))}</span></li>'
+            for f in rows
+        )
         parts.append(f'<ul id="findings-rules">{items}</ul>')
     straggler = figures.straggler_line(summary)
     if straggler:
@@ -171,11 +189,17 @@ def findings_section(summary: dict) -> str:
     if long_steps:
         parts.append("<ul>" + "".join(f"<li>{esc(line)}</li>" for line in long_steps) + "</ul>")
     if summary.get("failures"):
-        parts.append('<h3 class="bad">Failed ranks</h3><ul id="failures">'
-                     + "".join(f"<li>{esc(x)}</li>" for x in summary["failures"]) + "</ul>")
+        parts.append(
+            '<h3 class="bad">Failed ranks</h3><ul id="failures">'
+            + "".join(f"<li>{esc(x)}</li>" for x in summary["failures"])
+            + "</ul>"
+        )
     if summary.get("warnings"):
-        parts.append('<h3 class="warn">Warnings</h3><ul id="warnings">'
-                     + "".join(f"<li>{esc(x)}</li>" for x in summary["warnings"]) + "</ul>")
+        parts.append(
+            '<h3 class="warn">Warnings</h3><ul id="warnings">'
+            + "".join(f"<li>{esc(x)}</li>" for x in summary["warnings"])
+            + "</ul>"
+        )
     return "".join(parts) or "<p>No finding: nothing above the rules' thresholds, no straggler or long step.</p>"
 
 
@@ -190,16 +214,21 @@ def steps_section(page: Page, summary: dict) -> str:
     if len(rows) > MAX_STEP_ROWS:
         note = f'<p class="note">First {MAX_STEP_ROWS:,} of {len(rows):,} rank-step rows; all are in --format json/csv.</p>'
     whole = [{"rank": r["rank"], **(r["trace"] or {})} for r in summary["ranks"]]
-    whole_cols = [("rank", "rank", None)] + [(k, f"{t} (ms)", fmt_ms) for k, t in STEP_TERMS
-                                             if k not in ("duration_us", "preparing_us")] + [("idle_us", "idle (ms)", fmt_ms)]
+    whole_cols = (
+        [("rank", "rank", None)]
+        + [(k, f"{t} (ms)", fmt_ms) for k, t in STEP_TERMS if k not in ("duration_us", "preparing_us")]
+        + [("idle_us", "idle (ms)", fmt_ms)]
+    )
     return (
         page.figure(figures.step_breakdown_figure(summary))
         + page.figure(figures.step_time_figure(summary))
         + page.figure(figures.step_heatmap_figure(summary))
         + '<h3>Per rank and step</h3><p class="note">Definitions: docs/metrics.md. exposed comm = communication '
-          "not overlapped by compute; computing + exposed comm + exposed memcpy + free = busy span.</p>"
-        + table(rows[:MAX_STEP_ROWS], cols, "steps-table") + note
-        + "<h3>Whole trace per rank</h3>" + table(whole, whole_cols, "trace-table")
+        "not overlapped by compute; computing + exposed comm + exposed memcpy + free = busy span.</p>"
+        + table(rows[:MAX_STEP_ROWS], cols, "steps-table")
+        + note
+        + "<h3>Whole trace per rank</h3>"
+        + table(whole, whole_cols, "trace-table")
     )
 
 
@@ -210,15 +239,35 @@ def classes_section(page: Page, summary: dict) -> str:
     worst = max((u["unclassified_share"] or 0 for u in unclassified), default=0)
     return (
         page.figure(figures.compute_classes_figure(summary))
-        + table(class_rows, [("rank", "rank", None), ("class", "class", None), ("group", "group", None),
-                             ("time_us", "time (ms)", fmt_ms), ("share", "share (%)", fmt_pct), ("count", "tasks", None)],
-                "classes-table", text_columns=("class", "group"))
+        + table(
+            class_rows,
+            [
+                ("rank", "rank", None),
+                ("class", "class", None),
+                ("group", "group", None),
+                ("time_us", "time (ms)", fmt_ms),
+                ("share", "share (%)", fmt_pct),
+                ("count", "tasks", None),
+            ],
+            "classes-table",
+            text_columns=("class", "group"),
+        )
         + f'<p class="note">Unclassified device time: at most {worst * 100:.2f} % of a rank\'s device time.</p>'
         + f"<h3>Top kernels (per rank, up to {KERNELS_PER_RANK})</h3>"
-        + table(kernel_rows, [("rank", "rank", None), ("name", "kernel", None), ("class", "class", None),
-                              ("count", "count", None), ("total_us", "total (ms)", fmt_ms),
-                              ("mean_us", "mean (µs)", lambda v: f"{v:,.3f}"), ("share", "share (%)", fmt_pct)],
-                "kernels-table", text_columns=("name", "class"))
+        + table(
+            kernel_rows,
+            [
+                ("rank", "rank", None),
+                ("name", "kernel", None),
+                ("class", "class", None),
+                ("count", "count", None),
+                ("total_us", "total (ms)", fmt_ms),
+                ("mean_us", "mean (µs)", lambda v: f"{v:,.3f}"),
+                ("share", "share (%)", fmt_pct),
+            ],
+            "kernels-table",
+            text_columns=("name", "class"),
+        )
     )
 
 
@@ -232,8 +281,10 @@ def _raw_windows(data: TimelineData, summary: dict) -> list[tuple[str, int, int,
     rank = cross.get("straggler")
     if rank is None or rank not in {r["rank"] for r in entries}:
         rank = max(entries, key=lambda r: max(s["duration_us"] or 0 for s in r["steps"]))["rank"]
-    steps = sorted((s for r in entries if r["rank"] == rank for s in r["steps"] if s["duration_us"] is not None),
-                   key=lambda s: s["duration_us"])
+    steps = sorted(
+        (s for r in entries if r["rank"] == rank for s in r["steps"] if s["duration_us"] is not None),
+        key=lambda s: s["duration_us"],
+    )
     if not steps:
         return []
     picks = [("longest step", steps[-1]["step"])]
@@ -252,15 +303,23 @@ def timeline_section(page: Page, trace, summary: dict) -> str:
     if not data.tasks.height:
         return "<p>No device tasks.</p>"
     fig, note, mode = data.figure(*data.full_window(), limit=TIMELINE_LIMIT)
-    parts = [page.figure(fig, note=("Downsampled: " if mode == "binned" else "") + note
-                         + (" (each cell: the lane's busy fraction in the bin)" if mode == "binned" else ""))]
+    parts = [
+        page.figure(
+            fig,
+            note=("Downsampled: " if mode == "binned" else "")
+            + note
+            + (" (each cell: the lane's busy fraction in the bin)" if mode == "binned" else ""),
+        )
+    ]
     for title, rank, start, end in _raw_windows(data, summary):
         tasks = data.tasks.filter((pl.col("rank") == rank) & (pl.col("start_ns") < end) & (pl.col("end_ns") > start))
         cut = ""
         if tasks.height > RAW_WINDOW_TASKS:
             new_end = int(tasks["start_ns"][RAW_WINDOW_TASKS])
-            cut = (f" Cut to the first {(new_end - start) / 1e6:,.3f} ms of {(end - start) / 1e6:,.3f} ms "
-                   f"({RAW_WINDOW_TASKS:,} of {tasks.height:,} tasks).")
+            cut = (
+                f" Cut to the first {(new_end - start) / 1e6:,.3f} ms of {(end - start) / 1e6:,.3f} ms "
+                f"({RAW_WINDOW_TASKS:,} of {tasks.height:,} tasks)."
+            )
             end = max(new_end, start + 1)
         fig, note, _ = data.figure(start, end, ranks=[rank], limit=RAW_WINDOW_TASKS)
         fig.update_layout(title=dict(text=f"Timeline: {title}"))
@@ -274,33 +333,68 @@ def cross_rank_section(summary: dict) -> str:
         return "<p>One rank: no cross-rank analysis.</p>"
     return (
         "<h3>Waits in collectives per rank</h3>"
-        + table(cross["ranks"], [("rank", "rank", None), ("instances", "collectives", None),
-                                 ("total_wait_us", "total wait (ms)", fmt_ms), ("mean_wait_us", "mean wait (µs)", lambda v: f"{v:,.3f}"),
-                                 ("mean_start_skew_us", "mean start skew (µs)", lambda v: f"{v:,.3f}"),
-                                 ("last_arrivals", "last to arrive", None), ("is_straggler", "straggler", None)], "cross-ranks-table")
+        + table(
+            cross["ranks"],
+            [
+                ("rank", "rank", None),
+                ("instances", "collectives", None),
+                ("total_wait_us", "total wait (ms)", fmt_ms),
+                ("mean_wait_us", "mean wait (µs)", lambda v: f"{v:,.3f}"),
+                ("mean_start_skew_us", "mean start skew (µs)", lambda v: f"{v:,.3f}"),
+                ("last_arrivals", "last to arrive", None),
+                ("is_straggler", "straggler", None),
+            ],
+            "cross-ranks-table",
+        )
         + "<h3>Step skew</h3>"
-        + table(cross["step_skew"], [("step", "step", None), ("n_ranks", "ranks", None), ("min_us", "min (ms)", fmt_ms),
-                                     ("max_us", "max (ms)", fmt_ms), ("skew_us", "skew (ms)", fmt_ms),
-                                     ("skew_frac", "skew (%)", fmt_pct), ("longest_step_rank", "longest step on", None),
-                                     ("shortest_step_rank", "shortest step on", None)], "step-skew-table")
+        + table(
+            cross["step_skew"],
+            [
+                ("step", "step", None),
+                ("n_ranks", "ranks", None),
+                ("min_us", "min (ms)", fmt_ms),
+                ("max_us", "max (ms)", fmt_ms),
+                ("skew_us", "skew (ms)", fmt_ms),
+                ("skew_frac", "skew (%)", fmt_pct),
+                ("longest_step_rank", "longest step on", None),
+                ("shortest_step_rank", "shortest step on", None),
+            ],
+            "step-skew-table",
+        )
         + "<h3>Collectives</h3>"
-        + table(cross["collectives"], [("collective", "collective", None), ("process_group", "group", None),
-                                       ("instances", "instances", None), ("transfer_us", "transfer per rank (ms)", fmt_ms),
-                                       ("wait_us", "wait, all ranks (ms)", fmt_ms),
-                                       ("busbw_gbps", "bus bandwidth (GB/s)", lambda v: f"{v:,.1f}")],
-                "collectives-table", text_columns=("collective", "process_group"))
+        + table(
+            cross["collectives"],
+            [
+                ("collective", "collective", None),
+                ("process_group", "group", None),
+                ("instances", "instances", None),
+                ("transfer_us", "transfer per rank (ms)", fmt_ms),
+                ("wait_us", "wait, all ranks (ms)", fmt_ms),
+                ("busbw_gbps", "bus bandwidth (GB/s)", lambda v: f"{v:,.1f}"),
+            ],
+            "collectives-table",
+            text_columns=("collective", "process_group"),
+        )
     )
 
 
 def throughput_section(summary: dict) -> str:
     rows = summary.get("throughput") or []
-    return table(rows, [("step", "step", None), ("step_time_us", "step (ms)", fmt_ms),
-                        ("tokens_per_s_per_device", "tokens/s per device", lambda v: f"{v:,.0f}"),
-                        ("model_tflops_per_device", "model TFLOP/s per device", lambda v: f"{v:,.1f}"),
-                        ("peak_tflops", "peak TFLOP/s", lambda v: f"{v:,.0f}"), ("mfu_frac", "MFU (%)", fmt_pct)],
-                 "throughput-table") + "".join(
+    return table(
+        rows,
+        [
+            ("step", "step", None),
+            ("step_time_us", "step (ms)", fmt_ms),
+            ("tokens_per_s_per_device", "tokens/s per device", lambda v: f"{v:,.0f}"),
+            ("model_tflops_per_device", "model TFLOP/s per device", lambda v: f"{v:,.1f}"),
+            ("peak_tflops", "peak TFLOP/s", lambda v: f"{v:,.0f}"),
+            ("mfu_frac", "MFU (%)", fmt_pct),
+        ],
+        "throughput-table",
+    ) + "".join(
         f'<p class="bad" id="throughput-check">{esc(check)}</p>'
-        for check in list(dict.fromkeys(r["check"] for r in rows if r.get("check")))[:1])
+        for check in list(dict.fromkeys(r["check"] for r in rows if r.get("check")))[:1]
+    )
 
 
 def diff_section(diff: dict) -> str:
@@ -311,20 +405,32 @@ def diff_section(diff: dict) -> str:
     if runs:
         keys = list(dict.fromkeys(k for _, run in runs for k in run))
         rows = [{"what": k, **{name: _plain(run.get(k)) for name, run in runs}} for k in keys]
-        parts.append(table(rows, [("what", "", None)] + [(name, name, None) for name, _ in runs], "diff-runs",
-                           text_columns=("what", "base", "new")))
+        parts.append(
+            table(
+                rows,
+                [("what", "", None)] + [(name, name, None) for name, _ in runs],
+                "diff-runs",
+                text_columns=("what", "base", "new"),
+            )
+        )
     for key, value in diff.items():
         if key in ("base", "new"):
             continue
         if isinstance(value, list) and value and isinstance(value[0], dict):
             keys = list(value[0])
             cols = [(k, k, _auto_fmt(k)) for k in keys]
-            parts.append(f"<h3>{esc(key)}</h3>" + table(value, cols, f"diff-{key}",
-                                                       text_columns=tuple(k for k in keys if isinstance(value[0][k], str))))
+            parts.append(
+                f"<h3>{esc(key)}</h3>"
+                + table(value, cols, f"diff-{key}", text_columns=tuple(k for k in keys if isinstance(value[0][k], str)))
+            )
         elif isinstance(value, list) and value:
-            parts.append(f"<h3>{esc(key)}</h3><ul id=\"diff-{esc(key)}\">" + "".join(f"<li>{esc(v)}</li>" for v in value) + "</ul>")
+            parts.append(
+                f'<h3>{esc(key)}</h3><ul id="diff-{esc(key)}">' + "".join(f"<li>{esc(v)}</li>" for v in value) + "</ul>"
+            )
         elif isinstance(value, dict):
-            parts.append(f"<p><b>{esc(key)}</b>: " + ", ".join(f"{esc(k)} = {esc(v)}" for k, v in value.items()) + "</p>")
+            parts.append(
+                f"<p><b>{esc(key)}</b>: " + ", ".join(f"{esc(k)} = {esc(v)}" for k, v in value.items()) + "</p>"
+            )
         elif value is not None and not isinstance(value, list):
             parts.append(f"<p><b>{esc(key)}</b>: {esc(value)}</p>")
     return "".join(parts)
@@ -346,9 +452,16 @@ def diff_html(diff: dict) -> str:
     if terms:
         fig = go.Figure()
         for side in ("base", "new"):
-            fig.add_bar(name=side, x=[r["term"] for r in terms], y=[(r.get(f"{side}_us") or 0) / 1000 for r in terms], meta=side)
-        fig.update_layout(title="Mean per step: base and new", barmode="group", template="plotly_white",
-                          yaxis_title="time per step (ms)", xaxis_title="term")
+            fig.add_bar(
+                name=side, x=[r["term"] for r in terms], y=[(r.get(f"{side}_us") or 0) / 1000 for r in terms], meta=side
+            )
+        fig.update_layout(
+            title="Mean per step: base and new",
+            barmode="group",
+            template="plotly_white",
+            yaxis_title="time per step (ms)",
+            xaxis_title="term",
+        )
         body = page.figure(fig)
     page.add("diff", "What changed", body + diff_section(diff))
     src = lambda side: esc((diff.get(side) or {}).get("source"))  # noqa: E731
@@ -378,38 +491,3 @@ def report_html(trace, summary: dict, diff: dict | None = None) -> str:
     if diff is not None:
         page.add("diff", "Compared with the baseline", diff_section(diff))
     return page.html(_header(summary), {"traceview-summary": summary})
-
-
-def relative_link(path: str) -> str:
-    """A link to a file beside the page: `./` plus the percent-encoded path, so that no file name
-    (`javascript:alert(1).report.html`) is read as a URL scheme, a query or a fragment."""
-    return "./" + quote(path, safe="/")
-
-
-def index_html(entries: list[BatchEntry], out_dir: Path) -> str:
-    """The index page of a `traceview report --out-dir` batch: one row per profile
-    (`traceview.cli.report.BatchEntry`), linked to its report; failures in red."""
-    rows = []
-    for e in entries:
-        if e.error:
-            rows.append(f'<tr class="failed"><td class="t">{esc(e.source)}</td><td colspan="5" class="t bad">'
-                        f"failed: {esc(e.error)}</td></tr>")
-            continue
-        link = esc(relative_link(e.output.relative_to(out_dir).as_posix())) if e.output else ""
-        status = "ok" if not e.failures else f"{len(e.failures)} failed rank(s): " + "; ".join(e.failures)
-        rows.append(
-            f'<tr><td class="t"><a href="{link}">{esc(e.source)}</a></td><td>{esc(e.ranks)}</td><td class="t">{esc(e.device)}</td>'
-            f"<td>{'-' if e.step_ms is None else f'{e.step_ms:,.3f}'}</td>"
-            f"<td>{'-' if e.exposed_comm_frac is None else f'{e.exposed_comm_frac * 100:.1f}'}</td>"
-            f'<td class="t{" bad" if e.failures else ""}">{esc(status)} · {e.findings} finding(s)</td></tr>'
-        )
-    failed = sum(1 for e in entries if e.error or e.failures)
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>traceview reports</title><style>'
-        "body{font-family:system-ui,sans-serif;margin:20px}table{border-collapse:collapse}td,th{border-bottom:1px solid #e5e7eb;"
-        "padding:4px 10px;text-align:right}.t{text-align:left}.bad{color:#b91c1c}</style></head><body>"
-        f"<h1>traceview reports</h1><p>{len(entries)} profile(s), {failed} with failures.</p>"
-        '<table id="index"><thead><tr><th class="t">profile</th><th>ranks</th><th class="t">device</th>'
-        "<th>mean step (ms)</th><th>exposed comm (% of step)</th><th class=\"t\">status</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table></body></html>"
-    )

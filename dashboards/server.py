@@ -35,9 +35,11 @@ CONFIG_HOSTS = "TRACEVIEW_ALLOWED_HOSTS"
 #: Plotly's WebGL traces (the timeline) compile their shaders with `new Function`: 'unsafe-eval'.
 #: Plotly and Dash set inline styles: 'unsafe-inline' for styles only. Dash's inline scripts are
 #: allowed by their hashes (`app.csp_hashes()`).
-CSP = ("default-src 'self'; script-src 'self' 'unsafe-eval' {hashes}; style-src 'self' 'unsafe-inline'; "
-       "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; "
-       "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; object-src 'none'")
+CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-eval' {hashes}; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; object-src 'none'"
+)
 log = logging.getLogger("traceview.serve")
 
 
@@ -55,7 +57,7 @@ def host_name(header: str) -> str:
     """The name part of a `Host:` header value (`[::1]:8050` -> `::1`, `localhost:80` -> `localhost`)."""
     header = header.strip().lower()
     if header.startswith("["):
-        return header[1:header.find("]")] if "]" in header else header
+        return header[1 : header.find("]")] if "]" in header else header
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
@@ -146,5 +148,13 @@ def serve(app, host: str, port: int, open_browser: bool = False) -> None:
         log.propagate = False
     if open_browser:
         threading.Timer(1.0, webbrowser.open, args=(url_for(host, port),)).start()
-    waitress.serve(app.server, host=host, port=port, ident="", threads=8, max_request_body_size=MAX_BODY,
-                   clear_untrusted_proxy_headers=True, _quiet=True)
+    waitress.serve(
+        app.server,
+        host=host,
+        port=port,
+        ident="",
+        threads=8,
+        max_request_body_size=MAX_BODY,
+        clear_untrusted_proxy_headers=True,
+        _quiet=True,
+    )

@@ -23,8 +23,13 @@ import orjson
 import polars as pl
 
 RANK_FIELDS = ("device", "format", "window_rule", "pipeline_stage", "pipeline_stages", "unclassified_share")
-NESTED = {"steps": "steps", "compute_classes": "compute_classes", "top_kernels": "top_kernels",
-          "stream_idle": "stream_idle", "long_steps": "long_steps"}
+NESTED = {
+    "steps": "steps",
+    "compute_classes": "compute_classes",
+    "top_kernels": "top_kernels",
+    "stream_idle": "stream_idle",
+    "long_steps": "long_steps",
+}
 
 
 def _frame(rows: list[dict]) -> pl.DataFrame | None:
@@ -68,10 +73,15 @@ def write_tables(summary: dict, folder: Path, fmt: str) -> list[Path]:
         if fmt == "csv":
             # a nested value (a list or record) does not fit a CSV cell: written as JSON text
             # (summary tables are small: one row per rank, step or kernel)
-            frame = frame.with_columns([
-                pl.Series(c, [None if v is None else orjson.dumps(v).decode() for v in frame[c].to_list()], pl.String)
-                for c, t in frame.schema.items() if t.is_nested()
-            ])
+            frame = frame.with_columns(
+                [
+                    pl.Series(
+                        c, [None if v is None else orjson.dumps(v).decode() for v in frame[c].to_list()], pl.String
+                    )
+                    for c, t in frame.schema.items()
+                    if t.is_nested()
+                ]
+            )
             frame.write_csv(path)
         else:
             frame.write_parquet(path)

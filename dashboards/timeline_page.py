@@ -17,12 +17,12 @@ import re
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 import polars as pl
 from dash import html
+from plotly.subplots import make_subplots
 
-from traceview.dashboards.colors import class_color
 from traceview.analysis import timeline as tl
+from traceview.dashboards.colors import class_color
 from traceview.safe_text import one_line
 
 LIMIT = 20_000  # raw tasks the browser may receive at most
@@ -73,14 +73,21 @@ def task_key(rank, stream, start_ns, end_ns) -> str:
 class TimelineData:
     """Sorted tasks, lanes and step windows of one profile (all times Int64 ns)."""
 
-    def __init__(self, tasks: pl.DataFrame, steps: pl.DataFrame | None = None, lane_word: str = "stream",
-                 t0_ns: int | None = None):
+    def __init__(
+        self,
+        tasks: pl.DataFrame,
+        steps: pl.DataFrame | None = None,
+        lane_word: str = "stream",
+        t0_ns: int | None = None,
+    ):
         self.tasks = tl.sort_tasks(tasks)
         self.lane_word = lane_word  # "stream" (device lanes) or "thread" (host lanes)
         self.key_prefix = "" if lane_word == "stream" else HOST_KEY  # tells a clicked host task from a device one
         self.lanes = tl.lanes(self.tasks)
         if lane_word != "stream":
-            self.lanes = self.lanes.with_columns(pl.col("label").str.replace(" · stream ", f" · {lane_word} ", literal=True))
+            self.lanes = self.lanes.with_columns(
+                pl.col("label").str.replace(" · stream ", f" · {lane_word} ", literal=True)
+            )
         self.cls = tl.class_column(self.tasks)
         if self.tasks.height:
             self.t0_ns = int(self.tasks["start_ns"].min())
@@ -96,28 +103,39 @@ class TimelineData:
         self._full_views: dict[tuple, dict] = {}
 
     @classmethod
-    def from_trace(cls, trace) -> "TimelineData":
+    def from_trace(cls, trace) -> TimelineData:
         """The device tasks, classified, with launch_delay_ns = task start − its launch call's end
         (null without a launch call; see `traceview.analysis.gaps.launch_delays`)."""
         tasks = trace.classified_tasks()
         launches = trace._launch_calls() if hasattr(trace, "_launch_calls") else None
         if launches is not None and launches.height and "correlation" in tasks.columns:
-            tasks = tasks.join(launches.select("rank", "correlation", "launch_end_ns"), on=["rank", "correlation"],
-                               how="left", maintain_order="left")
+            tasks = tasks.join(
+                launches.select("rank", "correlation", "launch_end_ns"),
+                on=["rank", "correlation"],
+                how="left",
+                maintain_order="left",
+            )
             tasks = tasks.with_columns((pl.col("start_ns") - pl.col("launch_end_ns")).alias("launch_delay_ns"))
         return cls(tasks, trace.steps)
 
     @classmethod
-    def host_from_trace(cls, trace, t0_ns: int | None = None) -> "TimelineData":
+    def host_from_trace(cls, trace, t0_ns: int | None = None) -> TimelineData:
         """Host events as lanes per (rank, thread), coloured by kind (operator, runtime, ...);
         x origin `t0_ns` (the device data's, so both line up)."""
         events = trace.host_events.select(
-            "rank", pl.col("tid").alias("stream"), "name", "kind", "start_ns", "end_ns", "dur_ns",
-            pl.lit(None, pl.Int64).alias("step"), "correlation",
+            "rank",
+            pl.col("tid").alias("stream"),
+            "name",
+            "kind",
+            "start_ns",
+            "end_ns",
+            "dur_ns",
+            pl.lit(None, pl.Int64).alias("step"),
+            "correlation",
         )
         return cls(events, trace.steps, lane_word="thread", t0_ns=t0_ns)
 
-    def filtered(self, classes: list[str] | None = None, query: str | None = None) -> "TimelineData":
+    def filtered(self, classes: list[str] | None = None, query: str | None = None) -> TimelineData:
         """This data with only the tasks of `classes` whose name contains `query` (case-insensitive);
         same lanes, origin and steps, so a filtered view lines up with the unfiltered one."""
         keep = pl.lit(True)
@@ -178,8 +196,9 @@ class TimelineData:
 
     # ---- figures ----
 
-    def figure(self, start_ns: int, end_ns: int, ranks: list[int] | None = None,
-               ui_key: str = "", limit: int | None = None) -> tuple[go.Figure, str, str]:
+    def figure(
+        self, start_ns: int, end_ns: int, ranks: list[int] | None = None, ui_key: str = "", limit: int | None = None
+    ) -> tuple[go.Figure, str, str]:
         """(figure, note, mode) for the window [start_ns, end_ns) and the selected ranks; raw
         segments when at most `limit` (default LIMIT) tasks overlap the window, else the binned view."""
         fig, labels, note, mode = self._panel(start_ns, end_ns, ranks, LIMIT if limit is None else limit)
@@ -189,14 +208,17 @@ class TimelineData:
         fig.update_yaxes(**self._lane_axis(labels, ui_key))
         return fig, note, mode
 
-    def compare_figure(self, start_ns: int, end_ns: int, pair: tuple[int, int],
-                       ui_key: str = "") -> tuple[go.Figure, str, str]:
+    def compare_figure(
+        self, start_ns: int, end_ns: int, pair: tuple[int, int], ui_key: str = ""
+    ) -> tuple[go.Figure, str, str]:
         """(figure, note, mode) of two ranks one above the other: one panel per rank, one shared
         x axis (both ranks' tasks on their recorded clocks, so the same window), each panel with
         its own lanes and level of detail; LIMIT // 2 raw tasks at most per panel."""
         return stacked_figure([(self, [rank], f"rank {rank}") for rank in pair], start_ns, end_ns, ui_key)
 
-    def _panel(self, start_ns: int, end_ns: int, ranks: list[int] | None, limit: int) -> tuple[go.Figure, list[str], str, str]:
+    def _panel(
+        self, start_ns: int, end_ns: int, ranks: list[int] | None, limit: int
+    ) -> tuple[go.Figure, list[str], str, str]:
         """(figure of the traces, lane labels, note, mode) of the selected ranks' lanes in the window
         (the figure is built once: plotly validates every point when a trace is added)."""
         lanes = self.lanes if not ranks else self.lanes.filter(pl.col("rank").is_in(ranks))
@@ -226,22 +248,31 @@ class TimelineData:
     @staticmethod
     def _lane_axis(labels: list[str], ui_key: str) -> dict:
         """A y axis of lanes, top to bottom in `labels` order; keeps the user's y zoom per `ui_key`."""
-        return dict(type="category", categoryorder="array", categoryarray=labels, autorange="reversed",
-                    uirevision=ui_key)
+        return dict(
+            type="category", categoryorder="array", categoryarray=labels, autorange="reversed", uirevision=ui_key
+        )
 
     def _layout(self, fig: go.Figure, n_lanes: int, start_ns: int, end_ns: int) -> go.Figure:
         fig.update_layout(
-            title=dict(text=TITLE, y=0.98, yanchor="top"), template="plotly_white",
-            height=max(320, 26 * n_lanes + 160), margin=dict(l=150, r=20, t=80, b=50),
-            legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0), hovermode="closest",
+            title=dict(text=TITLE, y=0.98, yanchor="top"),
+            template="plotly_white",
+            height=max(320, 26 * n_lanes + 160),
+            margin=dict(l=150, r=20, t=80, b=50),
+            legend=dict(orientation="h", yanchor="bottom", y=1.01, x=0),
+            hovermode="closest",
             # a Scattergl line is hit-tested at its vertices only: no distance cutoff, so a click on
             # a long bar picks its own nearest end (tasks on a lane do not overlap in x)
             hoverdistance=-1,
             uirevision="timeline",
         )
         # x follows the server's window (a new uirevision per window)
-        fig.update_xaxes(title_text=X_TITLE, range=[self.to_ms(start_ns), self.to_ms(end_ns)],
-                         uirevision=f"{start_ns}-{end_ns}", showgrid=True, zeroline=False)
+        fig.update_xaxes(
+            title_text=X_TITLE,
+            range=[self.to_ms(start_ns), self.to_ms(end_ns)],
+            uirevision=f"{start_ns}-{end_ns}",
+            showgrid=True,
+            zeroline=False,
+        )
         return fig
 
     def _raw_figure(self, raw: pl.DataFrame, labels: list[str], window_ns: int) -> go.Figure:
@@ -260,24 +291,49 @@ class TimelineData:
             x, owner = segment_points(s, e, step)
             lanes = np.array([label_of[lane] for lane in part["lane"].to_list()], dtype=object)
             delays = part["launch_delay_ns"].to_list() if "launch_delay_ns" in part.columns else [None] * part.height
-            hover = np.array([
-                f"{hover_safe(nm)}<br>class: {hover_safe(name)}<br>duration: {d / 1000:.3f} µs"
-                f"<br>step: {'-' if st is None else st}<br>{self.lane_word}: {'HCCL' if sm is None else sm}"
-                + ("" if ld is None else f"<br>launch delay: {ld / 1000:.3f} µs")
-                for nm, d, st, sm, ld in zip(part["name"].to_list(), part["dur_ns"].to_list(),
-                                             part["step"].to_list(), part["stream"].to_list(), delays)
-            ], dtype=object)
-            keys = np.array([self.key_prefix + task_key(r, sm, a, b) for r, sm, a, b in zip(
-                part["rank"].to_list(), part["stream"].to_list(), part["start_ns"].to_list(),
-                part["end_ns"].to_list())], dtype=object)
+            hover = np.array(
+                [
+                    f"{hover_safe(nm)}<br>class: {hover_safe(name)}<br>duration: {d / 1000:.3f} µs"
+                    f"<br>step: {'-' if st is None else st}<br>{self.lane_word}: {'HCCL' if sm is None else sm}"
+                    + ("" if ld is None else f"<br>launch delay: {ld / 1000:.3f} µs")
+                    for nm, d, st, sm, ld in zip(
+                        part["name"].to_list(),
+                        part["dur_ns"].to_list(),
+                        part["step"].to_list(),
+                        part["stream"].to_list(),
+                        delays,
+                    )
+                ],
+                dtype=object,
+            )
+            keys = np.array(
+                [
+                    self.key_prefix + task_key(r, sm, a, b)
+                    for r, sm, a, b in zip(
+                        part["rank"].to_list(),
+                        part["stream"].to_list(),
+                        part["start_ns"].to_list(),
+                        part["end_ns"].to_list(),
+                    )
+                ],
+                dtype=object,
+            )
             gap = owner < 0  # the NaN vertex ending each segment
             y = np.where(gap, None, lanes[owner])
-            fig.add_trace(go.Scattergl(
-                x=x, y=y.tolist(), mode="lines", name=name, meta=name,
-                line=dict(color=class_color(name), width=width), connectgaps=False,
-                hovertext=np.where(gap, None, hover[owner]).tolist(), hoverinfo="text",
-                customdata=np.where(gap, None, keys[owner]).tolist(),
-            ))
+            fig.add_trace(
+                go.Scattergl(
+                    x=x,
+                    y=y.tolist(),
+                    mode="lines",
+                    name=name,
+                    meta=name,
+                    line=dict(color=class_color(name), width=width),
+                    connectgaps=False,
+                    hovertext=np.where(gap, None, hover[owner]).tolist(),
+                    hoverinfo="text",
+                    customdata=np.where(gap, None, keys[owner]).tolist(),
+                )
+            )
         return fig
 
     def _binned_figure(self, bins: pl.DataFrame, lanes: pl.DataFrame) -> go.Figure:
@@ -286,14 +342,25 @@ class TimelineData:
         bins = bins.filter(pl.col("lane").is_in(lane_ids)).sort("lane", "bin")
         frac = bins["busy_frac"].to_numpy().reshape(len(lane_ids), nb)
         top = np.array(bins["top_class"].fill_null("idle").to_list(), dtype=object).reshape(len(lane_ids), nb)
-        mids = ((bins["bin_start_ns"].head(nb).to_numpy() + bins["bin_end_ns"].head(nb).to_numpy()) / 2 - self.t0_ns) / 1e6
+        mids = (
+            (bins["bin_start_ns"].head(nb).to_numpy() + bins["bin_end_ns"].head(nb).to_numpy()) / 2 - self.t0_ns
+        ) / 1e6
         pct = np.round(frac * 100, 1)
         custom = np.dstack([top, pct.astype(object)])
-        fig = go.Figure(go.Heatmap(
-            z=frac.tolist(), x=mids.tolist(), y=lanes["label"].to_list(), zmin=0, zmax=1, meta="busy_frac",
-            colorscale="Blues", colorbar=dict(title=dict(text="busy fraction")), customdata=custom.tolist(),
-            hovertemplate="%{y}<br>%{x:.3f} ms<br>top class: %{customdata[0]}<br>busy: %{customdata[1]}%<extra></extra>",
-        ))
+        fig = go.Figure(
+            go.Heatmap(
+                z=frac.tolist(),
+                x=mids.tolist(),
+                y=lanes["label"].to_list(),
+                zmin=0,
+                zmax=1,
+                meta="busy_frac",
+                colorscale="Blues",
+                colorbar=dict(title=dict(text="busy fraction")),
+                customdata=custom.tolist(),
+                hovertemplate="%{y}<br>%{x:.3f} ms<br>top class: %{customdata[0]}<br>busy: %{customdata[1]}%<extra></extra>",
+            )
+        )
         return fig
 
     # ---- details ----
@@ -328,22 +395,39 @@ class TimelineData:
             return "-" if ns is None else f"{(ns - self.t0_ns) / 1e6:.6f} ms (+ t0) · {ns} ns"
 
         fields = [
-            ("name", row.get("name")), ("class", row.get(self.cls)), ("kind", row.get("kind")),
+            ("name", row.get("name")),
+            ("class", row.get(self.cls)),
+            ("kind", row.get("kind")),
             ("rank", row.get("rank")),
             (self.lane_word, "HCCL" if row.get("stream") is None and self.lane_word == "stream" else row.get("stream")),
-            ("start", ns_ms(row["start_ns"])), ("end", ns_ms(row["end_ns"])),
+            ("start", ns_ms(row["start_ns"])),
+            ("end", ns_ms(row["end_ns"])),
             ("duration", f"{(row['end_ns'] - row['start_ns']) / 1000:.3f} µs"),
-            ("step", row.get("step")), ("correlation", row.get("correlation")), ("launch_op", row.get("launch_op")),
+            ("step", row.get("step")),
+            ("correlation", row.get("correlation")),
+            ("launch_op", row.get("launch_op")),
             ("launch delay", None if row.get("launch_delay_ns") is None else f"{row['launch_delay_ns'] / 1000:.3f} µs"),
         ]
-        return [html.Table(html.Tbody([
-            html.Tr([html.Th(k, style={"textAlign": "left", "paddingRight": "12px"}),
-                     html.Td("-" if v is None else one_line(v), id=f"tl-detail-{k}")]) for k, v in fields
-        ]))]
+        return [
+            html.Table(
+                html.Tbody(
+                    [
+                        html.Tr(
+                            [
+                                html.Th(k, style={"textAlign": "left", "paddingRight": "12px"}),
+                                html.Td("-" if v is None else one_line(v), id=f"tl-detail-{k}"),
+                            ]
+                        )
+                        for k, v in fields
+                    ]
+                )
+            )
+        ]
 
 
-def stacked_figure(panels: list[tuple["TimelineData", list[int] | None, str]], start_ns: int, end_ns: int,
-                   ui_key: str = "") -> tuple[go.Figure, str, str]:
+def stacked_figure(
+    panels: list[tuple[TimelineData, list[int] | None, str]], start_ns: int, end_ns: int, ui_key: str = ""
+) -> tuple[go.Figure, str, str]:
     """(figure, note, mode) of panels one above the other on one shared x axis (zooming one moves
     all). A panel is (data, ranks, title): the lanes of `ranks` (all when None) of `data` (device
     tasks, or host threads); each picks its own level of detail with LIMIT // len(panels) raw tasks
@@ -353,8 +437,12 @@ def stacked_figure(panels: list[tuple["TimelineData", list[int] | None, str]], s
     built = [data._panel(start_ns, end_ns, ranks, limit) for data, ranks, _ in panels]
     heights = [max(len(labels), 1) for _, labels, _, _ in built]
     fig = make_subplots(
-        rows=len(panels), cols=1, shared_xaxes=True, vertical_spacing=min(0.12, 0.3 / max(len(panels) - 1, 1)),
-        row_heights=[h / sum(heights) for h in heights], subplot_titles=[title for _, _, title in panels],
+        rows=len(panels),
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=min(0.12, 0.3 / max(len(panels) - 1, 1)),
+        row_heights=[h / sum(heights) for h in heights],
+        subplot_titles=[title for _, _, title in panels],
     )
     shown: set[str] = set()
     for row, (panel, labels, _, _) in enumerate(built, start=1):
@@ -370,6 +458,9 @@ def stacked_figure(panels: list[tuple["TimelineData", list[int] | None, str]], s
     for row in range(1, len(panels)):
         fig.update_xaxes(title_text=None, row=row, col=1)
     modes = {mode for _, _, _, mode in built}
-    note = " above ".join(title for _, _, title in panels) + ": " + "; ".join(
-        f"{title} {note}" for (_, _, title), (_, _, note, _) in zip(panels, built))
+    note = (
+        " above ".join(title for _, _, title in panels)
+        + ": "
+        + "; ".join(f"{title} {note}" for (_, _, title), (_, _, note, _) in zip(panels, built))
+    )
     return fig, note, modes.pop() if len(modes) == 1 else "mixed"

@@ -57,9 +57,11 @@ def fill_collective(tasks: pl.DataFrame, communication: pl.DataFrame | None = No
         .unique()
         .with_columns(collective_of(pl.col("name"), False).alias("_from_name"))
     )
-    tasks = tasks.join(from_name, on="name", how="left", maintain_order="left").with_columns(
-        pl.when(is_comm).then(pl.coalesce("collective", "_from_name")).alias("collective")
-    ).drop("_from_name")
+    tasks = (
+        tasks.join(from_name, on="name", how="left", maintain_order="left")
+        .with_columns(pl.when(is_comm).then(pl.coalesce("collective", "_from_name")).alias("collective"))
+        .drop("_from_name")
+    )
     if communication is not None and communication.height and "op_name" in communication.columns:
         groups = (
             communication.drop_nulls(["op_name", "comm_group"])
@@ -68,12 +70,17 @@ def fill_collective(tasks: pl.DataFrame, communication: pl.DataFrame | None = No
                 pl.col("rank").alias("_rank"), pl.col("op_name").alias("name"), pl.col("comm_group").alias("_group")
             )
         )
-        tasks = tasks.with_columns(pl.col("rank").alias("_rank")).join(
-            groups, on=["_rank", "name"], how="left", nulls_equal=True, maintain_order="left"
-        ).with_columns(
-            pl.when(is_comm).then(pl.coalesce("process_group", "_group")).otherwise("process_group")
-            .alias("process_group")
-        ).drop("_rank", "_group")
+        tasks = (
+            tasks.with_columns(pl.col("rank").alias("_rank"))
+            .join(groups, on=["_rank", "name"], how="left", nulls_equal=True, maintain_order="left")
+            .with_columns(
+                pl.when(is_comm)
+                .then(pl.coalesce("process_group", "_group"))
+                .otherwise("process_group")
+                .alias("process_group")
+            )
+            .drop("_rank", "_group")
+        )
     return tasks
 
 
@@ -95,7 +102,7 @@ class ParsedRank:
     packed: dict[str, bytes] | None = field(default=None, repr=False)
 
     @classmethod
-    def build(cls, frames: dict[str, pl.DataFrame], meta: dict, warnings: list[str]) -> "ParsedRank":
+    def build(cls, frames: dict[str, pl.DataFrame], meta: dict, warnings: list[str]) -> ParsedRank:
         """Conform the given frames to the schema (missing tables become empty) and fill `rank`."""
         rank = meta.get("rank")
         out = {}

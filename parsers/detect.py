@@ -25,8 +25,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from traceview.parsers.jsonio import peek_bytes
 from traceview.errors import TraceError
+from traceview.parsers.jsonio import peek_bytes
 
 ASCEND_OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 ASCEND_LOOSE_FILES = ("kernel_details.csv", "trace_view.json")
@@ -95,15 +95,20 @@ def classify_file(path: Path) -> Source | None:
     a write that died) is a `partial` source, which `parse_partial` reports as a failure."""
     name = path.name
     if not is_regular(path):
-        if (name.endswith(KINETO_SUFFIXES + JSON_SUFFIXES) or MINDSPORE_TIMELINE.search(name)
-                or name in ASCEND_LOOSE_FILES):
+        if (
+            name.endswith(KINETO_SUFFIXES + JSON_SUFFIXES)
+            or MINDSPORE_TIMELINE.search(name)
+            or name in ASCEND_LOOSE_FILES
+        ):
             return Source("irregular", path)
         return None
     for suffix in PARTIAL_SUFFIXES:
         if name.endswith(suffix) and len(name) > len(suffix):
             stem = name[: -len(suffix)]
-            if stem.endswith(KINETO_SUFFIXES) or MINDSPORE_TIMELINE.search(stem) or (
-                stem.endswith(JSON_SUFFIXES) and _sniff_json(path) == "kineto"
+            if (
+                stem.endswith(KINETO_SUFFIXES)
+                or MINDSPORE_TIMELINE.search(stem)
+                or (stem.endswith(JSON_SUFFIXES) and _sniff_json(path) == "kineto")
             ):
                 return Source("partial", path)
             return None
@@ -199,8 +204,15 @@ def parse_irregular(path: Path):
     """The "parser" of an `irregular` source: a TraceError saying what the path is instead of a file."""
     try:
         mode = os.stat(path).st_mode
-        what = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        what = (
+            "a FIFO (named pipe)"
+            if stat.S_ISFIFO(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "not a regular file"
+        )
     except OSError as exc:
         what = f"not readable ({exc.strerror or exc})"
     if Path(path).is_symlink():
@@ -272,8 +284,8 @@ def _kineto_rank(path: Path) -> int | None:
 
 
 def _ascend_rank(path: Path) -> int | None:
-    from traceview.parsers.ascend.files import read_rank
     from traceview.errors import Warnings
+    from traceview.parsers.ascend.files import read_rank
 
     root = path.parent if path.name == ASCEND_OUTPUT_DIR and not (path / ASCEND_OUTPUT_DIR).is_dir() else path
     info = sorted(p for p in root.glob("profiler_info*.json") if p.is_file())

@@ -8,9 +8,9 @@ import io
 import json
 import re
 import zlib
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 
@@ -198,7 +198,9 @@ def loads(raw: bytes, path: Path, warnings=None):
     except json.JSONDecodeError as exc:
         raise TraceError(path, *_describe_json_error(exc.pos, exc.msg, len(text))) from None
     except RecursionError:  # found by bench/fuzz_parsers.py: arrays nested ~1,000 deep
-        raise TraceError(path, "invalid JSON: values nested too deeply", "re-export the profile or copy it again") from None
+        raise TraceError(
+            path, "invalid JSON: values nested too deeply", "re-export the profile or copy it again"
+        ) from None
 
 
 #: The fix named for a JSON file that ends before its document does.
@@ -342,7 +344,7 @@ class ChromeEvents:
             raise StreamUnsupported("the traceEvents key is not a top-level key") from None
         header.pop("traceEvents", None)
         self.doc = header
-        return bytearray(b"[") + body[m.end():]
+        return bytearray(b"[") + body[m.end() :]
 
     def _decode_head(self, buf: bytearray) -> list | None:
         """Decode the events before the last cut that decodes; drop them from `buf` (which keeps

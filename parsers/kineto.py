@@ -30,11 +30,11 @@ from pathlib import Path
 import orjson
 import polars as pl
 
+from traceview.errors import TraceError, Warnings
+from traceview.parsers import kinds, steps
 from traceview.parsers.base import ParsedRank, collective_of
 from traceview.parsers.jsonio import ChromeEvents, StreamUnsupported, gc_paused, loads, nested_too_deep, read_bytes
 from traceview.parsers.timeconv import us_float_to_ns
-from traceview.parsers import kinds, steps
-from traceview.errors import TraceError, Warnings
 
 EVENT_FIELDS = pl.Schema(
     {
@@ -64,8 +64,34 @@ ARG_FIELDS = pl.Schema(
 #: canonical model holds; flows, instants, counters, async, object, sample and metadata events are
 #: skipped silently; 'B'/'E' duration pairs (torch.profiler never writes them) and phases outside
 #: this set, or no `ph` at all, are skipped and counted.
-CHROME_PHASES = ("X", "B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "N", "O", "D", "M", "V", "v", "R",
-                 "c", "(", ")", "S", "T", "F")
+CHROME_PHASES = (
+    "X",
+    "B",
+    "E",
+    "i",
+    "I",
+    "C",
+    "b",
+    "n",
+    "e",
+    "s",
+    "t",
+    "f",
+    "P",
+    "N",
+    "O",
+    "D",
+    "M",
+    "V",
+    "v",
+    "R",
+    "c",
+    "(",
+    ")",
+    "S",
+    "T",
+    "F",
+)
 UNKNOWN_PHASE = "events with a missing or unknown 'ph' (phase) ignored"
 BEGIN_END_PHASE = "duration events with ph 'B'/'E' ignored (only complete 'X' events are read)"
 NOT_OBJECTS = "trace entries that are not JSON objects skipped"
@@ -196,7 +222,9 @@ def _whole_document(path: Path, warn: Warnings) -> tuple[dict, list]:
     elif isinstance(doc, list):
         events, doc = doc, {}
     else:
-        raise TraceError(path, f"JSON is a {type(doc).__name__}, not a Chrome trace object or event list", NOT_A_TRACE_FIX)
+        raise TraceError(
+            path, f"JSON is a {type(doc).__name__}, not a Chrome trace object or event list", NOT_A_TRACE_FIX
+        )
     if not isinstance(events, list):
         raise TraceError(path, "'traceEvents' is not a list of events", NOT_A_TRACE_FIX)
     return doc, events
@@ -271,9 +299,9 @@ def _scalar_fields(event: dict, fields: pl.Schema, warn: Warnings) -> dict:
             v = None
         elif dtype == pl.String:
             v = str(v)
-        elif isinstance(v, bool) or _int64(v) is not None:
-            continue
-        elif isinstance(v, float) and math.isfinite(v) and abs(v) < 2**63:
+        elif (
+            isinstance(v, bool) or _int64(v) is not None or isinstance(v, float) and math.isfinite(v) and abs(v) < 2**63
+        ):
             continue
         else:  # an integer beyond Int64, inf, nan or text in an integer column
             v = _int_text(v) if isinstance(v, str) else None
@@ -364,7 +392,9 @@ def _chunk(events: list, warn: Warnings, rendered: dict) -> dict[str, pl.DataFra
     is_annotation = pl.col("cat_lc").is_in(list(kinds.DEVICE_ANNOTATION_CATEGORIES))
     host = x.filter(~is_device & ~is_annotation & ~pl.col("cat_lc").is_in(list(kinds.IGNORED_CATEGORIES)))
     host = host.with_columns(pl.col("cat_lc").replace_strict(kinds.HOST_CATEGORIES, default="other").alias("kind"))
-    collective_ops = host.filter(COLLECTIVE_OP).select("_i", "_a", "pid", "tid", "name", "start_ns", "end_ns", "external_id")
+    collective_ops = host.filter(COLLECTIVE_OP).select(
+        "_i", "_a", "pid", "tid", "name", "start_ns", "end_ns", "external_id"
+    )
     return {
         "tasks": _tasks(x.filter(is_device), args),
         "host": host.select(HOST_COLUMNS),
@@ -393,9 +423,12 @@ def _tasks(tasks: pl.DataFrame, args: list) -> pl.DataFrame:
         pl.Series("block", [_dims(a.get("block")) for a in kernel_args], dtype=pl.String),
     )
     comm = _with_args(
-        tasks.filter((pl.col("cat_lc") == "kernel") & pl.col("name").str.contains(kinds.communication_regex()))
-        .select("_a"),
-        args, COMM_ARGS, COMM_COLUMNS,
+        tasks.filter((pl.col("cat_lc") == "kernel") & pl.col("name").str.contains(kinds.communication_regex())).select(
+            "_a"
+        ),
+        args,
+        COMM_ARGS,
+        COMM_COLUMNS,
     )
     extra = launch.join(comm, on="_a", how="full", coalesce=True)
     return tasks.join(extra, on="_a", how="left", maintain_order="left").drop("_a")
@@ -498,10 +531,31 @@ COMM_COLUMNS = {
 }
 #: Bytes per element of the c10 scalar type names written in the `dtype` arg (lower-cased).
 DTYPE_BYTES: dict[str, int] = {
-    "double": 8, "float": 4, "half": 2, "bfloat16": 2, "long": 8, "int": 4, "short": 2, "char": 1,
-    "byte": 1, "bool": 1, "complexdouble": 16, "complexfloat": 8, "complexhalf": 4,
-    "uint16": 2, "uint32": 4, "uint64": 8, "qint8": 1, "quint8": 1, "qint32": 4, "quint4x2": 1,
-    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1, "float8_e8m0fnu": 1,
+    "double": 8,
+    "float": 4,
+    "half": 2,
+    "bfloat16": 2,
+    "long": 8,
+    "int": 4,
+    "short": 2,
+    "char": 1,
+    "byte": 1,
+    "bool": 1,
+    "complexdouble": 16,
+    "complexfloat": 8,
+    "complexhalf": 4,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
+    "qint8": 1,
+    "quint8": 1,
+    "qint32": 4,
+    "quint4x2": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "float8_e4m3fnuz": 1,
+    "float8_e5m2fnuz": 1,
+    "float8_e8m0fnu": 1,
 }
 #: Host ops that carry (or may carry) collective metadata.
 COLLECTIVE_OP = (pl.col("name") == "record_param_comms") | pl.col("name").str.starts_with("nccl:")
@@ -528,8 +582,11 @@ def _finish_comm(tasks: pl.DataFrame, host: pl.DataFrame, collective_ops: pl.Dat
         ):
             if ops.height:
                 tasks = _fill_from_ops(tasks, host, ops)
-    size = pl.col("_dtype").str.strip_prefix("c10::").str.to_lowercase().replace_strict(
-        DTYPE_BYTES, default=None, return_dtype=pl.Int64
+    size = (
+        pl.col("_dtype")
+        .str.strip_prefix("c10::")
+        .str.to_lowercase()
+        .replace_strict(DTYPE_BYTES, default=None, return_dtype=pl.Int64)
     )
     comm = pl.when(is_comm)
     return tasks.with_columns(
@@ -568,7 +625,11 @@ def _fill_from_ops(tasks: pl.DataFrame, host: pl.DataFrame, ops: pl.DataFrame) -
         )
         enclosing = (
             probe.join_asof(
-                right, left_on="_launch_ns", right_on="start_ns", by=["pid", "tid"], strategy="backward",
+                right,
+                left_on="_launch_ns",
+                right_on="start_ns",
+                by=["pid", "tid"],
+                strategy="backward",
                 check_sortedness=False,
             )
             .filter(pl.col("_op_end") >= pl.col("_launch_ns"))
@@ -597,7 +658,9 @@ def _metadata(doc: dict, path: Path, tasks: pl.DataFrame, host: pl.DataFrame, wa
     device_name = None
     if names:
         used = tasks["device"].drop_nulls().unique().to_list()
-        by_id = {p.get("id"): p.get("name") for p in props if isinstance(p.get("id"), int) and isinstance(p.get("name"), str)}
+        by_id = {
+            p.get("id"): p.get("name") for p in props if isinstance(p.get("id"), int) and isinstance(p.get("name"), str)
+        }
         device_name = next((by_id[d] for d in used if by_id.get(d)), names[0])
     if tasks.height:
         device_type = "gpu"

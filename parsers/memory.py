@@ -26,8 +26,8 @@ import os
 import struct
 from pathlib import Path
 
-from traceview.parsers.detect import Source, input_files
 from traceview.errors import TraceError
+from traceview.parsers.detect import Source, input_files
 from traceview.sizes import parse_size
 
 #: Peak resident memory of parsing one rank, per byte of uncompressed input. Measured (peak RSS
@@ -140,8 +140,9 @@ def fit_workers(sizes: list[int], workers: int, limit: int, peaks: list[int] | N
     return workers
 
 
-def check(sizes: list[int], workers: int, jobs_given: bool, peaks: list[int] | None = None,
-          names: list[str] | None = None) -> int:
+def check(
+    sizes: list[int], workers: int, jobs_given: bool, peaks: list[int] | None = None, names: list[str] | None = None
+) -> int:
     """Workers to parse with: `workers`, or fewer when they would not fit and the user did not set
     `--jobs`. Raises TraceError (one line: the size, the largest rank's file when `names` (one per
     size) are given, what is available, the ways out) when the load does not fit, with one worker

@@ -37,12 +37,12 @@ from pathlib import Path
 
 import polars as pl
 
+from traceview.errors import TraceError, Warnings
 from traceview.parsers import jsonio
 from traceview.parsers.ascend.kinds import rule_kind
 from traceview.parsers.ascend.text import texts
 from traceview.parsers.base import ParsedRank
 from traceview.parsers.timeconv import us_text_to_ns
-from traceview.errors import TraceError, Warnings
 
 TIMELINE_NAME = re.compile(r"(?:^|_)timeline_display_(\d+)\.json$")
 
@@ -95,7 +95,7 @@ def events_frame(events: list) -> pl.DataFrame:
         "input_shapes": [_input_shapes(a) for a in args],
         "arg_name": texts([a.get("name") for a in args]),
     }
-    df = pl.DataFrame(raw, schema={k: pl.String for k in raw})
+    df = pl.DataFrame(raw, schema=dict.fromkeys(raw, pl.String))
     return df.with_columns(
         us_text_to_ns(pl.col("ts")).alias("ts_ns"),
         us_text_to_ns(pl.col("dur")).alias("dur_ns"),

@@ -61,12 +61,16 @@ def step_in_window(points: pl.DataFrame, on: str, windows: pl.DataFrame, start: 
 
 
 #: Warning (counted per rank) for GPU step annotations that overlap the next one.
-OVERLAPPING_GPU_STEPS = ("GPU-side ProfilerStep#N annotations overlap the next step's "
-                         "(by up to {max_us:,.3f} µs): device time in an overlap counts in the later step")
+OVERLAPPING_GPU_STEPS = (
+    "GPU-side ProfilerStep#N annotations overlap the next step's "
+    "(by up to {max_us:,.3f} µs): device time in an overlap counts in the later step"
+)
 
 
 def kineto_steps(
-    device_tasks: pl.DataFrame, host_events: pl.DataFrame, device_annotations: pl.DataFrame,
+    device_tasks: pl.DataFrame,
+    host_events: pl.DataFrame,
+    device_annotations: pl.DataFrame,
     warn: Warnings | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Steps of one Kineto rank and its device tasks with the `step` column filled.
@@ -83,7 +87,8 @@ def kineto_steps(
     )
     if warn is not None and gpu.height > 1:
         overlap = (gpu["gpu_end_ns"].head(-1) - gpu["gpu_start_ns"].tail(-1)).filter(
-            gpu["gpu_end_ns"].head(-1) > gpu["gpu_start_ns"].tail(-1))
+            gpu["gpu_end_ns"].head(-1) > gpu["gpu_start_ns"].tail(-1)
+        )
         if overlap.len():
             warn.add(OVERLAPPING_GPU_STEPS.format(max_us=overlap.max() / 1000), overlap.len())
     if host.is_empty() and gpu.is_empty():
@@ -91,9 +96,11 @@ def kineto_steps(
 
     # Launch-correlation step of every device task (rule 2), computed for all tasks.
     runtime = host_events.filter(pl.col("correlation").is_not_null() & (pl.col("kind") == "runtime"))
-    launch_step = runtime.select("correlation").with_columns(
-        step_in_window(runtime, "start_ns", host, "host_start_ns", "host_end_ns").alias("launch_step")
-    ).unique("correlation", keep="first")
+    launch_step = (
+        runtime.select("correlation")
+        .with_columns(step_in_window(runtime, "start_ns", host, "host_start_ns", "host_end_ns").alias("launch_step"))
+        .unique("correlation", keep="first")
+    )
     tasks = device_tasks.join(launch_step, on="correlation", how="left", maintain_order="left")
 
     if not gpu.is_empty():

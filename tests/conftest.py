@@ -23,8 +23,14 @@ needs_shared = pytest.mark.skipif(
 def run_cli(*args: str, env: dict | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
     """`traceview ARGS` in a fresh process (`python -m traceview`, from the repository root), with
     `env` added to the environment; output captured as text."""
-    return subprocess.run([sys.executable, "-m", "traceview", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "traceview", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -131,15 +131,32 @@ def simulate(p: int, m: int, F: int, B: int, transfer: int) -> list[Stage]:
 
 
 def _ev(cat, name, pid, tid, start_ns, dur_ns, args=None) -> dict:
-    e = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid,
-         "ts": round(start_ns / 1000, 3), "dur": round(dur_ns / 1000, 3)}
+    e = {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": pid,
+        "tid": tid,
+        "ts": round(start_ns / 1000, 3),
+        "dur": round(dur_ns / 1000, 3),
+    }
     if args is not None:
         e["args"] = args
     return e
 
 
-def _rank_trace(stage: Stage, p: int, s: int, d: int, rank: int, world: int, n_steps: int, step_len: int,
-                kernels_per_op: int, peer_titles: bool) -> dict:
+def _rank_trace(
+    stage: Stage,
+    p: int,
+    s: int,
+    d: int,
+    rank: int,
+    world: int,
+    n_steps: int,
+    step_len: int,
+    kernels_per_op: int,
+    peer_titles: bool,
+) -> dict:
     """The Kineto document of one rank."""
     pid, tid, dev = 1000 + rank, 1000 + rank, rank % 8
     events: list[dict] = [
@@ -162,8 +179,17 @@ def _rank_trace(stage: Stage, p: int, s: int, d: int, rank: int, world: int, n_s
         t_step = BASE_NS + (step - 1) * (step_len + STEP_GAP_NS + lead) + lead + d * REPLICA_SKEW_NS
         host_start = t_step - lead
         host_end = t_step + step_len + 50_000
-        events.append(_ev("user_annotation", f"ProfilerStep#{step}", pid, tid, host_start, host_end - host_start,
-                          {"External id": corr}))
+        events.append(
+            _ev(
+                "user_annotation",
+                f"ProfilerStep#{step}",
+                pid,
+                tid,
+                host_start,
+                host_end - host_start,
+                {"External id": corr},
+            )
+        )
         spans: dict[int, list[int]] = {}
         for k, (stream, name, a, b, msgs) in enumerate(tasks):
             launch = host_start + 10_000 + k * LAUNCH_SPACING_NS
@@ -174,21 +200,27 @@ def _rank_trace(stage: Stage, p: int, s: int, d: int, rank: int, world: int, n_s
                 if peer_titles:
                     for j, (direction, peer, _mb, _k) in enumerate(msgs):
                         title = f"nccl:send {s}->{peer}" if direction == "send" else f"nccl:recv {s}<-{peer}"
-                        events.append(_ev("user_annotation", title, pid, tid,
-                                          launch - 40 + j * 10, 5, {"External id": corr}))
+                        events.append(
+                            _ev("user_annotation", title, pid, tid, launch - 40 + j * 10, 5, {"External id": corr})
+                        )
                 else:
-                    events.append(_ev("user_annotation", "nccl:coalesced", pid, tid, launch - 10, 60,
-                                      {"External id": corr}))
-            events.append(_ev("cuda_runtime", "cudaLaunchKernel", pid, tid, launch, 40,
-                              {"External id": corr, "correlation": corr}))
+                    events.append(
+                        _ev("user_annotation", "nccl:coalesced", pid, tid, launch - 10, 60, {"External id": corr})
+                    )
+            events.append(
+                _ev(
+                    "cuda_runtime", "cudaLaunchKernel", pid, tid, launch, 40, {"External id": corr, "correlation": corr}
+                )
+            )
             events.append(_ev("kernel", name, dev, stream, t_step + a, b - a, args))
             spans.setdefault(stream, [t_step + a, t_step + b])
             spans[stream][0] = min(spans[stream][0], t_step + a)
             spans[stream][1] = max(spans[stream][1], t_step + b)
             corr += 1
         for stream, (a, b) in sorted(spans.items()):
-            events.append(_ev("gpu_user_annotation", f"ProfilerStep#{step}", dev, stream, a, b - a,
-                              {"External id": corr}))
+            events.append(
+                _ev("gpu_user_annotation", f"ProfilerStep#{step}", dev, stream, a, b - a, {"External id": corr})
+            )
     return {
         "schemaVersion": 1,
         "deviceProperties": [{"id": dev, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85_000_000_000}],
@@ -198,8 +230,18 @@ def _rank_trace(stage: Stage, p: int, s: int, d: int, rank: int, world: int, n_s
     }
 
 
-def write_1f1b(folder: Path, p: int, m: int, F: int = 1_200_000, B: int | None = None, transfer: int = 0,
-               n_steps: int = 2, kernels_per_op: int = 2, replicas: int = 1, peer_titles: bool = False) -> dict:
+def write_1f1b(
+    folder: Path,
+    p: int,
+    m: int,
+    F: int = 1_200_000,
+    B: int | None = None,
+    transfer: int = 0,
+    n_steps: int = 2,
+    kernels_per_op: int = 2,
+    replicas: int = 1,
+    peer_titles: bool = False,
+) -> dict:
     """Write a p-stage x `replicas` 1F1B profile into `folder`; return its known values.
 
     Returns {"p", "m", "F_ns", "B_ns", "transfer_ns", "world", "stage_of_rank" {rank: stage},
@@ -224,8 +266,15 @@ def write_1f1b(folder: Path, p: int, m: int, F: int = 1_200_000, B: int | None =
     step_ns = max(spans)
     compute = m * (F + B)
     return {
-        "p": p, "m": m, "F_ns": F, "B_ns": B, "transfer_ns": transfer, "world": world,
-        "stage_of_rank": stage_of_rank, "step_ns": step_ns, "compute_ns": compute,
-        "bubble_ns": {s: step_ns - compute for s in range(p)},
+        "p": p,
+        "m": m,
+        "F_ns": F,
+        "B_ns": B,
+        "transfer_ns": transfer,
+        "world": world,
+        "stage_of_rank": stage_of_rank,
+        "step_ns": step_ns,
+        "compute_ns": compute,
+        "bubble_ns": dict.fromkeys(range(p), step_ns - compute),
         "ideal_fraction": (p - 1) / (m + p - 1),
     }

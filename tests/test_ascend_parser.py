@@ -11,17 +11,15 @@ import gc
 import json
 import shutil
 import sqlite3
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
 
-import traceview.parsers.ascend
-
 from traceview import parsers
+from traceview.errors import TraceError
 from traceview.parsers import detect
 from traceview.parsers.ascend import is_ascend_rank_dir, parse_ascend_rank
-from traceview.errors import TraceError
 
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 needs_traces = pytest.mark.skipif(
@@ -49,7 +47,7 @@ FULL_RANKS = [f"{MSI_TEXT}/level{lvl}/rank{r}_ascend_pt" for lvl in (0, 1) for r
 DB_RANKS = [f"{MSI_DB}/rank0_ascend_pt", f"{MSI_DB}/rank1_ascend_pt"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def parsed(rel: str):
     """Parse a corpus folder once per test session."""
     return parse_ascend_rank(TRACES / rel)
@@ -98,8 +96,11 @@ def test_device_tasks_one_per_csv_row(rel, rank):
     assert tasks["name"].to_list() == [r["Name"].strip() for r in rows]
     copies = len(csv_rows(output_dir(rel) / "kernel_details.csv", distinct=False)) - len(rows)
     dropped = [w for w in parsed(rel).warnings if "exact duplicate device tasks" in w]
-    assert dropped == ([f"{TRACES / rel}: {copies:,} exact duplicate device tasks (same name, stream, start and end) "
-                        "dropped"] if copies else [])
+    assert dropped == (
+        [f"{TRACES / rel}: {copies:,} exact duplicate device tasks (same name, stream, start and end) dropped"]
+        if copies
+        else []
+    )
 
 
 @needs_traces
@@ -245,9 +246,7 @@ def test_trace_view_alone_gives_the_kernel_details_tasks(rel, tmp_path):
 
 
 @needs_traces
-@pytest.mark.parametrize(
-    "rel", FULL_RANKS + [f"{MSI_SERVER}/test_rank_0", f"{MSI_SERVER}/test_rank_1"]
-)
+@pytest.mark.parametrize("rel", FULL_RANKS + [f"{MSI_SERVER}/test_rank_0", f"{MSI_SERVER}/test_rank_1"])
 def test_step_trace_time_values_as_written(rel):
     rows = csv_rows(output_dir(rel) / "step_trace_time.csv")
     frame = parsed(rel).frames["ascend_step_trace"]
@@ -485,9 +484,7 @@ def test_missing_required_column_names_file_and_column(tmp_path):
 def test_non_numeric_start_drops_the_row_with_a_warning(tmp_path):
     rank = write_kernel_details(
         tmp_path,
-        "1,0,1,a,Add,AI_CORE,1.0,1.0,N/A\n"
-        "1,0,1,b,Add,AI_CORE,garbage,1.0,N/A\n"
-        "1,0,1,c,Add,AI_CORE,3.0,1.0,N/A\n",
+        "1,0,1,a,Add,AI_CORE,1.0,1.0,N/A\n1,0,1,b,Add,AI_CORE,garbage,1.0,N/A\n1,0,1,c,Add,AI_CORE,3.0,1.0,N/A\n",
     )
     result = parse_ascend_rank(rank)
     assert result.frames["device_tasks"]["name"].to_list() == ["a", "c"]
@@ -552,8 +549,12 @@ def test_communication_group_from_the_op_key(tmp_path):
         "step4": {"hcom_broadcast__4_0_1@77": info},  # no collective/p2p level
     }
     comm = parse_ascend_rank(write_communication(tmp_path, doc)).frames["ascend_communication"]
-    assert comm["op_name"].to_list() == ["hcom_allReduce__1_0_1", "hcom_send__2_0_1", "hcom_receive__3_0_1",
-                                         "hcom_broadcast__4_0_1"]
+    assert comm["op_name"].to_list() == [
+        "hcom_allReduce__1_0_1",
+        "hcom_send__2_0_1",
+        "hcom_receive__3_0_1",
+        "hcom_broadcast__4_0_1",
+    ]
     assert comm["comm_group"].to_list() == ["123@4", None, None, "77"]
     assert comm["group"].to_list() == ["collective", "p2p", "p2p", None]
     assert comm["step"].to_list() == [3, 3, 3, 4]
@@ -574,18 +575,61 @@ def trace_view_events() -> list:
         {"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "Ascend Hardware"}},
         {"ph": "M", "name": "process_labels", "pid": 2, "tid": 0, "args": {"labels": "NPU"}},
         {"ph": "M", "name": "process_name", "pid": 3, "tid": 0, "args": {"name": "Python"}},
-        {"ph": "X", "name": "ProfilerStep#7", "pid": 3, "tid": 3, "ts": "1736408883704000.000", "dur": 900,
-         "cat": "cpu_op"},
-        {"ph": "X", "name": "AscendCL@launch", "pid": 1, "tid": 9, "ts": "1736408883704100.000", "dur": 5.25,
-         "args": {"connection_id": 41}},
-        {"ph": "s", "name": "HostToDevice41", "id": 41, "pid": 1, "tid": 9, "ts": "1736408883704100.000",
-         "cat": "HostToDevice"},
-        {"ph": "f", "name": "HostToDevice41", "id": 41, "pid": 2, "tid": 5, "ts": "1736408883704643.212",
-         "cat": "HostToDevice", "bp": "e"},
-        {"ph": "X", "name": "MatMul1", "pid": 2, "tid": 5, "ts": "1736408883704643.212", "dur": 22.5995,
-         "args": {"Task Type": "AI_CORE", "connection_id": 41}},
-        {"ph": "X", "name": "MEMCPY_ASYNC", "pid": 2, "tid": 5, "ts": "1736408883704700.000", "dur": 1,
-         "args": {"Task Type": "MEMCPY_ASYNC"}},
+        {
+            "ph": "X",
+            "name": "ProfilerStep#7",
+            "pid": 3,
+            "tid": 3,
+            "ts": "1736408883704000.000",
+            "dur": 900,
+            "cat": "cpu_op",
+        },
+        {
+            "ph": "X",
+            "name": "AscendCL@launch",
+            "pid": 1,
+            "tid": 9,
+            "ts": "1736408883704100.000",
+            "dur": 5.25,
+            "args": {"connection_id": 41},
+        },
+        {
+            "ph": "s",
+            "name": "HostToDevice41",
+            "id": 41,
+            "pid": 1,
+            "tid": 9,
+            "ts": "1736408883704100.000",
+            "cat": "HostToDevice",
+        },
+        {
+            "ph": "f",
+            "name": "HostToDevice41",
+            "id": 41,
+            "pid": 2,
+            "tid": 5,
+            "ts": "1736408883704643.212",
+            "cat": "HostToDevice",
+            "bp": "e",
+        },
+        {
+            "ph": "X",
+            "name": "MatMul1",
+            "pid": 2,
+            "tid": 5,
+            "ts": "1736408883704643.212",
+            "dur": 22.5995,
+            "args": {"Task Type": "AI_CORE", "connection_id": 41},
+        },
+        {
+            "ph": "X",
+            "name": "MEMCPY_ASYNC",
+            "pid": 2,
+            "tid": 5,
+            "ts": "1736408883704700.000",
+            "dur": 1,
+            "args": {"Task Type": "MEMCPY_ASYNC"},
+        },
         {"ph": "C", "name": "AI Core Freq", "pid": 4, "tid": 0, "ts": "1736408883704000.000", "args": {"MHz": 1800}},
     ]
 

@@ -99,12 +99,16 @@ CASES: dict[str, Fatal | Loads | Partial] = {
     "not_a_trace.json": Fatal("not a Chrome trace: no 'traceEvents' key"),
     "numbers.json": Fatal("holds no trace events: the 4 entries of its event list are not JSON objects"),
     "no_profiles": Fatal("no profiles found in this folder"),
-    "ascend_missing_column": Fatal("required column 'Start Time(us)' is missing",
-                                   "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv"),
-    "ascend_renamed_unknown": Fatal("required column 'Duration(us)' is missing",
-                                    "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv"),
-    "ascend_no_data": Fatal("no kernel_details.csv, trace_view.json or ascend_pytorch_profiler_*.db found",
-                            "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT"),
+    "ascend_missing_column": Fatal(
+        "required column 'Start Time(us)' is missing", "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv"
+    ),
+    "ascend_renamed_unknown": Fatal(
+        "required column 'Duration(us)' is missing", "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv"
+    ),
+    "ascend_no_data": Fatal(
+        "no kernel_details.csv, trace_view.json or ascend_pytorch_profiler_*.db found",
+        "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT",
+    ),
     "clean": Loads("clean"),
     "clean_ascend": Loads("clean_ascend"),
     "no_ts_dur.json": Loads(RANK0, ((TS, 2), (DUR, 2))),
@@ -113,19 +117,23 @@ CASES: dict[str, Fatal | Loads | Partial] = {
     "huge_ts.json": Loads(RANK0, ((TS, 2),)),
     "four_malformed.json": Loads(RANK0, ((TS, 2), (DUR, 1), (NEG, 1))),
     "bad_unicode.json": Loads(RANK0, (("file(s) with invalid UTF-8 bytes or unicode escapes", 1),), names_changed=True),
-    "nul_names.json": Loads(RANK0, (("event names with NUL characters: those replaced by U+FFFD", 2),),
-                            names_changed=True),
+    "nul_names.json": Loads(
+        RANK0, (("event names with NUL characters: those replaced by U+FFFD", 2),), names_changed=True
+    ),
     "bom.json": Loads(RANK0),
     "duplicated.json": Loads(RANK0, ((DUP, 3),)),
-    "unknown_phase.json": Loads(RANK0, (("events with a missing or unknown 'ph' (phase) ignored", 3),
-                                        ("duration events with ph 'B'/'E' ignored", 2))),
+    "unknown_phase.json": Loads(
+        RANK0,
+        (("events with a missing or unknown 'ph' (phase) ignored", 3), ("duration events with ph 'B'/'E' ignored", 2)),
+    ),
     "clock_skew": Loads("clean", summary_warnings=(("ranks' clocks disagree", None),)),
     "ascend_renamed_alias": Loads("clean_ascend"),
     "ascend_extra_columns": Loads("clean_ascend"),
     "ascend_padded_values": Loads("clean_ascend"),
     "ascend_duplicated_rows": Loads("clean_ascend", ((DUP, 2),)),
-    "ascend_no_kernel_details": Loads("clean_ascend", (("device tasks with no launch inside a ProfilerStep range", 60),),
-                                      same="trace"),
+    "ascend_no_kernel_details": Loads(
+        "clean_ascend", (("device tasks with no launch inside a ProfilerStep range", 60),), same="trace"
+    ),
     "mixed": Loads("", bases=((0, "clean", 0), (1, "clean_ascend", 0))),
     "being_written": Partial("rank1.pt.trace.json", ("truncated JSON", "still being written")),
     "partial_name": Partial("rank1.pt.trace.json.part", ("still being written", ".part")),
@@ -216,8 +224,10 @@ def numbers(rank: dict, names_changed: bool, same: str) -> dict:
     if names_changed:
         out.pop("top_kernels")
         # a repaired name may split one kernel's rows in two: the totals stay
-        out["kernel_totals"] = (sum(k["count"] for k in rank["top_kernels"]),
-                                round(sum(k["total_us"] for k in rank["top_kernels"]), 3))
+        out["kernel_totals"] = (
+            sum(k["count"] for k in rank["top_kernels"]),
+            round(sum(k["total_us"] for k in rank["top_kernels"]), 3),
+        )
     return out
 
 
@@ -250,7 +260,8 @@ def test_generator_reproduces_the_committed_files(tmp_path):
     make_bad.write(tmp_path)
     made = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
     committed = {
-        p.relative_to(BAD).as_posix() for p in BAD.rglob("*")
+        p.relative_to(BAD).as_posix()
+        for p in BAD.rglob("*")
         if p.is_file() and p.name != "make_bad.py" and "__pycache__" not in p.parts
     }
     assert made == committed
@@ -308,7 +319,6 @@ def test_fatal_diff(name):
 @pytest.fixture
 def fake_server(monkeypatch):
     """`traceview serve` builds its app and, instead of binding a port, fetches its pages."""
-    import traceview.dashboards.server
     from traceview import dashboards
 
     served: list[tuple[int, int]] = []
@@ -494,8 +504,9 @@ def test_warnings_survive_the_cache(tmp_path):
 
 
 def run(*args: str, timeout: float = TIMEOUT_S - 10) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "traceview", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "traceview", *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout
+    )
 
 
 @pytest.mark.parametrize("name", ["numbers.json", "ascend_missing_column", "truncated.json.gz"])
@@ -514,9 +525,21 @@ def test_serve_in_a_real_process(tmp_path):
     """A recoverable input is served (HTTP 200 on /); a fatal one exits 1 before binding."""
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "traceview", "serve", str(path_of("duplicated.json")), "--port", str(port),
-         "--no-cache", "-q"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "traceview",
+            "serve",
+            str(path_of("duplicated.json")),
+            "--port",
+            str(port),
+            "--no-cache",
+            "-q",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 60

@@ -5,22 +5,24 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
 
 import polars as pl
 import pytest
 
 import traceview as tv
-from traceview.analysis.breakdown import step_breakdown, trace_breakdown
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
 from tests.test_real_traces import ASCEND_DIRS, KINETO
+from traceview.analysis.breakdown import step_breakdown, trace_breakdown
 
 ASCEND_TEXT = SHARED_TRACES / "msinsight/test/data/pytorch"
 #: folders whose step_trace_time.csv torch_npu computed from the same tasks that ship beside it
 ASCEND_REPRODUCIBLE = [
-    "text/level0/rank0_ascend_pt", "text/level0/rank1_ascend_pt",
-    "text/level1/rank0_ascend_pt", "text/level1/rank1_ascend_pt",
-    "db/level2/rank0_ascend_pt", "db/level2/rank1_ascend_pt",
+    "text/level0/rank0_ascend_pt",
+    "text/level0/rank1_ascend_pt",
+    "text/level1/rank0_ascend_pt",
+    "text/level1/rank1_ascend_pt",
+    "db/level2/rank0_ascend_pt",
+    "db/level2/rank1_ascend_pt",
 ]
 # Not reproducible, so not compared: msinsight/server/src/test/test_data/test_rank_{0,1} ship a trimmed
 # kernel_details.csv (21 and 22 rows, 0.5 ms of tasks) beside a step_trace_time.csv that torch_npu
@@ -156,8 +158,16 @@ def test_dp4_sample_steps_equal_construction():
         for step_name, want in e["steps"].items():
             step = int(step_name.split("#")[1])
             row = got.filter((pl.col("rank") == int(rank)) & (pl.col("step") == step)).row(0, named=True)
-            for term in ("computing", "communication", "overlapped", "communication_not_overlapped",
-                         "exposed_memcpy", "busy", "free", "idle"):
+            for term in (
+                "computing",
+                "communication",
+                "overlapped",
+                "communication_not_overlapped",
+                "exposed_memcpy",
+                "busy",
+                "free",
+                "idle",
+            ):
                 assert row[f"{term}_us"] * 1000 == pytest.approx(want[f"{term}_ns"], abs=0.5), (rank, step, term)
             assert row["duration_us"] * 1000 == pytest.approx(want["window_ns"], abs=0.5)
     _check_identities(got)

@@ -38,8 +38,15 @@ pytestmark = pytest.mark.skipif(
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 #: Chromium without the background services it would try to reach (this machine has no network
 #: beyond loopback: refused connections show as console noise and slow the start).
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 DLRM = SHARED_TRACES / "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto"
 ASCEND_LEVEL1 = SHARED_TRACES / "msinsight/test/data/pytorch/text/level1"
 
@@ -59,7 +66,9 @@ def server_for():
         port = _free_port()
         proc = subprocess.Popen(
             [sys.executable, "-m", "traceview", "serve", str(path), "--port", str(port), "--quiet"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
         procs.append(proc)
         url = f"http://127.0.0.1:{port}"
@@ -140,16 +149,22 @@ def test_rank_change_updates_the_figures(server_for, browser):
 def test_timeline_zoom_switches_to_fewer_tasks(server_for, browser):
     url = server_for(ROOT / "sample_traces" / "dp4_nccl")
     page, errors = _open(browser, url + "/timeline")
-    page.wait_for_function("() => document.querySelector('#tl-note') && document.querySelector('#tl-note').innerText.includes('tasks')")
+    page.wait_for_function(
+        "() => document.querySelector('#tl-note') && document.querySelector('#tl-note').innerText.includes('tasks')"
+    )
     _figure_data(page, "tl-graph")  # drawn before we zoom
     before = page.inner_text("#tl-note")
-    page.evaluate("() => Plotly.relayout(document.querySelector('#tl-graph .js-plotly-plot'), {'xaxis.range': [10, 12]})")
+    page.evaluate(
+        "() => Plotly.relayout(document.querySelector('#tl-graph .js-plotly-plot'), {'xaxis.range': [10, 12]})"
+    )
     page.wait_for_function(f"() => document.querySelector('#tl-note').innerText !== {before!r}", timeout=20_000)
     after = page.inner_text("#tl-note")
     n_before, n_after = (int(t.split(":")[1].split("tasks")[0].replace(",", "")) for t in (before, after))
     assert n_after < n_before
     if os.environ.get("TRACEVIEW_SCREENSHOTS"):
-        page.evaluate("() => Plotly.relayout(document.querySelector('#tl-graph .js-plotly-plot'), {'xaxis.autorange': true})")
+        page.evaluate(
+            "() => Plotly.relayout(document.querySelector('#tl-graph .js-plotly-plot'), {'xaxis.autorange': true})"
+        )
         page.wait_for_timeout(1500)
         page.screenshot(path=str(SCREENSHOTS / "timeline.png"), full_page=True)
     assert errors == []
@@ -161,12 +176,17 @@ def test_timeline_compare_two_ranks_and_jump_to_a_step(server_for, browser):
     frees the step picker and picking the same step again jumps back."""
     url = server_for(ROOT / "sample_traces" / "dp4_nccl")
     page, errors = _open(browser, url + "/timeline?compare=2,0")
-    page.wait_for_function("() => document.querySelector('#tl-note').innerText.startsWith('rank 2 above rank 0')",
-                           timeout=20_000)
-    axes = page.evaluate("() => { const l = document.querySelector('#tl-graph .js-plotly-plot').layout;"
-                         " return [l.yaxis.categoryarray, l.yaxis2.categoryarray]; }")
+    page.wait_for_function(
+        "() => document.querySelector('#tl-note').innerText.startsWith('rank 2 above rank 0')", timeout=20_000
+    )
+    axes = page.evaluate(
+        "() => { const l = document.querySelector('#tl-graph .js-plotly-plot').layout;"
+        " return [l.yaxis.categoryarray, l.yaxis2.categoryarray]; }"
+    )
     assert {a.split(" · ")[0] for a in axes[0]} == {"rank 2"} and {a.split(" · ")[0] for a in axes[1]} == {"rank 0"}
-    steps = tv.load(ROOT / "sample_traces" / "dp4_nccl").steps.filter(pl.col("rank").is_in([0, 2]) & (pl.col("step") == 4))
+    steps = tv.load(ROOT / "sample_traces" / "dp4_nccl").steps.filter(
+        pl.col("rank").is_in([0, 2]) & (pl.col("step") == 4)
+    )
     x_range = "() => document.querySelector('#tl-graph .js-plotly-plot').layout.xaxis.range"
 
     def pick_step_4():
@@ -179,7 +199,9 @@ def test_timeline_compare_two_ranks_and_jump_to_a_step(server_for, browser):
     width = page.evaluate(f"() => ({x_range})()[1] - ({x_range})()[0]")
     want = (int(steps["device_end_ns"].max()) - int(steps["device_start_ns"].min())) / 1e6
     assert width == pytest.approx(want, rel=1e-6)
-    page.evaluate("() => Plotly.relayout(document.querySelector('#tl-graph .js-plotly-plot'), {'xaxis.autorange': true})")
+    page.evaluate(
+        "() => Plotly.relayout(document.querySelector('#tl-graph .js-plotly-plot'), {'xaxis.autorange': true})"
+    )
     page.wait_for_function(f"() => ({x_range})()[1] - ({x_range})()[0] > {width * 1.5}", timeout=20_000)
     span = page.evaluate(f"() => ({x_range})()[1] - ({x_range})()[0]")
     pick_step_4()  # the same step again
@@ -218,10 +240,19 @@ def test_report_of_a_real_multi_rank_trace_opens_offline(browser, tmp_path):
     path = SHARED_TRACES / "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto"
     out = tmp_path / "dlrm.html"
     cmd = [sys.executable, "-m", "traceview"]
-    res = subprocess.run([*cmd, "report", str(path), "-o", str(out), "-q"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [*cmd, "report", str(path), "-o", str(out), "-q"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, res.stderr
-    summary = json.loads(subprocess.run([*cmd, "summary", str(path), "--format", "json", "-q"], cwd=ROOT,
-                                        capture_output=True, text=True, timeout=300).stdout)
+    summary = json.loads(
+        subprocess.run(
+            [*cmd, "summary", str(path), "--format", "json", "-q"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        ).stdout
+    )
     context = browser.new_context(offline=True, viewport={"width": 1400, "height": 1000})
     fetched: list[str] = []
 
@@ -257,12 +288,15 @@ def test_report_of_a_real_multi_rank_trace_opens_offline(browser, tmp_path):
 #: (plotly.py sends arrays as typed-array specs {dtype, bdata}; plotly.js keeps the decoded array
 #: in `_inputArray`.)
 ARRAY_JS = "const arr = v => (v && v._inputArray) ? v._inputArray : (v || []);"
-TIMELINE_DRAWN = """() => {
+TIMELINE_DRAWN = (
+    """() => {
     %s
     const g = document.querySelector('#tl-graph .js-plotly-plot');
     if (!g || !g.data || !g.data.length || !g._fullLayout) { return false; }
     return g.data.some(t => arr(t.x).length > 0 || arr(t.z).length > 0);
-}""" % ARRAY_JS
+}"""
+    % ARRAY_JS
+)
 
 
 def _timeline_loads(page, url: str, loads: int) -> int:
@@ -314,7 +348,8 @@ def test_the_timeline_loads_drawn_when_the_server_is_slow(server_for, browser):
 
 
 #: The longest segment of each lane in the drawn timeline: its lane, the x of its centre, its key.
-LONGEST_PER_LANE = """() => {
+LONGEST_PER_LANE = (
+    """() => {
     %s
     const g = document.querySelector('#tl-graph .js-plotly-plot');
     const best = {};
@@ -338,11 +373,14 @@ LONGEST_PER_LANE = """() => {
     return Object.values(best).map(s => Object.assign(s, {
         px: xa._offset + xa.l2p(s.mid), py: ya._offset + ya.l2p(ya.d2l(s.lane)),
         width_px: Math.abs(xa.l2p(s.len) - xa.l2p(0))}));
-}""" % ARRAY_JS
+}"""
+    % ARRAY_JS
+)
 
 
 #: Where the segment of task `key` is drawn now: {px, py} of its centre in the plot, its width in px.
-SEGMENT_OF = """(key) => {
+SEGMENT_OF = (
+    """(key) => {
     %s
     const g = document.querySelector('#tl-graph .js-plotly-plot');
     const xa = g._fullLayout.xaxis, ya = g._fullLayout.yaxis;
@@ -358,7 +396,9 @@ SEGMENT_OF = """(key) => {
         }
     }
     return null;
-}""" % ARRAY_JS
+}"""
+    % ARRAY_JS
+)
 #: The x window the server drew the figure for (`TimelineData._layout` sets a uirevision per window).
 X_REVISION = "() => document.querySelector('#tl-graph .js-plotly-plot').layout.xaxis.uirevision"
 #: Bars narrower than this on the whole-trace view are checked after zooming to them (a bar of a
@@ -377,8 +417,10 @@ def test_hover_at_the_centre_of_the_longest_bar_of_each_lane_names_it(server_for
     page, errors = _open(browser, url, height=1800)  # every lane inside the viewport: the mouse can reach it
     page.wait_for_function(TIMELINE_DRAWN, timeout=20_000)
     page.wait_for_function("() => document.querySelector('#tl-note').innerText.startsWith('raw')", timeout=20_000)
-    page.evaluate("() => { const g = document.querySelector('#tl-graph .js-plotly-plot');"
-                  " g.on('plotly_hover', d => { window.__hovered = d.points[0].customdata; }); }")
+    page.evaluate(
+        "() => { const g = document.querySelector('#tl-graph .js-plotly-plot');"
+        " g.on('plotly_hover', d => { window.__hovered = d.points[0].customdata; }); }"
+    )
     box = page.locator("#tl-graph .js-plotly-plot").bounding_box()
 
     def hovered_at(where: dict) -> str:
@@ -392,13 +434,17 @@ def test_hover_at_the_centre_of_the_longest_bar_of_each_lane_names_it(server_for
 
     bars = page.evaluate(LONGEST_PER_LANE)
     assert len(bars) >= 4
-    wrong = [(b["lane"], b["key"], got) for b in bars if b["width_px"] >= MIN_BAR_PX
-             if (got := hovered_at(b)) != b["key"]]
+    wrong = [
+        (b["lane"], b["key"], got) for b in bars if b["width_px"] >= MIN_BAR_PX if (got := hovered_at(b)) != b["key"]
+    ]
     zoomed = 0
     for bar in (b for b in bars if b["width_px"] < MIN_BAR_PX):
         drawn = page.evaluate(X_REVISION)
-        page.evaluate("([lo, hi]) => Plotly.relayout(document.querySelector('#tl-graph .js-plotly-plot'),"
-                      " {'xaxis.range': [lo, hi]})", [bar["mid"] - 20 * bar["len"], bar["mid"] + 20 * bar["len"]])
+        page.evaluate(
+            "([lo, hi]) => Plotly.relayout(document.querySelector('#tl-graph .js-plotly-plot'),"
+            " {'xaxis.range': [lo, hi]})",
+            [bar["mid"] - 20 * bar["len"], bar["mid"] + 20 * bar["len"]],
+        )
         page.wait_for_function(f"() => ({X_REVISION})() !== {drawn!r}", timeout=20_000)  # the server's figure
         page.wait_for_function(f"(key) => ({SEGMENT_OF})(key) !== null", arg=bar["key"], timeout=20_000)
         where = page.evaluate(SEGMENT_OF, bar["key"])
@@ -410,7 +456,9 @@ def test_hover_at_the_centre_of_the_longest_bar_of_each_lane_names_it(server_for
     longest = max(bars, key=lambda b: b["len"])  # a click selects the same task
     if zoomed:
         drawn = page.evaluate(X_REVISION)
-        page.evaluate("() => Plotly.relayout(document.querySelector('#tl-graph .js-plotly-plot'), {'xaxis.autorange': true})")
+        page.evaluate(
+            "() => Plotly.relayout(document.querySelector('#tl-graph .js-plotly-plot'), {'xaxis.autorange': true})"
+        )
         page.wait_for_function(f"() => ({X_REVISION})() !== {drawn!r}", timeout=20_000)
         page.wait_for_function(f"(key) => ({SEGMENT_OF})(key) !== null", arg=longest["key"], timeout=20_000)
     where = page.evaluate(SEGMENT_OF, longest["key"])

@@ -19,9 +19,9 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from traceview.analysis.bubbles import gpu_bubbles, p2p_tasks, pipeline_stages
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
 from tests.pipeline_gen import simulate, write_1f1b
+from traceview.analysis.bubbles import gpu_bubbles, p2p_tasks, pipeline_stages
 
 F = 1_200_000
 CASES = [(p, m, tau) for p in (2, 4, 8) for m in (p, 2 * p, 4 * p) for tau in (0, 6_000)]
@@ -125,10 +125,13 @@ def test_data_parallel_sample_has_no_bubble():
 
 
 @needs_shared
-@pytest.mark.parametrize("rel", [
-    "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto",
-    "hta/tests/data/trace_filter",
-])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto",
+        "hta/tests/data/trace_filter",
+    ],
+)
 def test_sendrecv_collectives_are_not_pipeline_p2p(rel):
     """The real GPU SendRecv kernels are all-to-all / all-reduce / all-gather (the parser says so
     from `nccl:*` / record_param_comms): no pipeline, no bubble."""
@@ -159,20 +162,29 @@ def test_hand_made_groups_and_non_pipeline_rank():
     """Two pipelines ("a": ranks 0-1, "b": ranks 2-3) get their own pipeline step; rank 4 has no
     P2P (bubble 0, own span); rank 5 has no compute in the step (step_us null)."""
     K, C, S = "kernel", "communication", "ncclDevKernel_SendRecv"
-    tasks = _tasks([
-        (0, 1, K, "gemm", 0, 100, None), (0, 1, C, S, 100, 130, "a"), (0, 1, K, "gemm", 130, 200, None),
-        (1, 1, C, S, 0, 100, "a"), (1, 1, K, "gemm", 100, 160, None), (1, 1, K, "gemm", 150, 170, None),
-        (2, 1, K, "gemm", 0, 50, None), (2, 1, C, S, 50, 60, "b"),
-        (3, 1, C, S, 0, 60, "b"), (3, 1, K, "gemm", 60, 80, None),
-        (4, 1, K, "gemm", 10, 40, None), (4, 1, K, "memset", 60, 70, None),
-        (4, 1, C, "ncclDevKernel_AllReduce", 40, 60, None),
-        (5, 1, "memcpy", "Memcpy HtoD", 0, 10, None),
-    ])
+    tasks = _tasks(
+        [
+            (0, 1, K, "gemm", 0, 100, None),
+            (0, 1, C, S, 100, 130, "a"),
+            (0, 1, K, "gemm", 130, 200, None),
+            (1, 1, C, S, 0, 100, "a"),
+            (1, 1, K, "gemm", 100, 160, None),
+            (1, 1, K, "gemm", 150, 170, None),
+            (2, 1, K, "gemm", 0, 50, None),
+            (2, 1, C, S, 50, 60, "b"),
+            (3, 1, C, S, 0, 60, "b"),
+            (3, 1, K, "gemm", 60, 80, None),
+            (4, 1, K, "gemm", 10, 40, None),
+            (4, 1, K, "memset", 60, 70, None),
+            (4, 1, C, "ncclDevKernel_AllReduce", 40, 60, None),
+            (5, 1, "memcpy", "Memcpy HtoD", 0, 10, None),
+        ]
+    )
     got = {r["rank"]: r for r in gpu_bubbles(tasks, _steps([0, 1, 2, 3, 4, 5])).to_dicts()}
-    assert got[0]["step_us"] * 1000 == 200 and got[1]["step_us"] * 1000 == 200   # rank 0's span
+    assert got[0]["step_us"] * 1000 == 200 and got[1]["step_us"] * 1000 == 200  # rank 0's span
     assert got[0]["bubble_us"] * 1000 == 30 and got[1]["bubble_us"] * 1000 == 130  # 200 - 170, 200 - 70
     assert got[1]["exposed_p2p_us"] * 1000 == 100 and got[1]["p2p_us"] * 1000 == 100
-    assert got[2]["step_us"] * 1000 == 50 and got[3]["step_us"] * 1000 == 50     # group b: 50, not 200
+    assert got[2]["step_us"] * 1000 == 50 and got[3]["step_us"] * 1000 == 50  # group b: 50, not 200
     assert got[3]["bubble_us"] * 1000 == 30 and got[3]["bubble_frac"] == pytest.approx(0.6)
     assert got[4]["bubble_us"] == 0 and not got[4]["pipeline"] and got[4]["step_us"] * 1000 == 60
     assert got[4]["compute_us"] * 1000 == 40
@@ -222,7 +234,8 @@ def test_compute_order_gives_up_when_it_cannot_know(generated, tmp_path):
     trace = tv.load(folder)
     first = trace.steps.select("rank", "step", pl.col("device_start_ns").alias("start_ns"))
     preamble = first.with_columns(
-        pl.col("start_ns").min().over("step").alias("start_ns"), pl.lit("kernel").alias("kind"),
+        pl.col("start_ns").min().over("step").alias("start_ns"),
+        pl.lit("kernel").alias("kind"),
         pl.lit("vectorized_elementwise_kernel<FillFunctor>").alias("name"),
     ).with_columns((pl.col("start_ns") + 1_000).alias("end_ns"))
     tasks = pl.concat([trace.device_tasks, preamble], how="diagonal_relaxed")
@@ -269,9 +282,11 @@ def test_mindinsight_pipeline_identities(rank):
     for a in _read(f"ascend_cluster_analyse_pipeline-parallel_2_4_{rank}.csv"):
         v = {k: float(x) for k, x in a.items()}
         assert v["computation_time"] + v["communication_alone_time"] == pytest.approx(
-            v["stage_time"] + v["receive_alone_time"], abs=2e-4)
+            v["stage_time"] + v["receive_alone_time"], abs=2e-4
+        )
         assert v["communication_alone_time"] == pytest.approx(
-            v["receive_alone_time"] + v["collective_communication_alone_time"], abs=2e-4)
+            v["receive_alone_time"] + v["collective_communication_alone_time"], abs=2e-4
+        )
 
 
 @needs_shared

@@ -7,10 +7,9 @@ import os
 import pytest
 from polars.testing import assert_frame_equal
 
-from traceview import parsers
 import traceview as tv
-from traceview import executors
 from tests.conftest import DATA
+from traceview import executors, parsers
 
 
 @pytest.fixture

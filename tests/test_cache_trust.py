@@ -18,10 +18,9 @@ import orjson
 import pytest
 from polars.testing import assert_frame_equal
 
-from traceview import parsers
 import traceview as tv
 from tests.conftest import SAMPLES
-from traceview import cache, executors
+from traceview import cache, executors, parsers
 from traceview.errors import TraceError
 from traceview.summary import build_summary
 
@@ -191,7 +190,9 @@ def test_a_full_disk_under_the_cache_loads_uncached_with_one_warning(profile, fu
 def test_a_full_temporary_folder_changes_nothing(profile, full_disk, tmp_path):
     res = subprocess.run(
         [os.sys.executable, "-m", "traceview", "summary", str(profile), "--format", "json", "-q"],
-        capture_output=True, text=True, env={**os.environ, "TMPDIR": str(full_disk), "TRACEVIEW_CACHE_DIR": str(tmp_path / "c")},
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(full_disk), "TRACEVIEW_CACHE_DIR": str(tmp_path / "c")},
     )
     assert res.returncode == 0, res.stderr
     reference = build_summary(tv.load(profile, use_cache=False))

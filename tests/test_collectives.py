@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from traceview import schema
-from traceview.analysis.collectives import bus_factor, match_collectives, stragglers, step_skew
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
+from traceview import schema
+from traceview.analysis.collectives import bus_factor, match_collectives, step_skew, stragglers
 
 DP4 = SAMPLES / "dp4_nccl"
 ASCEND2 = SAMPLES / "ascend_2rank"
@@ -20,9 +20,18 @@ DLRM = SHARED_TRACES / "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracte
 
 def _task(rank, start, dur, collective="allreduce", pg="0", size=None, msg=None, step=None, name="nccl"):
     return {
-        "rank": rank, "name": name, "kind": "communication", "start_ns": start, "end_ns": start + dur,
-        "dur_ns": dur, "step": step, "stream": 20, "collective": collective, "process_group": pg,
-        "group_size": size, "msg_bytes": msg,
+        "rank": rank,
+        "name": name,
+        "kind": "communication",
+        "start_ns": start,
+        "end_ns": start + dur,
+        "dur_ns": dur,
+        "step": step,
+        "stream": 20,
+        "collective": collective,
+        "process_group": pg,
+        "group_size": size,
+        "msg_bytes": msg,
     }
 
 
@@ -103,8 +112,12 @@ def test_by_step_keys_instances_per_step():
 
 
 def test_bus_factors():
-    df = pl.DataFrame({"c": ["allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "send",
-                             "recv", "barrier", None], "n": [4, 8, 8, 8, 8, 2, 2, 8, 8]})
+    df = pl.DataFrame(
+        {
+            "c": ["allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "send", "recv", "barrier", None],
+            "n": [4, 8, 8, 8, 8, 2, 2, 8, 8],
+        }
+    )
     got = df.select(bus_factor(pl.col("c"), pl.col("n")).alias("f"))["f"].to_list()
     assert got[:7] == pytest.approx([1.5, 7 / 8, 7 / 8, 7 / 8, 1.0, 1.0, 1.0])
     assert got[7] is None and got[8] is None
@@ -119,12 +132,20 @@ def test_slow_ranks_none_when_nobody_waits_and_empty_inputs():
 
 
 def test_step_skew_hand_written():
-    d = pl.DataFrame({"rank": [0, 1, 2, 0, 1, 2], "step": [1, 1, 1, 2, 2, 2],
-                      "duration_us": [100.0, 130.0, 90.0, 100.0, 100.0, None]})
+    d = pl.DataFrame(
+        {
+            "rank": [0, 1, 2, 0, 1, 2],
+            "step": [1, 1, 1, 2, 2, 2],
+            "duration_us": [100.0, 130.0, 90.0, 100.0, 100.0, None],
+        }
+    )
     s = step_skew(d)
     assert s["step"].to_list() == [1, 2]
     assert s["skew_us"].to_list() == [40.0, 0.0]
-    assert s["longest_step_rank"].to_list() == [1, 0] and s["shortest_step_rank"].to_list() == [2, 0]  # ties: lowest rank
+    assert s["longest_step_rank"].to_list() == [1, 0] and s["shortest_step_rank"].to_list() == [
+        2,
+        0,
+    ]  # ties: lowest rank
     assert s["n_ranks"].to_list() == [3, 2]
     assert s["skew_frac"][0] == pytest.approx(40 / 130)
     assert s["mean_us"][0] == pytest.approx(320 / 3)
@@ -230,30 +251,95 @@ def _generate(folder, delays: dict[int, list[int]], transfer: list[int], nelems:
             corr = 10_000 + k
             op_ext, ann_ext = ext, ext + 1
             ext += 2
-            ev.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 7, "tid": 7,
-                       "ts": _us(host), "dur": 50.0,
-                       "args": {"External id": op_ext, "Collective name": "allreduce", "dtype": "Float",
-                                "In msg nelems": nelems[k], "Out msg nelems": nelems[k], "Group size": WORLD,
-                                "Process Group Name": "0", "Process Group Description": "default_pg",
-                                "Process Group Ranks": "[0, 1, 2, 3]"}})
-            ev.append({"ph": "X", "cat": "user_annotation", "name": "nccl:all_reduce", "pid": 7, "tid": 7,
-                       "ts": _us(host + 5_000), "dur": 40.0, "args": {"External id": ann_ext}})
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "cpu_op",
+                    "name": "record_param_comms",
+                    "pid": 7,
+                    "tid": 7,
+                    "ts": _us(host),
+                    "dur": 50.0,
+                    "args": {
+                        "External id": op_ext,
+                        "Collective name": "allreduce",
+                        "dtype": "Float",
+                        "In msg nelems": nelems[k],
+                        "Out msg nelems": nelems[k],
+                        "Group size": WORLD,
+                        "Process Group Name": "0",
+                        "Process Group Description": "default_pg",
+                        "Process Group Ranks": "[0, 1, 2, 3]",
+                    },
+                }
+            )
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": "nccl:all_reduce",
+                    "pid": 7,
+                    "tid": 7,
+                    "ts": _us(host + 5_000),
+                    "dur": 40.0,
+                    "args": {"External id": ann_ext},
+                }
+            )
             kernel_ext = ann_ext if k % 2 == 0 else op_ext
-            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernelExC", "pid": 7, "tid": 7,
-                       "ts": _us(host + 10_000), "dur": 5.0, "args": {"correlation": corr, "External id": kernel_ext}})
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernelExC",
+                    "pid": 7,
+                    "tid": 7,
+                    "ts": _us(host + 10_000),
+                    "dur": 5.0,
+                    "args": {"correlation": corr, "External id": kernel_ext},
+                }
+            )
             start = base + delays[r][k]
             end = base + max(d[k] for d in delays.values()) + transfer[k]
-            ev.append({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)",
-                       "pid": r, "tid": 20, "ts": _us(start), "dur": _us(end - start),
-                       "args": {"correlation": corr, "External id": kernel_ext, "stream": 20, "device": r}})
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)",
+                    "pid": r,
+                    "tid": 20,
+                    "ts": _us(start),
+                    "dur": _us(end - start),
+                    "args": {"correlation": corr, "External id": kernel_ext, "stream": 20, "device": r},
+                }
+            )
         start = T0_NS + N_AR * 1_000_000 + r * 2_000
-        ev.append({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL(x)", "pid": r, "tid": 21,
-                   "ts": _us(start), "dur": _us(T0_NS + N_AR * 1_000_000 + 10_000 - start),
-                   "args": {"correlation": 99_999, "stream": 21, "device": r, "Collective name": "_allgather_base",
-                            "In msg nelems": 1_000, "Out msg nelems": 4_000, "Group size": WORLD,
-                            "dtype": "BFloat16", "Process Group Name": "1"}})
-        doc = {"distributedInfo": {"backend": "nccl", "rank": r, "world_size": WORLD},
-               "deviceProperties": [{"id": r, "name": "NVIDIA H100 80GB HBM3"}], "traceEvents": ev}
+        ev.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "ncclDevKernel_AllGather_RING_LL(x)",
+                "pid": r,
+                "tid": 21,
+                "ts": _us(start),
+                "dur": _us(T0_NS + N_AR * 1_000_000 + 10_000 - start),
+                "args": {
+                    "correlation": 99_999,
+                    "stream": 21,
+                    "device": r,
+                    "Collective name": "_allgather_base",
+                    "In msg nelems": 1_000,
+                    "Out msg nelems": 4_000,
+                    "Group size": WORLD,
+                    "dtype": "BFloat16",
+                    "Process Group Name": "1",
+                },
+            }
+        )
+        doc = {
+            "distributedInfo": {"backend": "nccl", "rank": r, "world_size": WORLD},
+            "deviceProperties": [{"id": r, "name": "NVIDIA H100 80GB HBM3"}],
+            "traceEvents": ev,
+        }
         (folder / f"rank{r}.pt.trace.json").write_text(json.dumps(doc))
 
 
@@ -280,8 +366,9 @@ def test_generated_profile_with_a_delayed_rank(tmp_path):
         rows = m.filter((pl.col("collective") == "allreduce") & (pl.col("seq") == k)).sort("rank")
         latest = max(d[k] for d in delays.values())
         assert rows["transfer_us"].to_list() == [transfer[k] / 1000] * WORLD
-        assert rows["wait_us"].to_list() == pytest.approx([(latest - delays[r][k]) / 1000 for r in range(WORLD)],
-                                                          abs=1e-9)
+        assert rows["wait_us"].to_list() == pytest.approx(
+            [(latest - delays[r][k]) / 1000 for r in range(WORLD)], abs=1e-9
+        )
         assert rows["start_skew_us"].to_list() == pytest.approx(
             [(delays[r][k] - min(d[k] for d in delays.values())) / 1000 for r in range(WORLD)], abs=1e-9
         )
@@ -353,7 +440,9 @@ def test_real_hta_trace_filter_pair():
     assert sorted(m["rank"].unique()) == [0, 1]
     assert m["collective_id"].n_unique() == 10 and set(m["n_ranks"]) == {2}
     assert dict(m.group_by("collective").agg(pl.col("collective_id").n_unique()).rows()) == {
-        "alltoall": 4, "allreduce": 4, "allgather": 2,
+        "alltoall": 4,
+        "allreduce": 4,
+        "allgather": 2,
     }
     assert (m["wait_us"] >= 0).all() and (m["transfer_us"] > 0).all()
     assert set(m["step"]) == {551, 552}

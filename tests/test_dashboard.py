@@ -19,11 +19,11 @@ import polars as pl
 import pytest
 
 import traceview as tv
+from tests.conftest import DATA, ROOT, SAMPLES
 from traceview.dashboards import figures
 from traceview.dashboards.app import FILTER_WIDGETS, create_app, make_query, parse_compare, parse_filters, parse_query
 from traceview.dashboards.colors import CLASS_COLORS, TERM_COLORS
 from traceview.dashboards.server import pick_port, port_is_free
-from tests.conftest import DATA, ROOT, SAMPLES
 from traceview.summary import build_summary
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"
@@ -47,6 +47,7 @@ def by_meta(fig, meta):
 
 # ---- figures carry the summary's numbers ----
 
+
 def test_breakdown_bars_are_the_summary_ms(dp4):
     _, doc = dp4
     fig = figures.step_breakdown_figure(doc)
@@ -58,13 +59,17 @@ def test_breakdown_bars_are_the_summary_ms(dp4):
         assert bar.marker.color == TERM_COLORS[term]
     computing = by_meta(fig, "computing")
     overlapped = by_meta(fig, "overlapped")
-    assert [c + o for c, o in zip(computing.y, overlapped.y)] == pytest.approx([s["computing_us"] / 1000 for _, s in rows], abs=1e-9)
+    assert [c + o for c, o in zip(computing.y, overlapped.y)] == pytest.approx(
+        [s["computing_us"] / 1000 for _, s in rows], abs=1e-9
+    )
     assert list(computing.x[0]) == [f"rank {r}" for r, _ in rows]
     assert list(computing.x[1]) == [f"step {s['step']}" for _, s in rows]
     # the stack is the step's busy span: computing + exposed comm + exposed memcpy + free
     stacks = [sum(by_meta(fig, t).y[i] for t in figures.STACKED_TERMS) for i in range(len(rows))]
-    spans = [(s["computing_us"] + s["communication_not_overlapped_us"] + s["exposed_memcpy_us"] + s["free_us"]) / 1000
-             for _, s in rows]
+    spans = [
+        (s["computing_us"] + s["communication_not_overlapped_us"] + s["exposed_memcpy_us"] + s["free_us"]) / 1000
+        for _, s in rows
+    ]
     assert stacks == pytest.approx(spans, abs=1e-9)
     assert fig.layout.barmode == "stack"
     assert fig.layout.yaxis.title.text == "time (ms)"
@@ -102,9 +107,18 @@ def test_step_time_heatmap_and_classes_are_the_summary_ms(dp4):
 
 
 def test_slow_steps_are_marked():
-    doc = {"ranks": [{"rank": 0, "compute_classes": [], "long_steps": [
-        {"step": 2, "duration_us": 3000.0, "slowdown_ratio": 3.0, "why": "communication_not_overlapped"}],
-        "steps": [{"step": s, "duration_us": d} for s, d in ((1, 1000.0), (2, 3000.0), (3, 1000.0))]}]}
+    doc = {
+        "ranks": [
+            {
+                "rank": 0,
+                "compute_classes": [],
+                "long_steps": [
+                    {"step": 2, "duration_us": 3000.0, "slowdown_ratio": 3.0, "why": "communication_not_overlapped"}
+                ],
+                "steps": [{"step": s, "duration_us": d} for s, d in ((1, 1000.0), (2, 3000.0), (3, 1000.0))],
+            }
+        ]
+    }
     slow = by_meta(figures.step_time_figure(doc), "long_step")
     assert list(slow.x) == [2] and list(slow.y) == [3.0]
 
@@ -124,6 +138,7 @@ def test_filters_select_ranks_and_steps(dp4):
 
 # ---- the app ----
 
+
 def test_query_string_round_trip():
     assert parse_query(make_query([2, 0], 4), [0, 1, 2, 3], [3, 4, 5]) == ([0, 2], 4)
     assert parse_query("", [0, 1], [3]) == (None, None)
@@ -134,8 +149,18 @@ def test_query_string_round_trip():
 def test_create_app_layout(dp4_app, dp4):
     _, doc = dp4
     layout = json.dumps(dp4_app.layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
-    for component_id in ("url", "rank-select", "step-select", "fig-breakdown", "fig-step-time", "fig-heatmap",
-                         "fig-classes", "kernel-table", "findings", "profile-path"):
+    for component_id in (
+        "url",
+        "rank-select",
+        "step-select",
+        "fig-breakdown",
+        "fig-step-time",
+        "fig-heatmap",
+        "fig-classes",
+        "kernel-table",
+        "findings",
+        "profile-path",
+    ):
         assert f'"{component_id}"' in layout
     assert "Straggler: rank 2" in layout  # dp4_nccl's rank 2 is slow by construction
     assert doc["cross_rank"]["straggler"] == 2
@@ -189,10 +214,15 @@ def test_overview_callback_over_http(dp4_app):
     client = dp4_app.server.test_client()
     deps = orjson.loads(client.get("/_dash-dependencies").data)
     (dep,) = [d for d in deps if "fig-breakdown.figure" in d["output"]]
-    payload = {"output": dep["output"], "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]}
-                                                    for o in dep["output"].strip(".").split("...")],
-               "inputs": [{"id": "url", "property": "search", "value": "?rank=3&step=5"}],
-               "changedPropIds": ["url.search"], "state": []}
+    payload = {
+        "output": dep["output"],
+        "outputs": [
+            {"id": o.split(".")[0], "property": o.split(".")[1]} for o in dep["output"].strip(".").split("...")
+        ],
+        "inputs": [{"id": "url", "property": "search", "value": "?rank=3&step=5"}],
+        "changedPropIds": ["url.search"],
+        "state": [],
+    }
     resp = client.post("/_dash-update-component", json=payload)
     assert resp.status_code == 200, resp.data[:500]
     body = orjson.loads(resp.data)["response"]
@@ -224,15 +254,21 @@ def test_hostile_kernel_name_is_only_data(hostile_trace):
     # over the wire the name is a JSON string value (application/json), never markup in HTML
     deps = orjson.loads(client.get("/_dash-dependencies").data)
     (dep,) = [d for d in deps if "kernel-table.data" in d["output"]]
-    payload = {"output": dep["output"], "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]}
-                                                    for o in dep["output"].strip(".").split("...")],
-               "inputs": [{"id": "url", "property": "search", "value": ""}], "changedPropIds": ["url.search"]}
+    payload = {
+        "output": dep["output"],
+        "outputs": [
+            {"id": o.split(".")[0], "property": o.split(".")[1]} for o in dep["output"].strip(".").split("...")
+        ],
+        "inputs": [{"id": "url", "property": "search", "value": ""}],
+        "changedPropIds": ["url.search"],
+    }
     resp = client.post("/_dash-update-component", json=payload)
     assert resp.status_code == 200 and resp.content_type.startswith("application/json")
     assert HOSTILE in [r["name"] for r in orjson.loads(resp.data)["response"]["kernel-table"]["data"]]
 
 
 # ---- the command ----
+
 
 def test_pick_port_skips_a_busy_port():
     with socket.socket() as busy:
@@ -245,8 +281,9 @@ def test_pick_port_skips_a_busy_port():
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "traceview", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "traceview", *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout
+    )
 
 
 def test_serve_bad_path_exits_1_with_one_line(tmp_path):
@@ -268,9 +305,22 @@ def test_serve_starts_a_real_server_on_the_next_free_port(tmp_path):
         busy.listen()
         port = busy.getsockname()[1]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "traceview", "serve", "sample_traces/dp4_nccl", "-q", "--port", str(port),
-             "--cache-dir", str(tmp_path)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "traceview",
+                "serve",
+                "sample_traces/dp4_nccl",
+                "-q",
+                "--port",
+                str(port),
+                "--cache-dir",
+                str(tmp_path),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             line = proc.stdout.readline()  # printed before the server starts
@@ -299,13 +349,25 @@ def _post_sync(client, search, ranks, step, changed, compare=(None, None), **wid
     """Post the URL <-> widgets sync callback: `widgets` maps a FILTER_WIDGETS id to its value."""
     deps = orjson.loads(client.get("/_dash-dependencies").data)
     (dep,) = [d for d in deps if "url.search" in d["output"]]
-    values = {"rank-select": ranks, "step-select": step, "tl-compare-a": compare[0], "tl-compare-b": compare[1],
-              "class-select": None, "name-search": None, "tl-host": None, **widgets}
-    payload = {"output": dep["output"], "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]}
-                                                    for o in dep["output"].strip(".").split("...")],
-               "inputs": [{"id": "url", "property": "search", "value": search}]
-               + [{"id": w, "property": prop, "value": values[w]} for w, prop in FILTER_WIDGETS.items()],
-               "changedPropIds": [changed]}
+    values = {
+        "rank-select": ranks,
+        "step-select": step,
+        "tl-compare-a": compare[0],
+        "tl-compare-b": compare[1],
+        "class-select": None,
+        "name-search": None,
+        "tl-host": None,
+        **widgets,
+    }
+    payload = {
+        "output": dep["output"],
+        "outputs": [
+            {"id": o.split(".")[0], "property": o.split(".")[1]} for o in dep["output"].strip(".").split("...")
+        ],
+        "inputs": [{"id": "url", "property": "search", "value": search}]
+        + [{"id": w, "property": prop, "value": values[w]} for w, prop in FILTER_WIDGETS.items()],
+        "changedPropIds": [changed],
+    }
     resp = client.post("/_dash-update-component", json=payload)
     assert resp.status_code in (200, 204), resp.data[:300]
     return orjson.loads(resp.data)["response"] if resp.status_code == 200 else {}
@@ -326,8 +388,14 @@ def test_filters_and_url_stay_in_sync(dp4_app):
     body = _post_sync(client, "?compare=3,1", None, None, "url.search")
     assert body["tl-compare-a"]["value"] == 3 and body["tl-compare-b"]["value"] == 1
     # class and name filters, host lanes
-    body = _post_sync(client, "", None, None, "class-select.value", **{"class-select": ["gemm", "attention"],
-                                                                      "name-search": " xmma ", "tl-host": ["host"]})
+    body = _post_sync(
+        client,
+        "",
+        None,
+        None,
+        "class-select.value",
+        **{"class-select": ["gemm", "attention"], "name-search": " xmma ", "tl-host": ["host"]},
+    )
     assert body["url"]["search"] == "?class=attention%2Cgemm&q=xmma&host=1"
     body = _post_sync(client, "?class=gemm,bogus&q=nccl&host=1", None, None, "url.search")
     assert body["class-select"]["value"] == ["gemm"] and body["name-search"]["value"] == "nccl"
@@ -357,13 +425,20 @@ def test_compare_query():
 def test_throughput_table_when_the_model_is_given():
     trace = tv.load(SAMPLES / "dp4_nccl")
     doc = build_summary(trace, details=False, throughput=dict(seq_len=2048, global_batch=8, params=1e8))
-    layout = json.dumps(create_app(trace, doc).layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
+    layout = json.dumps(
+        create_app(trace, doc).layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder
+    )
     first = doc["throughput"][0]
     assert '"Throughput"' in layout and f"{first['tokens_per_s_per_device']:,.0f}" in layout
     assert f"{first['mfu_frac'] * 100:.1f}" in layout and "mfu-warning" not in layout
     doc = build_summary(trace, details=False, throughput=dict(seq_len=4096, global_batch=32, params=7e9))
-    assert "mfu-warning" in json.dumps(create_app(trace, doc).layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
-    assert '"Throughput"' not in json.dumps(create_app(trace, build_summary(trace, details=False)).layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
+    assert "mfu-warning" in json.dumps(
+        create_app(trace, doc).layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder
+    )
+    assert '"Throughput"' not in json.dumps(
+        create_app(trace, build_summary(trace, details=False)).layout.to_plotly_json(),
+        cls=__import__("plotly").utils.PlotlyJSONEncoder,
+    )
 
 
 def test_rule_findings_are_listed_as_text(dp4_app, dp4):

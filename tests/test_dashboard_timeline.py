@@ -13,12 +13,12 @@ import pytest
 from dash.exceptions import PreventUpdate
 
 import traceview as tv
-from traceview.dashboards.app import create_app
-from traceview.dashboards.colors import CLASS_COLORS
-from traceview.dashboards.timeline_page import LIMIT, X_TITLE, TimelineData, hover_safe
 from tests.conftest import SAMPLES, timeline_segments
 from tests.test_dashboard import HOSTILE, hostile_trace  # noqa: F401  (fixture)
 from traceview.analysis import timeline as tl
+from traceview.dashboards.app import create_app
+from traceview.dashboards.colors import CLASS_COLORS
+from traceview.dashboards.timeline_page import LIMIT, X_TITLE, TimelineData, hover_safe
 from traceview.summary import build_summary
 
 T = "/timeline"
@@ -49,19 +49,42 @@ def big_app():
     start = np.sort(rng.integers(0, 300_000_000, n)).astype(np.int64)  # 300 ms
     dur = rng.integers(1_000, 20_000, n).astype(np.int64)
     classes = ["gemm", "attention", "communication", "elementwise"]
-    tasks = pl.DataFrame({
-        "rank": np.arange(n) % ranks, "stream": (np.arange(n) // ranks) % streams + 7,
-        "name": [f"k{i}" for i in range(n)], "kind": "kernel",
-        "start_ns": start + 10**15, "end_ns": start + dur + 10**15, "dur_ns": dur,
-        "step": (start // 100_000_000).astype(np.int64), "correlation": np.arange(n),
-        "launch_op": "aten::mm", "compute_class": [classes[i % 4] for i in range(n)],
-    })
-    steps = pl.DataFrame({"rank": [0, 0, 0], "step": [0, 1, 2],
-                          "device_start_ns": [10**15 + k * 100_000_000 for k in range(3)],
-                          "device_end_ns": [10**15 + (k + 1) * 100_000_000 for k in range(3)]})
-    summary = {"source": "synthetic", "ranks": [
-        {"rank": r, "device": None, "steps": [{"step": s} for s in range(3)], "compute_classes": [], "long_steps": []}
-        for r in range(ranks)]}
+    tasks = pl.DataFrame(
+        {
+            "rank": np.arange(n) % ranks,
+            "stream": (np.arange(n) // ranks) % streams + 7,
+            "name": [f"k{i}" for i in range(n)],
+            "kind": "kernel",
+            "start_ns": start + 10**15,
+            "end_ns": start + dur + 10**15,
+            "dur_ns": dur,
+            "step": (start // 100_000_000).astype(np.int64),
+            "correlation": np.arange(n),
+            "launch_op": "aten::mm",
+            "compute_class": [classes[i % 4] for i in range(n)],
+        }
+    )
+    steps = pl.DataFrame(
+        {
+            "rank": [0, 0, 0],
+            "step": [0, 1, 2],
+            "device_start_ns": [10**15 + k * 100_000_000 for k in range(3)],
+            "device_end_ns": [10**15 + (k + 1) * 100_000_000 for k in range(3)],
+        }
+    )
+    summary = {
+        "source": "synthetic",
+        "ranks": [
+            {
+                "rank": r,
+                "device": None,
+                "steps": [{"step": s} for s in range(3)],
+                "compute_classes": [],
+                "long_steps": [],
+            }
+            for r in range(ranks)
+        ],
+    }
     return create_app(FakeTrace(tasks, steps), summary), tasks
 
 
@@ -85,11 +108,15 @@ def test_full_range_of_a_big_profile_is_binned(big_app):
     assert note == f"binned: {tasks.height:,} tasks in view, zoom in for individual tasks"
     assert "top class" in heat.hovertemplate and heat.customdata[0][0][0] in (*CLASS_COLORS, "idle")
     assert fig.layout.xaxis.title.text == X_TITLE
-    assert tuple(fig.layout.xaxis.range) == (0.0, pytest.approx(int(tasks["end_ns"].max() - tasks["start_ns"].min()) / 1e6))
+    assert tuple(fig.layout.xaxis.range) == (
+        0.0,
+        pytest.approx(int(tasks["end_ns"].max() - tasks["start_ns"].min()) / 1e6),
+    )
     # the same window through an explicit relayout range, and the rank filter from the query string
     full_ms = fig.layout.xaxis.range[1]
-    fig, _ = app.traceview_update_timeline(T, "?rank=1", {"xaxis.range[0]": 0, "xaxis.range[1]": full_ms}, None, 0,
-                                           trigger="tl-graph")
+    fig, _ = app.traceview_update_timeline(
+        T, "?rank=1", {"xaxis.range[0]": 0, "xaxis.range[1]": full_ms}, None, 0, trigger="tl-graph"
+    )
     # one rank holds 15,000 tasks, under the limit: the same window is now drawn raw, rank 1 only
     assert segments(fig) == tasks.filter(pl.col("rank") == 1).height
     assert {y for t in fig.data for y in t.y if y} == {"rank 1 · stream 7", "rank 1 · stream 8"}
@@ -97,8 +124,9 @@ def test_full_range_of_a_big_profile_is_binned(big_app):
 
 def test_zoomed_big_profile_is_raw_and_never_over_the_limit(big_app):
     app, tasks = big_app
-    fig, note = app.traceview_update_timeline(T, "", {"xaxis.range[0]": 100, "xaxis.range[1]": 101}, None, 0,
-                                              trigger="tl-graph")
+    fig, note = app.traceview_update_timeline(
+        T, "", {"xaxis.range[0]": 100, "xaxis.range[1]": 101}, None, 0, trigger="tl-graph"
+    )
     t0 = int(tasks["start_ns"].min())
     want = tasks.filter((pl.col("start_ns") < t0 + 101_000_000) & (pl.col("end_ns") > t0 + 100_000_000)).height
     assert 0 < segments(fig) == want <= LIMIT and note.startswith(f"raw: {want:,} tasks")
@@ -113,14 +141,19 @@ def test_narrow_range_on_dp4_draws_each_task(dp4):
     t0 = int(tasks["start_ns"].min())
     assert data.t0_ns == t0 and data.tasks.height == tasks.height
     lo, hi = 50.0, 52.5  # ms from the first task start
-    fig, note = app.traceview_update_timeline(T, "", {"xaxis.range[0]": lo, "xaxis.range[1]": hi}, None, 0,
-                                              trigger="tl-graph")
+    fig, note = app.traceview_update_timeline(
+        T, "", {"xaxis.range[0]": lo, "xaxis.range[1]": hi}, None, 0, trigger="tl-graph"
+    )
     s, e = t0 + int(lo * 1e6), t0 + int(hi * 1e6)
-    want = tasks.filter((pl.col("start_ns") < e) & ((pl.col("end_ns") > s) | (
-        (pl.col("end_ns") == pl.col("start_ns")) & (pl.col("start_ns") >= s))))
+    want = tasks.filter(
+        (pl.col("start_ns") < e)
+        & ((pl.col("end_ns") > s) | ((pl.col("end_ns") == pl.col("start_ns")) & (pl.col("start_ns") >= s)))
+    )
     assert 0 < segments(fig) == want.height and note.startswith(f"raw: {want.height} tasks")
     by_class = want.group_by("compute_class").len()
-    assert {t.name: len(timeline_segments(t)) for t in fig.data} == dict(zip(by_class["compute_class"], by_class["len"]))
+    assert {t.name: len(timeline_segments(t)) for t in fig.data} == dict(
+        zip(by_class["compute_class"], by_class["len"])
+    )
     assert tuple(fig.layout.xaxis.range) == pytest.approx((lo, hi))
     assert list(fig.layout.yaxis.categoryarray) == tl.lanes(tasks)["label"].to_list()
     # whole trace (initial load, reset): 1,608 tasks are few enough to be raw
@@ -143,22 +176,31 @@ def test_jump_to_step_sets_the_step_window(dp4):
     one = rows.filter(pl.col("rank") == 2)
     fig, _ = app.traceview_update_timeline(T, "?rank=2", None, 4, 0, trigger="tl-step")
     assert tuple(fig.layout.xaxis.range) == pytest.approx(
-        (data.to_ms(int(one["device_start_ns"][0])), data.to_ms(int(one["device_end_ns"][0]))))
+        (data.to_ms(int(one["device_start_ns"][0])), data.to_ms(int(one["device_end_ns"][0])))
+    )
     assert {y.split(" · ")[0] for t in fig.data for y in t.y if y} == {"rank 2"}
 
 
 def test_details_of_a_clicked_task(dp4):
     trace, app = dp4
-    fig, _ = app.traceview_update_timeline(T, "?rank=3", {"xaxis.range[0]": 20, "xaxis.range[1]": 21}, None, 0,
-                                           trigger="tl-graph")
+    fig, _ = app.traceview_update_timeline(
+        T, "?rank=3", {"xaxis.range[0]": 20, "xaxis.range[1]": 21}, None, 0, trigger="tl-graph"
+    )
     gemm = next(t for t in fig.data if t.name == "gemm") if any(t.name == "gemm" for t in fig.data) else fig.data[0]
     key = gemm.customdata[0]
     panel = app.traceview_timeline_details({"points": [{"curveNumber": 0, "pointNumber": 0, "customdata": key}]})
     text = {td.id.removeprefix("tl-detail-"): td.children for td in _cells(panel)}
     rank, stream, start, end = key.split("|")
-    (row,) = trace.classified_tasks().filter(
-        (pl.col("rank") == int(rank)) & (pl.col("stream") == int(stream)) & (pl.col("start_ns") == int(start))
-        & (pl.col("end_ns") == int(end))).to_dicts()
+    (row,) = (
+        trace.classified_tasks()
+        .filter(
+            (pl.col("rank") == int(rank))
+            & (pl.col("stream") == int(stream))
+            & (pl.col("start_ns") == int(start))
+            & (pl.col("end_ns") == int(end))
+        )
+        .to_dicts()
+    )
     assert text["name"] == row["name"] and text["class"] == row["compute_class"] == gemm.name
     assert text["kind"] == row["kind"] and text["rank"] == "3" and text["stream"] == str(row["stream"])
     assert text["step"] == str(row["step"]) and text["correlation"] == str(row["correlation"])
@@ -201,14 +243,19 @@ def test_timeline_page_over_http(dp4):
     layout = client.get("/_dash-layout").data
     assert b'"nav-timeline"' in layout and b'"\\u002ftimeline"' in layout and b'"tl-graph"' in layout
     dep = _dep(client, "tl-graph.figure")
-    payload = {"output": dep["output"], "outputs": _outputs(dep),
-               "inputs": [{"id": "url", "property": "pathname", "value": "/timeline"},
-                          {"id": "url", "property": "search", "value": "?rank=1"},
-                          {"id": "tl-window", "property": "data",
-                           "value": {"xaxis.range[0]": 30, "xaxis.range[1]": 32, "_seq": 1.5}},
-                          {"id": "tl-step", "property": "value", "value": None},
-                          {"id": "tl-reset", "property": "n_clicks", "value": 0}],
-               "changedPropIds": ["tl-window.data"], "state": []}
+    payload = {
+        "output": dep["output"],
+        "outputs": _outputs(dep),
+        "inputs": [
+            {"id": "url", "property": "pathname", "value": "/timeline"},
+            {"id": "url", "property": "search", "value": "?rank=1"},
+            {"id": "tl-window", "property": "data", "value": {"xaxis.range[0]": 30, "xaxis.range[1]": 32, "_seq": 1.5}},
+            {"id": "tl-step", "property": "value", "value": None},
+            {"id": "tl-reset", "property": "n_clicks", "value": 0},
+        ],
+        "changedPropIds": ["tl-window.data"],
+        "state": [],
+    }
     resp = client.post("/_dash-update-component", json=payload)
     assert resp.status_code == 200, resp.data[:500]
     body = orjson.loads(resp.data)["response"]
@@ -217,10 +264,16 @@ def test_timeline_page_over_http(dp4):
     assert all(t["type"] == "scattergl" for t in fig["data"]) and body["tl-note"]["children"].startswith("raw: ")
     # the page switch keeps the query string in the navigation
     dep = _dep(client, "page-timeline.style")
-    payload = {"output": dep["output"], "outputs": _outputs(dep),
-               "inputs": [{"id": "url", "property": "pathname", "value": "/timeline"},
-                          {"id": "url", "property": "search", "value": "?rank=1"}],
-               "changedPropIds": ["url.pathname"], "state": []}
+    payload = {
+        "output": dep["output"],
+        "outputs": _outputs(dep),
+        "inputs": [
+            {"id": "url", "property": "pathname", "value": "/timeline"},
+            {"id": "url", "property": "search", "value": "?rank=1"},
+        ],
+        "changedPropIds": ["url.pathname"],
+        "state": [],
+    }
     body = orjson.loads(client.post("/_dash-update-component", json=payload).data)["response"]
     assert body["page-timeline"]["style"] == {} and body["page-overview"]["style"] == {"display": "none"}
     assert body["nav-overview"]["href"] == "/?rank=1" and body["nav-timeline"]["href"] == "/timeline?rank=1"
@@ -242,9 +295,19 @@ def test_hostile_kernel_name_stays_text(hostile_trace):  # noqa: F811
 
 
 def test_timeline_data_without_steps_or_tasks():
-    empty = pl.DataFrame(schema={"rank": pl.Int64, "stream": pl.Int64, "name": pl.String, "kind": pl.String,
-                                 "start_ns": pl.Int64, "end_ns": pl.Int64, "dur_ns": pl.Int64, "step": pl.Int64,
-                                 "correlation": pl.Int64})
+    empty = pl.DataFrame(
+        schema={
+            "rank": pl.Int64,
+            "stream": pl.Int64,
+            "name": pl.String,
+            "kind": pl.String,
+            "start_ns": pl.Int64,
+            "end_ns": pl.Int64,
+            "dur_ns": pl.Int64,
+            "step": pl.Int64,
+            "correlation": pl.Int64,
+        }
+    )
     data = TimelineData(empty)
     fig, note, mode = data.figure(*data.full_window())
     assert mode == "empty" and note == "no device tasks" and data.step_window(1) is None
@@ -287,8 +350,9 @@ def test_compare_two_ranks_one_above_the_other(dp4):
     assert sum(1 for t in fig.data if t.showlegend is not False) == len({t.name for t in fig.data})
     tasks = data.tasks
     lo, hi = 40.0, 45.0
-    fig, note = app.traceview_update_timeline(T, "?compare=2,0", {"xaxis2.range[0]": lo, "xaxis2.range[1]": hi},
-                                              None, 0, trigger="tl-graph")
+    fig, note = app.traceview_update_timeline(
+        T, "?compare=2,0", {"xaxis2.range[0]": lo, "xaxis2.range[1]": hi}, None, 0, trigger="tl-graph"
+    )
     s, e = data.t0_ns + int(lo * 1e6), data.t0_ns + int(hi * 1e6)
     for rank, axis in ((2, "y"), (0, "y2")):
         want = tasks.filter((pl.col("rank") == rank) & (pl.col("start_ns") < e) & (pl.col("end_ns") > s)).height
@@ -298,7 +362,8 @@ def test_compare_two_ranks_one_above_the_other(dp4):
     fig, _ = app.traceview_update_timeline(T, "?compare=2,0", None, 4, 0, trigger="tl-step")
     rows = trace.steps.filter((pl.col("step") == 4) & pl.col("rank").is_in([0, 2]))
     assert tuple(fig.layout.xaxis.range) == pytest.approx(
-        (data.to_ms(int(rows["device_start_ns"].min())), data.to_ms(int(rows["device_end_ns"].max()))))
+        (data.to_ms(int(rows["device_start_ns"].min())), data.to_ms(int(rows["device_end_ns"].max())))
+    )
 
 
 def test_compare_view_of_a_big_profile_stays_under_the_limit(big_app):
@@ -306,14 +371,16 @@ def test_compare_view_of_a_big_profile_stays_under_the_limit(big_app):
     fig, note = app.traceview_update_timeline(T, "?compare=1,0", None, None, 0, trigger="url")
     assert [t.type for t in fig.data] == ["heatmap", "heatmap"] and "binned" in note
     assert [t.showscale for t in fig.data] == [True, False]  # one colour bar for both panels
-    fig, note = app.traceview_update_timeline(T, "?compare=1,0", {"xaxis.range[0]": 50, "xaxis.range[1]": 150},
-                                              None, 0, trigger="tl-graph")
+    fig, note = app.traceview_update_timeline(
+        T, "?compare=1,0", {"xaxis.range[0]": 50, "xaxis.range[1]": 150}, None, 0, trigger="tl-graph"
+    )
     drawn = sum(len(timeline_segments(t)) for t in fig.data if t.type == "scattergl")
     assert drawn <= LIMIT  # each panel holds LIMIT // 2 raw tasks at most
     t0 = int(tasks["start_ns"].min())
     for rank in (0, 1):
-        hit = tasks.filter((pl.col("rank") == rank) & (pl.col("start_ns") < t0 + 150_000_000)
-                           & (pl.col("end_ns") > t0 + 50_000_000)).height
+        hit = tasks.filter(
+            (pl.col("rank") == rank) & (pl.col("start_ns") < t0 + 150_000_000) & (pl.col("end_ns") > t0 + 50_000_000)
+        ).height
         assert (f"rank {rank} raw: {hit:,}" in note) == (hit <= LIMIT // 2)
 
 
@@ -324,13 +391,19 @@ def test_step_picker_clears_after_a_zoom_so_the_same_step_can_be_picked_again(dp
     assert "tl-step.value" in dep["output"]
 
     def post(changed, relayout, step):
-        payload = {"output": dep["output"], "outputs": _outputs(dep),
-                   "inputs": [{"id": "url", "property": "pathname", "value": "/timeline"},
-                              {"id": "url", "property": "search", "value": ""},
-                              {"id": "tl-graph", "property": "relayoutData", "value": relayout},
-                              {"id": "tl-step", "property": "value", "value": step},
-                              {"id": "tl-reset", "property": "n_clicks", "value": 0}],
-                   "changedPropIds": [changed], "state": []}
+        payload = {
+            "output": dep["output"],
+            "outputs": _outputs(dep),
+            "inputs": [
+                {"id": "url", "property": "pathname", "value": "/timeline"},
+                {"id": "url", "property": "search", "value": ""},
+                {"id": "tl-graph", "property": "relayoutData", "value": relayout},
+                {"id": "tl-step", "property": "value", "value": step},
+                {"id": "tl-reset", "property": "n_clicks", "value": 0},
+            ],
+            "changedPropIds": [changed],
+            "state": [],
+        }
         resp = client.post("/_dash-update-component", json=payload)
         assert resp.status_code == 200, resp.data[:300]
         return orjson.loads(resp.data)["response"]
@@ -362,10 +435,13 @@ def test_host_thread_lanes_above_the_device_lanes(dp4):
     assert all(" · stream " in y for y in dev_labels) and note.startswith("rank 1 · host threads above rank 1 · device")
     host_events = trace.host_events.filter(pl.col("rank") == 1)
     first = min(int(trace.host_events["start_ns"].min()), data.first_ns)
-    assert fig.layout.xaxis.range[0] == pytest.approx(data.to_ms(first)) and first < data.first_ns  # host events included
+    assert (
+        fig.layout.xaxis.range[0] == pytest.approx(data.to_ms(first)) and first < data.first_ns
+    )  # host events included
     lo, hi = 30.0, 31.0
-    fig, _ = app.traceview_update_timeline(T, "?host=1&rank=1", {"xaxis2.range[0]": lo, "xaxis2.range[1]": hi},
-                                           None, 0, trigger="tl-graph")
+    fig, _ = app.traceview_update_timeline(
+        T, "?host=1&rank=1", {"xaxis2.range[0]": lo, "xaxis2.range[1]": hi}, None, 0, trigger="tl-graph"
+    )
     s, e = data.t0_ns + int(lo * 1e6), data.t0_ns + int(hi * 1e6)
     want = host_events.filter((pl.col("start_ns") < e) & (pl.col("end_ns") > s)).height
     assert sum(len(timeline_segments(t)) for t in fig.data if t.yaxis == "y") == want > 0
@@ -374,8 +450,10 @@ def test_host_thread_lanes_above_the_device_lanes(dp4):
     host_trace = next(t for t in fig.data if t.yaxis == "y")
     key = host_trace.customdata[0]
     assert key.startswith("host:")
-    cells = {c.id.removeprefix("tl-detail-"): c.children
-             for c in _cells(app.traceview_timeline_details({"points": [{"customdata": key}]}))}
+    cells = {
+        c.id.removeprefix("tl-detail-"): c.children
+        for c in _cells(app.traceview_timeline_details({"points": [{"customdata": key}]}))
+    }
     assert cells["thread"] in {str(t) for t in tids} and cells["name"] == host_trace.hovertext[0].split("<br>")[0]
 
 
@@ -386,12 +464,19 @@ def test_hover_and_details_show_the_launch_delay(dp4):
 
     row = launch_delays(trace.device_tasks, trace.host_events).filter(pl.col("rank") == 0).row(10, named=True)
     lo = data.to_ms(row["start_ns"]) - 0.001
-    fig, _ = app.traceview_update_timeline(T, "?rank=0", {"xaxis.range[0]": lo, "xaxis.range[1]": lo + 0.01},
-                                           None, 0, trigger="tl-graph")
+    fig, _ = app.traceview_update_timeline(
+        T, "?rank=0", {"xaxis.range[0]": lo, "xaxis.range[1]": lo + 0.01}, None, 0, trigger="tl-graph"
+    )
     texts = [h for t in fig.data for h in t.hovertext if h]
     assert any(f"launch delay: {row['launch_delay_us']:.3f} µs" in h for h in texts)
-    key = next(k for t in fig.data for k in t.customdata
-               if k and k.split("|")[0] == "0" and k.split("|")[2] == str(row["start_ns"]))
-    cells = {c.id.removeprefix("tl-detail-"): c.children
-             for c in _cells(app.traceview_timeline_details({"points": [{"customdata": key}]}))}
+    key = next(
+        k
+        for t in fig.data
+        for k in t.customdata
+        if k and k.split("|")[0] == "0" and k.split("|")[2] == str(row["start_ns"])
+    )
+    cells = {
+        c.id.removeprefix("tl-detail-"): c.children
+        for c in _cells(app.traceview_timeline_details({"points": [{"customdata": key}]}))
+    }
     assert cells["launch delay"] == f"{row['launch_delay_us']:.3f} µs"

@@ -58,11 +58,18 @@ def _reference(gen, ranks) -> dict:
             b = gen.gpu_breakdown(R, s)
             windows[R.rank].append(b["window_ns"])
             span = b["last_busy_end_ns"] - b["first_busy_start_ns"]
-            for key, value in (("duration", b["window_ns"]), ("computing", b["computing_ns"]),
-                               ("communication", b["communication_ns"]), ("overlapped", b["overlapped_ns"]),
-                               ("communication_not_overlapped", b["communication_not_overlapped_ns"]),
-                               ("exposed_memcpy", b["exposed_memcpy_ns"]), ("busy", b["busy_ns"]),
-                               ("free", b["free_ns"]), ("idle", b["idle_ns"]), ("busy_span", span)):
+            for key, value in (
+                ("duration", b["window_ns"]),
+                ("computing", b["computing_ns"]),
+                ("communication", b["communication_ns"]),
+                ("overlapped", b["overlapped_ns"]),
+                ("communication_not_overlapped", b["communication_not_overlapped_ns"]),
+                ("exposed_memcpy", b["exposed_memcpy_ns"]),
+                ("busy", b["busy_ns"]),
+                ("free", b["free_ns"]),
+                ("idle", b["idle_ns"]),
+                ("busy_span", span),
+            ):
                 terms[key].append(value)
     every = [w for r in windows.values() for w in r]
     return {
@@ -130,9 +137,11 @@ def test_terms_match_the_generator_and_explain_the_step_delta(pair, result):
         assert terms[name]["new_us"] == pytest.approx(new["terms_us"][name], abs=1e-6), name
     delta = {k: v["delta_us"] for k, v in terms.items()}
     assert delta["duration"] == pytest.approx(
-        delta["computing"] + delta["communication_not_overlapped"] + delta["exposed_memcpy"] + delta["idle"], abs=1e-6)
+        delta["computing"] + delta["communication_not_overlapped"] + delta["exposed_memcpy"] + delta["idle"], abs=1e-6
+    )
     assert delta["busy_span"] == pytest.approx(
-        delta["computing"] + delta["communication_not_overlapped"] + delta["exposed_memcpy"] + delta["free"], abs=1e-6)
+        delta["computing"] + delta["communication_not_overlapped"] + delta["exposed_memcpy"] + delta["free"], abs=1e-6
+    )
     # a faster kernel and a faster network: less compute and less exposed communication
     assert delta["computing"] < 0 and delta["communication_not_overlapped"] < 0
     assert result.terms.filter(pl.col("rank").is_not_null())["rank"].unique().sort().to_list() == [0, 1, 2, 3]
@@ -229,11 +238,17 @@ def test_different_ranks_devices_and_no_steps():
 
 def test_exposure_of_overlapping_collectives():
     """comp [0, 10); allreduce [5, 20) on group 0; allgather [15, 25) on group 1 (ns)."""
-    tasks = pl.DataFrame({
-        "rank": [0, 0, 0], "step": [1, 1, 1], "kind": ["kernel", "communication", "communication"],
-        "collective": [None, "allreduce", "allgather"], "process_group": [None, "0", "1"],
-        "start_ns": [0, 5_000, 15_000], "end_ns": [10_000, 20_000, 25_000],
-    })
+    tasks = pl.DataFrame(
+        {
+            "rank": [0, 0, 0],
+            "step": [1, 1, 1],
+            "kind": ["kernel", "communication", "communication"],
+            "collective": [None, "allreduce", "allgather"],
+            "process_group": [None, "0", "1"],
+            "start_ns": [0, 5_000, 15_000],
+            "end_ns": [10_000, 20_000, 25_000],
+        }
+    )
     want = {("allgather", "1"): 10.0, ("allreduce", "0"): 10.0}  # [15, 25) and [10, 20) in µs
     whole = d.collective_exposure(tasks, None)
     assert {(r["collective"], r["process_group"]): r["exposed_us"] for r in whole.to_dicts()} == want
@@ -268,8 +283,10 @@ def test_hta_trace_compare_pair():
     whole = tv.diff(base, new, whole_trace=True)
     raw_b, raw_n = _raw_tasks(base), _raw_tasks(new)
     for row in whole.kernels.to_dicts():  # one rank: per rank-step = whole trace totals
-        assert (row["base_count_total"], row["new_count_total"]) == (raw_b.get(row["name"], (0, 0))[0],
-                                                                   raw_n.get(row["name"], (0, 0))[0])
+        assert (row["base_count_total"], row["new_count_total"]) == (
+            raw_b.get(row["name"], (0, 0))[0],
+            raw_n.get(row["name"], (0, 0))[0],
+        )
         want = (raw_n.get(row["name"], (0, 0))[1] - raw_b.get(row["name"], (0, 0))[1]) / 1000
         assert row["delta_us"] == pytest.approx(want, abs=1e-9)
     changed = whole.kernels.filter(pl.col("delta_us") != 0).to_dicts()
@@ -291,18 +308,33 @@ def test_hta_trace_compare_pair():
 
 
 TRACELENS = SHARED_TRACES / "tracelens/tests/traces"
-MODELS = sorted(p.name.removesuffix(".json.gz") for p in (TRACELENS / "mi300").glob("*.json.gz")
-                if (TRACELENS / "h100" / p.name).exists()) if TRACELENS.is_dir() else []
-TIMELINE = {"total_time": "duration", "computation_time": "computing", "exposed_comm_time":
-            "communication_not_overlapped", "exposed_memcpy_time": "exposed_memcpy", "busy_time": "busy",
-            "idle_time": "idle"}
+MODELS = (
+    sorted(
+        p.name.removesuffix(".json.gz")
+        for p in (TRACELENS / "mi300").glob("*.json.gz")
+        if (TRACELENS / "h100" / p.name).exists()
+    )
+    if TRACELENS.is_dir()
+    else []
+)
+TIMELINE = {
+    "total_time": "duration",
+    "computation_time": "computing",
+    "exposed_comm_time": "communication_not_overlapped",
+    "exposed_memcpy_time": "exposed_memcpy",
+    "busy_time": "busy",
+    "idle_time": "idle",
+}
 
 
 def _tracelens(device: str, model: str) -> tuple[dict, dict]:
     folder = TRACELENS / device / f"{model}_perf_report_csvs"
     timeline = {r["type"]: r["time ms"] * 1000 for r in pl.read_csv(folder / "gpu_timeline.csv").to_dicts()}
-    kernels = pl.read_csv(folder / "kernel_summary.csv").group_by("Kernel name").agg(
-        pl.col("Kernel duration (µs)_sum").sum(), pl.col("Kernel duration (µs)_count").sum())
+    kernels = (
+        pl.read_csv(folder / "kernel_summary.csv")
+        .group_by("Kernel name")
+        .agg(pl.col("Kernel duration (µs)_sum").sum(), pl.col("Kernel duration (µs)_count").sum())
+    )
     return timeline, {r[0]: (r[2], r[1]) for r in kernels.rows()}
 
 
@@ -321,7 +353,8 @@ def test_h100_vs_mi300_against_tracelens(model):
     assert step["delta_us"] == pytest.approx(terms["duration"]["new_us"] - terms["duration"]["base_us"])
     delta = {k: v["delta_us"] for k, v in terms.items()}
     assert delta["duration"] == pytest.approx(
-        delta["computing"] + delta["communication_not_overlapped"] + delta["exposed_memcpy"] + delta["idle"], abs=1e-6)
+        delta["computing"] + delta["communication_not_overlapped"] + delta["exposed_memcpy"] + delta["idle"], abs=1e-6
+    )
     assert r.device_time()["delta_us"] == pytest.approx(r.classes["delta_us"].sum(), abs=1e-6)
     # whole traces: every kernel's count and time per run is TraceLens' kernel_summary
     whole = tv.diff(h100, mi300, whole_trace=True).kernels.filter(pl.col("kind") == "kernel")
@@ -331,7 +364,8 @@ def test_h100_vs_mi300_against_tracelens(model):
             assert row[f"{side}_count_total"] == count, row["name"]
             assert row[f"{side}_total_us"] == pytest.approx(total, abs=0.002 * max(count, 1))
     assert whole["delta_us"].sum() == pytest.approx(
-        sum(t for _, t in new_k.values()) - sum(t for _, t in base_k.values()), abs=0.01)
+        sum(t for _, t in new_k.values()) - sum(t for _, t in base_k.values()), abs=0.01
+    )
 
 
 # --- 3. the command line -----------------------------------------------------------------------
@@ -347,8 +381,20 @@ def test_cli_json_is_the_api_dict(pair, result):
     assert out.returncode == 0, out.stderr
     doc = orjson.loads(out.stdout)
     assert doc == orjson.loads(orjson.dumps(result.to_dict(top=3)))
-    assert set(doc) >= {"base", "new", "step_time", "terms", "classes", "kernel_counts", "kernels_lost",
-                        "kernels_gained", "kernels_added", "kernels_removed", "collectives", "notes"}
+    assert set(doc) >= {
+        "base",
+        "new",
+        "step_time",
+        "terms",
+        "classes",
+        "kernel_counts",
+        "kernels_lost",
+        "kernels_gained",
+        "kernels_added",
+        "kernels_removed",
+        "collectives",
+        "notes",
+    }
     assert len(doc["kernels_lost"]) <= 3 and doc["kernel_counts"]["added"] == doc["kernel_counts"]["removed"] == 1
     assert doc["kernels_added"][0]["name"] == NEW_FLASH_FWD
     # a renderer needs no knowledge of the shape: scalars, dicts of plain values, lists of flat rows
@@ -362,8 +408,15 @@ def test_cli_text(pair):
     out = run("diff", str(base), str(new), "-q")
     assert out.returncode == 0, out.stderr
     text = out.stdout
-    for heading in ("Step time", "Where the step time went", "Compute classes", "Kernels, matched by exact name",
-                    "only in NEW (added)", "only in BASE (removed)", "Communication per collective"):
+    for heading in (
+        "Step time",
+        "Where the step time went",
+        "Compute classes",
+        "Kernels, matched by exact name",
+        "only in NEW (added)",
+        "only in BASE (removed)",
+        "Communication per collective",
+    ):
         assert heading in text, heading
     assert "flash_fwd_v3_kernel" in text and "step time delta" in text
     assert [line.split()[0] for line in text.splitlines() if line[:4] in ("0   ", "3   ", "all ")] == ["0", "3", "all"]

@@ -13,19 +13,17 @@ import sys
 import orjson
 import pytest
 
-import traceview.parsers.detect
-
-from traceview import parsers
 import traceview as tv
+import traceview.parsers.detect
 from tests.conftest import ROOT, SAMPLES
+from traceview import parsers
 
 PROFILE = SAMPLES / "dp4_nccl"
 ASCEND = SAMPLES / "ascend_2rank"
 
 
 def _cli(*args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "traceview", *args], cwd=ROOT, capture_output=True,
-                          timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "traceview", *args], cwd=ROOT, capture_output=True, timeout=timeout)
 
 
 @pytest.fixture
@@ -86,7 +84,9 @@ def test_an_unreadable_folder_among_ranks_is_a_failure(tmp_path, monkeypatch):
         shutil.copytree(PROFILE, root / name)
     locked = root / "b"
     real = os.access
-    monkeypatch.setattr(parsers.detect.os, "access", lambda p, mode: real(p, mode) and os.fspath(p) != os.fspath(locked))
+    monkeypatch.setattr(
+        parsers.detect.os, "access", lambda p, mode: real(p, mode) and os.fspath(p) != os.fspath(locked)
+    )
     trace = tv.load(root, use_cache=False)
     assert trace.ranks.height == 4
     assert len(trace.failures) == 1 and str(locked) in trace.failures[0]

@@ -17,8 +17,8 @@ from polars.testing import assert_frame_equal
 import traceview as tv
 from tests.conftest import DATA, ROOT, run_cli
 from traceview import cache, digest, executors
-from traceview.parsers import memory
 from traceview.errors import TraceError
+from traceview.parsers import memory
 
 SAMPLES = ROOT / "sample_traces"
 TABLES = ("device_tasks", "host_events", "steps", "ranks")
@@ -72,19 +72,26 @@ def test_missing_ray_is_one_clear_error(monkeypatch):
 def test_cli_missing_ray_exits_1_with_one_line(tmp_path):
     # a `ray` that fails to import, first on the path: the CLI must say how to install it
     (tmp_path / "ray.py").write_text("raise ImportError('No module named ray')\n")
-    out = run_cli("info", str(DATA / "kineto_minimal.json"), "--executor", "ray", "--no-cache",
-                  env={"PYTHONPATH": f"{tmp_path}:{ROOT}"})
+    out = run_cli(
+        "info",
+        str(DATA / "kineto_minimal.json"),
+        "--executor",
+        "ray",
+        "--no-cache",
+        env={"PYTHONPATH": f"{tmp_path}:{ROOT}"},
+    )
     assert out.returncode == 1, out.stderr
     lines = out.stderr.strip().splitlines()
-    assert lines == ["traceview: error: --executor ray needs Ray, which is not installed "
-                     "(pip install 'traceview[ray]')"]
+    assert lines == [
+        "traceview: error: --executor ray needs Ray, which is not installed (pip install 'traceview[ray]')"
+    ]
 
 
 def test_default_load_does_not_import_ray():
-    code = ("import sys, traceview as tv; tv.load(sys.argv[1], use_cache=False); "
-            "print('ray' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code, str(SAMPLES / "dp4_nccl")], capture_output=True, text=True,
-                         cwd=ROOT)
+    code = "import sys, traceview as tv; tv.load(sys.argv[1], use_cache=False); print('ray' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(SAMPLES / "dp4_nccl")], capture_output=True, text=True, cwd=ROOT
+    )
     assert out.stdout.strip() == "False", out.stderr
 
 
@@ -126,8 +133,13 @@ def test_a_script_file_loads_with_or_without_a_main_guard(tmp_path, guarded):
     body = LOAD_SCRIPT.format(samples=str(SAMPLES / "dp4_nccl"), cache=str(tmp_path / "cache"))
     body += 'if __name__ == "__main__":\n    load()\n' if guarded else "load()\n"
     script.write_text(body)
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     expected = tv.load(SAMPLES / "dp4_nccl", use_cache=False)
     lines = out.stdout.splitlines()
@@ -142,8 +154,13 @@ def test_an_unguarded_module_run_with_dash_m_loads_in_process(tmp_path):
     (tmp_path / "pkg" / "__init__.py").write_text("")
     body = LOAD_SCRIPT.format(samples=str(SAMPLES / "dp4_nccl"), cache=str(tmp_path / "cache")) + "load()\n"
     (tmp_path / "pkg" / "job.py").write_text(body)
-    out = subprocess.run([sys.executable, "-m", "pkg.job"], capture_output=True, text=True, cwd=tmp_path,
-                         env={**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"})
+    out = subprocess.run(
+        [sys.executable, "-m", "pkg.job"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"},
+    )
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     assert out.stdout.splitlines()[:2] == ["top", "False"]
 
@@ -206,8 +223,9 @@ def test_memory_guard_suggests_fewer_jobs(monkeypatch):
 def test_streamed_kineto_is_estimated_by_its_streaming_peak():
     """Kineto JSON streams: a 1 GB file's parse peak is budgeted at ~1.85 GB (measured 1.71 GB),
     not 10 GB; formats read whole keep PARSE_FACTOR; a file decoded by 2 processes adds theirs."""
-    from traceview.parsers import Source
     from pathlib import Path
+
+    from traceview.parsers import Source
 
     gb = 1_000_000_000
     kineto, ascend = Source("kineto", Path("r.json")), Source("ascend", Path("r_ascend_pt"))
@@ -238,8 +256,12 @@ def test_unknown_executor_is_refused():
 
 from tests.conftest import SHARED_TRACES  # noqa: E402
 
-RANK_LOCAL_PROFILES = [SAMPLES / "dp4_nccl", SAMPLES / "pp4_1f1b", SAMPLES / "ascend_2rank",
-                       SHARED_TRACES / "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto"]
+RANK_LOCAL_PROFILES = [
+    SAMPLES / "dp4_nccl",
+    SAMPLES / "pp4_1f1b",
+    SAMPLES / "ascend_2rank",
+    SHARED_TRACES / "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto",
+]
 
 
 def _sorted(frame):
@@ -250,9 +272,9 @@ def _sorted(frame):
 def test_rank_local_analyses_equal_the_whole_profile_ones(profile):
     """Each analysis declared rank-local, run on every rank alone and concatenated, equals the
     same analysis run on all ranks at once: what makes running them in the Ray tasks correct."""
-    from traceview.parsers import discover, parse_source
     from traceview.analysis import per_rank
     from traceview.assemble import one_rank_trace
+    from traceview.parsers import discover, parse_source
 
     if not profile.exists():
         pytest.skip(f"real-trace corpus not found at {SHARED_TRACES} (present in CI; absent in a user's clone)")
@@ -310,7 +332,6 @@ def test_local_analyse_caches_the_rank_local_analyses(tmp_path, monkeypatch, wor
 
 
 def test_cached_analyses_of_other_code_or_damaged_are_recomputed(tmp_path, monkeypatch):
-    from traceview.analysis import per_rank
     from traceview.summary import build_summary
 
     cache_dir = tmp_path / "cache"
@@ -331,7 +352,6 @@ def test_cached_analyses_of_other_code_or_damaged_are_recomputed(tmp_path, monke
 def test_small_ranks_or_no_analyse_leave_the_analyses_to_the_trace(tmp_path, monkeypatch, workers):
     """Small ranks (under ANALYSE_MIN_BYTES each on average) with analyse=True, and any ranks
     without it (`traceview info`): the cache entries hold the frames only, the Trace computes."""
-    from traceview.analysis import per_rank
 
     if workers:
         monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)
@@ -346,8 +366,8 @@ def test_small_ranks_or_no_analyse_leave_the_analyses_to_the_trace(tmp_path, mon
 
 def test_ray_tasks_still_running_are_cancelled_when_the_load_stops(local_ray, monkeypatch):
     """Ctrl-C (or any error) while Ray tasks run: the driver cancels the ones it no longer needs."""
-    from traceview.parsers import discover
     from traceview.executors import RayExecutor
+    from traceview.parsers import discover
 
     cancelled = []
     monkeypatch.setattr(local_ray, "cancel", lambda ref, force=False: cancelled.append((ref, force)))

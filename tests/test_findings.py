@@ -21,18 +21,20 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from traceview.parsers.kineto import parse_kineto
+from tests.conftest import DATA, ROOT, SAMPLES, SHARED_TRACES, needs_shared
 from traceview.analysis import findings as F
 from traceview.cli.summary import _rank_ranges, render_summary
+from traceview.parsers.kineto import parse_kineto
 from traceview.summary import build_summary
-from tests.conftest import DATA, ROOT, SAMPLES, SHARED_TRACES, needs_shared
 
 DOCS = ROOT / "docs" / "findings.md"
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
-ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
+ELEMENTWISE = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
+)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(path: str) -> tv.Trace:
     """One Trace per path for the whole module (analyses are memoised on it)."""
     return tv.load(Path(path), use_cache=False)
@@ -60,18 +62,60 @@ def write_kineto(path: Path, steps: list[list[tuple[float, float, float, str]]])
     for n, kernels in enumerate(steps, start=1):
         first = min(min(k[0], k[2]) for k in kernels)
         last = max(k[0] + k[1] for k in kernels)
-        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1, "tid": 1,
-                       "ts": first - 1, "dur": last - first + 2})
-        events.append({"ph": "X", "cat": "gpu_user_annotation", "name": f"ProfilerStep#{n}", "pid": 0, "tid": 7,
-                       "ts": min(k[0] for k in kernels), "dur": last - min(k[0] for k in kernels)})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{n}",
+                "pid": 1,
+                "tid": 1,
+                "ts": first - 1,
+                "dur": last - first + 2,
+            }
+        )
+        events.append(
+            {
+                "ph": "X",
+                "cat": "gpu_user_annotation",
+                "name": f"ProfilerStep#{n}",
+                "pid": 0,
+                "tid": 7,
+                "ts": min(k[0] for k in kernels),
+                "dur": last - min(k[0] for k in kernels),
+            }
+        )
         for start, dur, launch, name in kernels:
             corr += 1
-            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-                           "ts": launch, "dur": 4.0, "args": {"correlation": corr}})
-            events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": start, "dur": dur,
-                           "args": {"device": 0, "stream": 7, "correlation": corr}})
-    doc = {"schemaVersion": 1, "distributedInfo": {"rank": 0, "world_size": 1},
-           "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}], "traceEvents": events}
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": launch,
+                    "dur": 4.0,
+                    "args": {"correlation": corr},
+                }
+            )
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": name,
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": start,
+                    "dur": dur,
+                    "args": {"device": 0, "stream": 7, "correlation": corr},
+                }
+            )
+    doc = {
+        "schemaVersion": 1,
+        "distributedInfo": {"rank": 0, "world_size": 1},
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
+        "traceEvents": events,
+    }
     path.write_text(json.dumps(doc))
     return path
 
@@ -127,7 +171,9 @@ def test_exposed_communication_ignores_pipeline_receives():
 
 @needs_shared
 def test_exposed_communication_critical_on_ascend_allreduce_bound_ranks():
-    got = fired(load(str(SHARED_TRACES / "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt")), "exposed_communication")
+    got = fired(
+        load(str(SHARED_TRACES / "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt")), "exposed_communication"
+    )
     assert got[0]["severity"] == "critical" and got[0]["value"] > 0.30
 
 
@@ -138,8 +184,13 @@ def test_host_bound_fires_when_every_gap_waits_for_a_launch(tmp_path):
     trace = load(str(write_kineto(tmp_path / "host.json", host_bound_steps())))
     got = fired(trace, "host_bound")
     assert got[0]["value"] == pytest.approx(1.0)
-    facts = F.facts(trace.step_breakdown(), trace.trace_breakdown(), trace.classified_tasks(),
-                    stream_idle=trace.stream_idle(), launch_calls=trace._launch_calls())
+    facts = F.facts(
+        trace.step_breakdown(),
+        trace.trace_breakdown(),
+        trace.classified_tasks(),
+        stream_idle=trace.stream_idle(),
+        launch_calls=trace._launch_calls(),
+    )
     assert facts["device_idle_frac"][0] == pytest.approx(28 / 48, rel=0.01)
     assert facts["launch_us"][0] == pytest.approx(4.0)
     assert "A launch call takes 4.0 us" in got[0]["message"]
@@ -154,8 +205,9 @@ def test_host_bound_silent_when_the_queue_is_full(tmp_path):
 
 def test_host_bound_needs_idle_time():
     trace = sample("pp4_1f1b")  # the last stage's compute stream waits for launches, but is never idle
-    facts = F.facts(trace.step_breakdown(), trace.trace_breakdown(), trace.classified_tasks(),
-                    stream_idle=trace.stream_idle())
+    facts = F.facts(
+        trace.step_breakdown(), trace.trace_breakdown(), trace.classified_tasks(), stream_idle=trace.stream_idle()
+    )
     rank3 = facts.filter(pl.col("rank") == 3).row(0, named=True)
     assert rank3["host_wait_frac"] > 0.5 and rank3["device_idle_frac"] < 0.10
     assert fired(trace, "host_bound") == {}
@@ -171,7 +223,10 @@ def test_summary_without_details_skips_the_idle_analysis(tmp_path):
 
 @needs_shared
 def test_host_bound_on_a_real_resnet50_trace():
-    path = SHARED_TRACES / "kineto-tb_plugin/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
+    path = (
+        SHARED_TRACES
+        / "kineto-tb_plugin/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
+    )
     got = fired(load(str(path)), "host_bound")
     assert got[0]["value"] > 0.9
 
@@ -248,8 +303,10 @@ def test_gemm_dims_take_k_from_the_shared_dim():
         "2,256,6,6;4096,9216;4096": (None, None, None, None),  # no shared dim: unknown, not unaligned
         "4096;": (None, None, None, None),
     }
-    got = {r["input_shapes"]: (r["m"], r["n"], r["k"], r["gemm_aligned"])
-           for r in F.gemm_dims(pl.Series(list(shapes))).to_dicts()}
+    got = {
+        r["input_shapes"]: (r["m"], r["n"], r["k"], r["gemm_aligned"])
+        for r in F.gemm_dims(pl.Series(list(shapes))).to_dicts()
+    }
     assert got == shapes
 
 
@@ -270,8 +327,11 @@ def test_gemm_unaligned_silent_on_aligned_or_unknown_shapes():
 def test_input_shapes_equal_the_launching_cpu_ops_input_dims():
     path = SHARED_TRACES / "tracelens/tests/traces/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
     events = orjson.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
-    dims = {e["args"]["External id"]: e["args"].get("Input Dims") for e in events
-            if e.get("cat") == "cpu_op" and "External id" in e.get("args", {})}
+    dims = {
+        e["args"]["External id"]: e["args"].get("Input Dims")
+        for e in events
+        if e.get("cat") == "cpu_op" and "External id" in e.get("args", {})
+    }
 
     def entries(x) -> list[str]:  # a tensor list ([[1, 2], [3, 4]]) is one entry per tensor
         if x and all(isinstance(t, list) for t in x):
@@ -282,7 +342,9 @@ def test_input_shapes_equal_the_launching_cpu_ops_input_dims():
     for e in (e for e in events if e.get("cat") == "kernel"):
         d = dims.get(e["args"].get("External id"))
         want.append(None if d is None else ";".join(entry for x in d for entry in entries(x)))
-    tasks = parse_kineto(path).frames["device_tasks"].filter(pl.col("kind") != "memcpy").filter(pl.col("kind") != "memset")
+    tasks = (
+        parse_kineto(path).frames["device_tasks"].filter(pl.col("kind") != "memcpy").filter(pl.col("kind") != "memset")
+    )
     assert sorted(map(str, tasks["input_shapes"].to_list())) == sorted(map(str, want))
     assert sum(w is not None for w in want) > 1000
 
@@ -332,8 +394,11 @@ def test_slow_rank_cost_from_the_others_extra_exposed_communication():
         steps = ranks[str(rank)]["steps"].values()
         return sum(s[key] for s in steps) / len(steps)
 
-    cost = [(per_step(r, "communication_not_overlapped_ns") - per_step(2, "communication_not_overlapped_ns"))
-            / per_step(r, "window_ns") for r in (0, 1, 3)]
+    cost = [
+        (per_step(r, "communication_not_overlapped_ns") - per_step(2, "communication_not_overlapped_ns"))
+        / per_step(r, "window_ns")
+        for r in (0, 1, 3)
+    ]
     assert got[2]["value"] == pytest.approx(sum(cost) / 3, rel=1e-6)
     assert re.search(r"compute time is 1\.1[45]x", got[2]["message"])  # every kernel 1.15x longer
 
@@ -393,29 +458,44 @@ def test_user_file_changes_adds_and_disables_rules(tmp_path):
 BAD_RULES = [
     ('[[rule]]\nid = "exposed_communication"\nthreshold = 0.2\n', "unknown key(s) threshold"),
     ('[[rule]]\nid = "exposed_communication"\nseverity = "urgent"\n', "severity 'urgent'"),
-    ('[[rule]]\nid = "exposed_communication"\nmetric = "no_such_fact"\n', "metric 'no_such_fact' is not a numeric fact"),
+    (
+        '[[rule]]\nid = "exposed_communication"\nmetric = "no_such_fact"\n',
+        "metric 'no_such_fact' is not a numeric fact",
+    ),
     ('[[rule]]\nid = "exposed_communication"\nmetric = "window"\n', "metric 'window' is not a numeric fact"),
     ('[[rule]]\nid = "exposed_communication"\nbelow = 0.2\nabove = 0.1\n', "exactly one threshold"),
     ('[[rule]]\nid = "exposed_communication"\ncritical = 0.05\n', "'critical' (0.05) must be beyond"),
     ('[[rule]]\nid = "exposed_communication"\nabove = "high"\n', "'above' must be a number"),
     ('[[rule]]\nid = "exposed_communication"\nmessage = "{nope:.1f}"\n', "unknown fact {nope}"),
-    ('[[rule]]\nid = "exposed_communication"\nmessage = "{window:.1f}"\n', "format spec '.1f' does not fit fact window"),
+    (
+        '[[rule]]\nid = "exposed_communication"\nmessage = "{window:.1f}"\n',
+        "format spec '.1f' does not fit fact window",
+    ),
     ('[[rule]]\nid = "exposed_communication"\nmessage = "{rank!r}"\n', "conversions (!r) are not allowed"),
     ('[[rule]]\nid = "exposed_communication"\nextra = "one"\n', "'extra' must be a list"),
     ('[[rule]]\nid = "exposed_communication"\nwhen = "nope > 1"\n', "unknown fact 'nope'"),
-    ('[[rule]]\nid = "exposed_communication"\nwhen = "step_ms >"\n', "expected a fact, a number or a string, found the end"),
+    (
+        '[[rule]]\nid = "exposed_communication"\nwhen = "step_ms >"\n',
+        "expected a fact, a number or a string, found the end",
+    ),
     ('[[rule]]\nid = "exposed_communication"\nwhen = "step_ms > 1 and"\n', "found the end"),
     ('[[rule]]\nid = "exposed_communication"\nwhen = "(step_ms > 1"\n', "expected ')'"),
     ('[[rule]]\nid = "exposed_communication"\nwhen = "step_ms ^ 2"\n', "unexpected '^ 2' at column 9"),
     ('[[rule]]\nid = "exposed_communication"\nwhen = "step_ms"\n', "expected a comparison operator"),
     ('[[rule]]\nid = "exposed_communication"\nwhen = "step_ms > 1 step_ms"\n', "expected 'and', 'or' or the end"),
     ('[[rule]]\nid = "exposed_communication"\nenabled = "no"\n', "'enabled' must be true or false"),
-    ('[[rule]]\nid = "new_rule"\ntitle = "T"\nseverity = "info"\nmetric = "step_ms"\nabove = 1\nmessage = "m"\n',
-     "missing key(s) advice"),
-    ('[[rule]]\nid = "new_rule"\ntitle = "T"\nseverity = "info"\nmetric = "step_ms"\nmessage = "m"\nadvice = "a"\n',
-     "exactly one threshold"),
-    ('[[rule]]\nid = "NewRule"\ntitle = "T"\nseverity = "info"\nmetric = "step_ms"\nabove = 1\nmessage = "m"\nadvice = "a"\n',
-     "must be lower_snake_case"),
+    (
+        '[[rule]]\nid = "new_rule"\ntitle = "T"\nseverity = "info"\nmetric = "step_ms"\nabove = 1\nmessage = "m"\n',
+        "missing key(s) advice",
+    ),
+    (
+        '[[rule]]\nid = "new_rule"\ntitle = "T"\nseverity = "info"\nmetric = "step_ms"\nmessage = "m"\nadvice = "a"\n',
+        "exactly one threshold",
+    ),
+    (
+        '[[rule]]\nid = "NewRule"\ntitle = "T"\nseverity = "info"\nmetric = "step_ms"\nabove = 1\nmessage = "m"\nadvice = "a"\n',
+        "must be lower_snake_case",
+    ),
     ('[[rule]]\nid = "exposed_communication"\nabove = 0.2\n[other]\nx = 1\n', "unknown top-level key(s) other"),
     ('[[rules]]\nid = "x"\n', "unknown top-level key(s) rules"),
     ("# nothing\n", "no [[rule]] tables"),
@@ -456,8 +536,14 @@ def test_missing_rules_file(tmp_path):
 )
 def test_when_conditions(text, want):
     df = pl.DataFrame(
-        {"step_ms": [10.0, 2.0, None], "computing_ms": [4.0, 2.0, 1.0], "steps": [2, 3, 5],
-         "window": ["steps", "trace", "trace"], "is_straggler": [True, False, False], "bubble_frac": [None, 0.1, 0.6]}
+        {
+            "step_ms": [10.0, 2.0, None],
+            "computing_ms": [4.0, 2.0, 1.0],
+            "steps": [2, 3, 5],
+            "window": ["steps", "trace", "trace"],
+            "is_straggler": [True, False, False],
+            "bubble_frac": [None, 0.1, 0.6],
+        }
     )
     got = df.select(F.condition(text).alias("c"))["c"].to_list()
     assert [bool(g) if g is not None else None for g in got] == want
@@ -470,10 +556,22 @@ def test_summary_lists_findings_and_the_text_groups_them_by_rule():
     trace = sample("dp4_nccl")
     doc = build_summary(trace)
     assert [(f["rule"], f["rank"]) for f in doc["findings"]] == [
-        ("exposed_communication", 0), ("exposed_communication", 1), ("exposed_communication", 3), ("straggler", 2)
+        ("exposed_communication", 0),
+        ("exposed_communication", 1),
+        ("exposed_communication", 3),
+        ("straggler", 2),
     ]
-    assert set(doc["findings"][0]) == {"rule", "title", "severity", "rank", "metric", "value", "threshold", "message",
-                                       "advice"}
+    assert set(doc["findings"][0]) == {
+        "rule",
+        "title",
+        "severity",
+        "rank",
+        "metric",
+        "value",
+        "threshold",
+        "message",
+        "advice",
+    }
     text = render_summary(doc, "text")
     assert "Findings (4: 4 warning;" in text
     assert "[warning] Exposed communication (ranks 0-1, 3; shown: rank 1)" in text
@@ -493,8 +591,12 @@ def test_cli_micro_batches_and_rules_file(tmp_path):
     import sys
 
     def rules(*args):
-        res = subprocess.run([sys.executable, "-m", "traceview", "summary", str(SAMPLES / "pp4_1f1b"), "-q",
-                              "--format", "json", *args], capture_output=True, text=True, timeout=120)
+        res = subprocess.run(
+            [sys.executable, "-m", "traceview", "summary", str(SAMPLES / "pp4_1f1b"), "-q", "--format", "json", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert res.returncode == 0, res.stderr
         return {f["rule"] for f in json.loads(res.stdout)["findings"]}
 
@@ -505,6 +607,10 @@ def test_cli_micro_batches_and_rules_file(tmp_path):
     assert "pipeline_bubble" not in rules("--findings-rules", str(off))
     bad = tmp_path / "bad.toml"
     bad.write_text("x = [")
-    res = subprocess.run([sys.executable, "-m", "traceview", "summary", str(tmp_path / "missing"), "-q",
-                          "--findings-rules", str(bad)], capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "traceview", "summary", str(tmp_path / "missing"), "-q", "--findings-rules", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 1 and len(res.stderr.strip().splitlines()) == 1 and "bad.toml" in res.stderr

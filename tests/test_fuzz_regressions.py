@@ -25,12 +25,36 @@ def _doc(**header) -> dict:
         "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
         "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1},
         "traceEvents": [
-            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 100.0,
-             "dur": 50.0, "args": {}},
-            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 101.0,
-             "dur": 2.0, "args": {"correlation": 7}},
-            {"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": 110.5, "dur": 20.25,
-             "args": {"correlation": 7, "stream": 7, "device": 0}},
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": "ProfilerStep#1",
+                "pid": 1,
+                "tid": 1,
+                "ts": 100.0,
+                "dur": 50.0,
+                "args": {},
+            },
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 1,
+                "tid": 1,
+                "ts": 101.0,
+                "dur": 2.0,
+                "args": {"correlation": 7},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "gemm_kernel",
+                "pid": 0,
+                "tid": 7,
+                "ts": 110.5,
+                "dur": 20.25,
+                "args": {"correlation": 7, "stream": 7, "device": 0},
+            },
         ],
     }
     doc.update(header)
@@ -83,8 +107,19 @@ def test_deep_nesting_in_an_event_field_loads_quickly(tmp_path):
     deep = "[" * 1000 + "1" + "]" * 1000
     doc = json.dumps(_doc())
     doc = doc.replace('"ts": 101.0', '"ts": 101.0, "name2": 1', 1)
-    doc = doc.replace('"cat": "kernel", "name": "gemm_kernel", "pid": 0', '"cat": "kernel", "name": "gemm_kernel", "pid": 0, "args2": ' + deep, 1)
-    doc = doc[:-2] + ', {"ph": "X", "cat": "kernel", "name": "k2", "pid": ' + deep + ', "tid": 7, "ts": 200, "dur": 1, "args": {"stream": ' + deep + "}}]}"
+    doc = doc.replace(
+        '"cat": "kernel", "name": "gemm_kernel", "pid": 0',
+        '"cat": "kernel", "name": "gemm_kernel", "pid": 0, "args2": ' + deep,
+        1,
+    )
+    doc = (
+        doc[:-2]
+        + ', {"ph": "X", "cat": "kernel", "name": "k2", "pid": '
+        + deep
+        + ', "tid": 7, "ts": 200, "dur": 1, "args": {"stream": '
+        + deep
+        + "}}]}"
+    )
     start = time.perf_counter()
     t = _load(tmp_path, doc)
     assert time.perf_counter() - start < 20  # minutes before the fix; well under 1 s after
@@ -99,8 +134,17 @@ def test_deep_nesting_in_ascend_trace_view_loads_quickly(tmp_path):
     shutil.copytree(ROOT / "sample_traces/ascend_2rank/rank0_ascend_pt", folder)
     path = folder / "ASCEND_PROFILER_OUTPUT/trace_view.json"
     events = json.loads(path.read_text())
-    events.append({"ph": "X", "name": "deep", "pid": "__DEEP__", "tid": 1, "ts": "1.0", "dur": 1.0,
-                   "args": {"Task Type": "__DEEP__"}})
+    events.append(
+        {
+            "ph": "X",
+            "name": "deep",
+            "pid": "__DEEP__",
+            "tid": 1,
+            "ts": "1.0",
+            "dur": 1.0,
+            "args": {"Task Type": "__DEEP__"},
+        }
+    )
     deep = "[" * 1000 + "1" + "]" * 1000
     path.write_text(json.dumps(events).replace('"__DEEP__"', deep))
     start = time.perf_counter()
@@ -122,8 +166,9 @@ def test_deep_nesting_in_ascend_trace_view_loads_quickly(tmp_path):
 def test_huge_numbers_in_event_fields(tmp_path, field, value):
     """kineto._chunk slow path: 'could not append value: 1000...0 of type i128' escaped from polars."""
     doc = _doc()
-    doc["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 300.0,
-                               "dur": 1.0, "args": {"stream": 7}})
+    doc["traceEvents"].append(
+        {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 300.0, "dur": 1.0, "args": {"stream": 7}}
+    )
     text = _replace_last(json.dumps(doc), field, value)
     try:
         t = _load(tmp_path, text)
@@ -147,18 +192,35 @@ def _replace_last(text: str, field: str, value: str) -> str:
 
 @pytest.mark.parametrize(
     "key, token",
-    [("correlation", "-Infinity"), ("correlation", "NaN"), ("device", "1e300"), ("stream", "[[1]]"),
-     ("device", '"x"'), ("bytes", "18446744073709551616"), ("correlation", '"12"')],
+    [
+        ("correlation", "-Infinity"),
+        ("correlation", "NaN"),
+        ("device", "1e300"),
+        ("stream", "[[1]]"),
+        ("device", '"x"'),
+        ("bytes", "18446744073709551616"),
+        ("correlation", '"12"'),
+    ],
 )
 def test_odd_values_in_kernel_args(tmp_path, key, token):
     """kineto._chunk: args with -inf / NaN / 1e300 in an Int64 column failed the args slow path
     (ComputeError: could not append value: -inf of type f64)."""
     doc = _doc()
-    doc["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 300.0,
-                               "dur": 1.0, "args": {"stream": 7, "correlation": 9, "device": 0, "bytes": 4}})
+    doc["traceEvents"].append(
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k2",
+            "pid": 0,
+            "tid": 7,
+            "ts": 300.0,
+            "dur": 1.0,
+            "args": {"stream": 7, "correlation": 9, "device": 0, "bytes": 4},
+        }
+    )
     text = json.dumps(doc)
     head, last = text.rsplit(f'"{key}": ', 1)
-    rest = last[last.index(",") if "," in last.split("}")[0] else last.index("}"):]
+    rest = last[last.index(",") if "," in last.split("}")[0] else last.index("}") :]
     # a lone surrogate sends the file to the stdlib parser, which reads NaN/-Infinity tokens (as the fuzz case)
     t = _load(tmp_path, (head + f'"{key}": {token}' + rest).replace('"gemm_kernel"', '"gemm\\ud800"', 1))
     assert sorted(_kernel_us(t)) == [1.0, 20.25]

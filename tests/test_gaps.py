@@ -147,8 +147,13 @@ def test_stream_idle_by_step():
 
 def test_stream_idle_null_stream_and_no_gap():
     # Ascend HCCL ops have a null stream: they form one group; a single task has no idle
-    t = _tasks([{"stream": None, "start": 0, "end": 10}, {"stream": None, "start": 15, "end": 20},
-                {"stream": 3, "start": 5, "end": 9}])
+    t = _tasks(
+        [
+            {"stream": None, "start": 0, "end": 10},
+            {"stream": None, "start": 15, "end": 20},
+            {"stream": 3, "start": 5, "end": 9},
+        ]
+    )
     out = gaps.stream_idle(t, _host([]))
     assert out["stream"].to_list() == [3, None]
     one, hccl = out.row(0, named=True), out.row(1, named=True)
@@ -228,8 +233,16 @@ def test_launch_delays_by_hand():
     d = gaps.launch_delays(_tasks(TASKS), _host(HOST))
     # F (no correlation) and G (no runtime event) have no launch call
     got = dict(zip(d["start_ns"].to_list(), d["launch_delay_us"].to_list()))
-    assert got == {100_000: 5.0, 112_000: 15.0, 200_000: 48.0, 260_000: 159.0, 265_000: 163.0,
-                   352_000: 0.5, 400_000: -1.0, 440_000: 40.5}
+    assert got == {
+        100_000: 5.0,
+        112_000: 15.0,
+        200_000: 48.0,
+        260_000: 159.0,
+        265_000: 163.0,
+        352_000: 0.5,
+        400_000: -1.0,
+        440_000: 40.5,
+    }
     assert d.filter(pl.col("start_ns") == 200_000)["launch_us"].to_list() == [2.0]
     stats = gaps.launch_delay_stats(_tasks(TASKS), _host(HOST)).row(0, named=True)
     # sorted delays: -1, 0.5, 5, 15, 40.5, 48, 159, 163 (linear interpolation between ranks)
@@ -257,40 +270,85 @@ def _steps(rows: list[dict]) -> pl.DataFrame:
 
 
 def test_step_times_by_hand():
-    steps = _steps([
-        {"rank": 0, "step": 1, "host_start_ns": 0, "host_end_ns": 90_000,
-         "device_start_ns": 10_000, "device_end_ns": 100_000, "window_rule": "gpu_annotation"},
-        {"rank": 0, "step": 2, "host_start_ns": 95_000, "host_end_ns": 180_000,
-         "device_start_ns": 130_000, "device_end_ns": 200_000, "window_rule": "gpu_annotation"},
-        {"rank": 0, "step": 3, "host_start_ns": 185_000, "host_end_ns": 250_000, "window_rule": "none"},
-        {"rank": 0, "step": 4, "host_start_ns": 260_000, "host_end_ns": 300_000,
-         "device_start_ns": 220_000, "device_end_ns": 320_000, "window_rule": "gpu_annotation"},
-        {"rank": 1, "step": 1, "device_start_ns": 0, "device_end_ns": 50_000, "window_rule": "correlation"},
-        {"rank": 1, "step": 2, "device_start_ns": 40_000, "device_end_ns": 90_000, "window_rule": "correlation"},
-    ])
-    tasks = _tasks([
-        {"start": 10_000, "end": 100_000},
-        {"start": 90_000, "end": 105_000},  # runs 5 µs into the gap [100000, 130000)
-        {"start": 110_000, "end": 120_000, "stream": 9},  # 10 µs inside the gap, on another stream
-        {"start": 112_000, "end": 118_000},  # overlaps the previous one: counted once
-        {"start": 130_000, "end": 200_000},
-        {"start": 220_000, "end": 320_000},
-        {"rank": 1, "start": 0, "end": 90_000},
-    ])
+    steps = _steps(
+        [
+            {
+                "rank": 0,
+                "step": 1,
+                "host_start_ns": 0,
+                "host_end_ns": 90_000,
+                "device_start_ns": 10_000,
+                "device_end_ns": 100_000,
+                "window_rule": "gpu_annotation",
+            },
+            {
+                "rank": 0,
+                "step": 2,
+                "host_start_ns": 95_000,
+                "host_end_ns": 180_000,
+                "device_start_ns": 130_000,
+                "device_end_ns": 200_000,
+                "window_rule": "gpu_annotation",
+            },
+            {"rank": 0, "step": 3, "host_start_ns": 185_000, "host_end_ns": 250_000, "window_rule": "none"},
+            {
+                "rank": 0,
+                "step": 4,
+                "host_start_ns": 260_000,
+                "host_end_ns": 300_000,
+                "device_start_ns": 220_000,
+                "device_end_ns": 320_000,
+                "window_rule": "gpu_annotation",
+            },
+            {"rank": 1, "step": 1, "device_start_ns": 0, "device_end_ns": 50_000, "window_rule": "correlation"},
+            {"rank": 1, "step": 2, "device_start_ns": 40_000, "device_end_ns": 90_000, "window_rule": "correlation"},
+        ]
+    )
+    tasks = _tasks(
+        [
+            {"start": 10_000, "end": 100_000},
+            {"start": 90_000, "end": 105_000},  # runs 5 µs into the gap [100000, 130000)
+            {"start": 110_000, "end": 120_000, "stream": 9},  # 10 µs inside the gap, on another stream
+            {"start": 112_000, "end": 118_000},  # overlaps the previous one: counted once
+            {"start": 130_000, "end": 200_000},
+            {"start": 220_000, "end": 320_000},
+            {"rank": 1, "start": 0, "end": 90_000},
+        ]
+    )
     out = _by(gaps.step_times(steps, tasks), "rank", "step")
     r = out[(0, 1)]
     assert (r["host_us"], r["device_us"], r["gap_before_us"], r["idle_before_us"], r["host_gap_before_us"]) == (
-        90.0, 90.0, None, None, None)
+        90.0,
+        90.0,
+        None,
+        None,
+        None,
+    )
     assert (r["device_start_us"], r["device_end_us"], r["window_rule"]) == (10.0, 100.0, "gpu_annotation")
     r = out[(0, 2)]
     assert (r["host_us"], r["device_us"], r["gap_before_us"], r["idle_before_us"], r["host_gap_before_us"]) == (
-        85.0, 70.0, 30.0, 15.0, 5.0)
+        85.0,
+        70.0,
+        30.0,
+        15.0,
+        5.0,
+    )
     r = out[(0, 3)]  # no device window: no device numbers
     assert (r["host_us"], r["device_us"], r["gap_before_us"], r["idle_before_us"], r["host_gap_before_us"]) == (
-        65.0, None, None, None, 5.0)
+        65.0,
+        None,
+        None,
+        None,
+        5.0,
+    )
     r = out[(0, 4)]  # gap measured from step 2, the last step with a window
     assert (r["host_us"], r["device_us"], r["gap_before_us"], r["idle_before_us"], r["host_gap_before_us"]) == (
-        40.0, 100.0, 20.0, 20.0, 10.0)
+        40.0,
+        100.0,
+        20.0,
+        20.0,
+        10.0,
+    )
     r = out[(1, 2)]  # overlapping windows (correlation rule): negative gap, no idle
     assert (r["host_us"], r["gap_before_us"], r["idle_before_us"]) == (None, -10.0, 0.0)
 
@@ -305,8 +363,12 @@ def test_step_times_idle_before_matches_reference(tasks, bounds):
     windows = gap − time covered by some task, counted ns by ns."""
     b = sorted(bounds)
     wins = [(b[i], b[i + 1]) for i in range(0, len(b) - 1, 2)]
-    steps = _steps([{"rank": 0, "step": i, "device_start_ns": s, "device_end_ns": e, "window_rule": "correlation"}
-                    for i, (s, e) in enumerate(wins)])
+    steps = _steps(
+        [
+            {"rank": 0, "step": i, "device_start_ns": s, "device_end_ns": e, "window_rule": "correlation"}
+            for i, (s, e) in enumerate(wins)
+        ]
+    )
     out = gaps.step_times(steps, _tasks([{"start": a, "end": a + d, "stream": a % 3} for a, d in tasks]))
     covered = {t for a, d in tasks for t in range(a, a + d)}
     for i, row in enumerate(out.to_dicts()):
@@ -323,26 +385,42 @@ def test_step_times_idle_before_matches_reference(tasks, bounds):
 
 
 def _breakdown(rows: list[tuple]) -> pl.DataFrame:
-    cols = ["rank", "step", "duration_us", "computing_us", "communication_not_overlapped_us",
-            "exposed_memcpy_us", "free_us"]
-    return pl.DataFrame([dict(zip(cols, r)) for r in rows],
-                        schema={c: pl.Int64 if c in ("rank", "step") else pl.Float64 for c in cols})
+    cols = [
+        "rank",
+        "step",
+        "duration_us",
+        "computing_us",
+        "communication_not_overlapped_us",
+        "exposed_memcpy_us",
+        "free_us",
+    ]
+    return pl.DataFrame(
+        [dict(zip(cols, r)) for r in rows], schema={c: pl.Int64 if c in ("rank", "step") else pl.Float64 for c in cols}
+    )
 
 
-BREAKDOWN = _breakdown([
-    # rank, step, duration, computing, comm not overlapped, exposed memcpy, free
-    (0, 1, 100, 80, 10, 1, 9), (0, 2, 100, 79, 11, 1, 9), (0, 3, 100, 81, 9, 1, 9),
-    (0, 4, 130, 80, 40, 1, 9),  # comm grew by 30 vs the median 10
-    (0, 5, 101, 80, 10, 1, 10),
-    (1, 1, 100, 80, 10, 1, 9), (1, 2, 100, 80, 10, 1, 9),
-    (1, 3, 125, 80, 10, 1, 34),  # free grew by 25
-    (2, 1, 100, 80, 10, 1, 9), (2, 2, 100, 80, 10, 1, 9),
-    (2, 3, 140, 110, 10, 5, 15),  # compute +30, memcpy +4, idle/free +6
-    (3, 1, 100, 80, 10, 1, 9), (3, 2, 100, 80, 10, 1, 9),
-    (3, 3, 130, 80, 10, 31, 9),  # memcpy +30
-    (4, 1, 100, 80, 10, 1, 9), (4, 2, 100, 80, 10, 1, 9),
-    (4, 3, 150, 80, 10, 1, 9),  # free unchanged, but 50 µs idle at the window's edges
-])
+BREAKDOWN = _breakdown(
+    [
+        # rank, step, duration, computing, comm not overlapped, exposed memcpy, free
+        (0, 1, 100, 80, 10, 1, 9),
+        (0, 2, 100, 79, 11, 1, 9),
+        (0, 3, 100, 81, 9, 1, 9),
+        (0, 4, 130, 80, 40, 1, 9),  # comm grew by 30 vs the median 10
+        (0, 5, 101, 80, 10, 1, 10),
+        (1, 1, 100, 80, 10, 1, 9),
+        (1, 2, 100, 80, 10, 1, 9),
+        (1, 3, 125, 80, 10, 1, 34),  # free grew by 25
+        (2, 1, 100, 80, 10, 1, 9),
+        (2, 2, 100, 80, 10, 1, 9),
+        (2, 3, 140, 110, 10, 5, 15),  # compute +30, memcpy +4, idle/free +6
+        (3, 1, 100, 80, 10, 1, 9),
+        (3, 2, 100, 80, 10, 1, 9),
+        (3, 3, 130, 80, 10, 31, 9),  # memcpy +30
+        (4, 1, 100, 80, 10, 1, 9),
+        (4, 2, 100, 80, 10, 1, 9),
+        (4, 3, 150, 80, 10, 1, 9),  # free unchanged, but 50 µs idle at the window's edges
+    ]
+)
 
 
 def test_slow_steps_by_hand():
@@ -358,8 +436,12 @@ def test_slow_steps_by_hand():
     }
     r = _by(out, "rank")[(2,)]
     assert (r["median_duration_us"], r["slowdown_ratio"]) == (100.0, 1.4)
-    assert (r["computing_delta_us"], r["communication_not_overlapped_delta_us"], r["exposed_memcpy_delta_us"],
-            r["idle_free_delta_us"]) == (30.0, 0.0, 4.0, 6.0)
+    assert (
+        r["computing_delta_us"],
+        r["communication_not_overlapped_delta_us"],
+        r["exposed_memcpy_delta_us"],
+        r["idle_free_delta_us"],
+    ) == (30.0, 0.0, 4.0, 6.0)
 
 
 def test_slow_steps_factor_and_empty():
@@ -425,8 +507,11 @@ def test_dp4_stream_idle_per_step_exact_and_host_wait(dp4):
                 assert row["host_wait_us"] + row["kernel_wait_us"] + row["other_us"] == pytest.approx(row["idle_us"])
             # DDP's finalize makes the compute stream wait for the last all-reduce (an event wait,
             # not the host): the step's longest stream-7 gap is "other"
-            longest = g.filter((pl.col("rank") == r) & (pl.col("stream") == 7)
-                               & pl.col("start_ns").is_between(want["window_start_ns"], want["window_end_ns"]))
+            longest = g.filter(
+                (pl.col("rank") == r)
+                & (pl.col("stream") == 7)
+                & pl.col("start_ns").is_between(want["window_start_ns"], want["window_end_ns"])
+            )
             assert longest.sort("gap_ns")["category"][-1] == "other"
             # the host syncs (aten::item -> cudaStreamSynchronize) at the end of every step, so the
             # first task of the next step is launched after the GPU went idle: host_wait, and the
@@ -448,8 +533,11 @@ def test_dp4_launch_delays_plausible(dp4):
     # the host runs ahead of the GPU (GPU-bound): typical delays are ms, never below the
     # generator's minimum start-after-launch of 2.4 µs minus the launch call's own length
     assert (stats["p50_us"] > 1000).all()
-    assert ((stats["p50_us"] <= stats["p90_us"]) & (stats["p90_us"] <= stats["p99_us"])
-            & (stats["p99_us"] <= stats["max_us"])).all()
+    assert (
+        (stats["p50_us"] <= stats["p90_us"])
+        & (stats["p90_us"] <= stats["p99_us"])
+        & (stats["p99_us"] <= stats["max_us"])
+    ).all()
     d = gaps.launch_delays(dp4.device_tasks, dp4.host_events)
     assert d.select((pl.col("start_ns") - pl.col("launch_start_ns")).min()).item() >= 2_400
 
@@ -461,9 +549,17 @@ def test_dp4_slow_steps_from_expected_breakdown():
     for rank, e in exp["ranks"].items():
         for n in exp["steps"]:
             w = e["steps"][f"ProfilerStep#{n}"]
-            rows.append((int(rank), n, w["window_ns"] / 1000, w["computing_ns"] / 1000,
-                         w["communication_not_overlapped_ns"] / 1000, w["exposed_memcpy_ns"] / 1000,
-                         w["free_ns"] / 1000))
+            rows.append(
+                (
+                    int(rank),
+                    n,
+                    w["window_ns"] / 1000,
+                    w["computing_ns"] / 1000,
+                    w["communication_not_overlapped_ns"] / 1000,
+                    w["exposed_memcpy_ns"] / 1000,
+                    w["free_ns"] / 1000,
+                )
+            )
     frame = _breakdown(rows)
     assert gaps.long_steps(frame).is_empty()  # steady steps: none is 1.2x the median
     out = gaps.long_steps(frame, factor=1.0).filter(pl.col("rank") == 0)
@@ -479,9 +575,12 @@ def test_dp4_slow_steps_from_expected_breakdown():
         w = steps0[f"ProfilerStep#{row['step']}"]
         deltas = {
             label: w[f"{term}_ns"] - median(term)
-            for term, label in (("computing", "more compute"),
-                                ("communication_not_overlapped", "more exposed communication"),
-                                ("exposed_memcpy", "more exposed memcpy"), ("free", "more idle/free"))
+            for term, label in (
+                ("computing", "more compute"),
+                ("communication_not_overlapped", "more exposed communication"),
+                ("exposed_memcpy", "more exposed memcpy"),
+                ("free", "more idle/free"),
+            )
         }
         best = max(deltas, key=deltas.get)
         assert row["why"] == best
@@ -555,8 +654,11 @@ def test_real_trace_gaps_run_and_add_up(rel):
     stats = gaps.launch_delay_stats(tasks, host)
     assert (stats["count"] <= stats["tasks"]).all()
     has = stats.filter(pl.col("count") > 0)
-    assert ((has["p50_us"] <= has["p90_us"] + 1e-9) & (has["p90_us"] <= has["p99_us"] + 1e-9)
-            & (has["p99_us"] <= has["max_us"] + 1e-9)).all()
+    assert (
+        (has["p50_us"] <= has["p90_us"] + 1e-9)
+        & (has["p90_us"] <= has["p99_us"] + 1e-9)
+        & (has["p99_us"] <= has["max_us"] + 1e-9)
+    ).all()
 
 
 @needs_shared

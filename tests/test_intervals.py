@@ -50,7 +50,12 @@ interval = st.tuples(st.sampled_from(SETS), st.integers(0, 60), st.integers(0, 2
 
 def _frame(rows):
     return pl.DataFrame(
-        {"rank": [0] * len(rows), "set": [r[0] for r in rows], "start_ns": [r[1] for r in rows], "end_ns": [r[2] for r in rows]},
+        {
+            "rank": [0] * len(rows),
+            "set": [r[0] for r in rows],
+            "start_ns": [r[1] for r in rows],
+            "end_ns": [r[2] for r in rows],
+        },
         schema={"rank": pl.Int64, "set": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64},
     )
 

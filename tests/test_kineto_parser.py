@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.parsers.kineto import parse_kineto
 from tests.conftest import DATA
+from traceview.parsers.kineto import parse_kineto
 
 
 def _tasks(name: str) -> pl.DataFrame:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from traceview.parsers.mindspore import parse_mindspore_timeline
 from traceview.errors import TraceError
+from traceview.parsers.mindspore import parse_mindspore_timeline
 
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 RESOURCE = TRACES / "mindinsight" / "tests" / "utils" / "resource"

@@ -17,11 +17,11 @@ import polars as pl
 import pytest
 
 import traceview as tv
+from tests.conftest import DATA, ROOT, SAMPLES, timeline_segments
+from traceview.analysis import timeline as tl
 from traceview.dashboards import timeline_page
 from traceview.dashboards.colors import CLASS_COLORS
 from traceview.dashboards.timeline_page import X_TITLE, hover_safe
-from tests.conftest import DATA, ROOT, SAMPLES, timeline_segments
-from traceview.analysis import timeline as tl
 
 NOTEBOOK = ROOT / "examples" / "quickstart.ipynb"
 HOSTILE = "</script><img src=x onerror=alert(1)>"
@@ -32,6 +32,7 @@ MS = 1e-6  # summary values are rounded to the ns: 1e-6 ms
 @pytest.fixture(autouse=True)
 def never_shown(monkeypatch):
     """Any figure shown (rather than returned) fails the test."""
+
     def refuse(*args, **kwargs):
         raise AssertionError("a figure was shown: the notebook API returns figures, it never shows them")
 
@@ -56,7 +57,11 @@ def ms(us: list[float]) -> list[float]:
 # ---- every method: a titled figure with units, returned ----
 
 ALL_PLOTS = {
-    "step_breakdown": {}, "step_time": {}, "heatmap": {}, "compute_classes": {}, "kernels": {"top": 5},
+    "step_breakdown": {},
+    "step_time": {},
+    "heatmap": {},
+    "compute_classes": {},
+    "kernels": {"top": 5},
     "timeline": {"ranks": 0, "start_ms": 50, "end_ms": 52},
 }
 
@@ -73,6 +78,7 @@ def test_each_plot_is_a_titled_figure_with_ms_units(dp4, method):
 
 
 # ---- the figures carry the frames' numbers ----
+
 
 def test_step_breakdown_bars_are_the_step_breakdown_frame_in_ms(dp4):
     frame = dp4.step_breakdown().sort("rank", "step")
@@ -96,7 +102,8 @@ def test_step_breakdown_filters_ranks_and_steps(dp4):
     frame = dp4.step_breakdown().filter(pl.col("rank").is_in([1, 3]) & (pl.col("step") == 4)).sort("rank")
     assert [list(level) for level in by_meta(fig, "free").x] == [["rank 1", "rank 3"], ["step 4", "step 4"]]
     assert list(by_meta(fig, "communication_not_overlapped").y) == pytest.approx(
-        ms(frame["communication_not_overlapped_us"].to_list()), abs=MS)
+        ms(frame["communication_not_overlapped_us"].to_list()), abs=MS
+    )
 
 
 def test_step_time_lines_and_heatmap_are_the_step_durations(dp4):
@@ -121,8 +128,10 @@ def test_compute_class_bars_are_the_compute_classes_frame_in_ms(dp4):
     fig = dp4.plot.compute_classes()
     assert {t.meta for t in fig.data} == set(frame["class"])
     for bar in fig.data:
-        want = [frame.filter((pl.col("rank") == r) & (pl.col("class") == bar.meta))["time_us"].sum() / 1000
-                for r in range(4)]
+        want = [
+            frame.filter((pl.col("rank") == r) & (pl.col("class") == bar.meta))["time_us"].sum() / 1000
+            for r in range(4)
+        ]
         assert list(bar.y) == pytest.approx(want, abs=MS)
         assert bar.marker.color == CLASS_COLORS[bar.meta]
     assert list(dp4.plot.compute_classes(ranks=1).data[0].x) == ["rank 1"]
@@ -148,10 +157,12 @@ def test_kernel_bars_are_the_top_kernels_frame_in_ms(dp4):
     rank1 = dp4.top_kernels(3).filter(pl.col("rank") == 1)
     fig1 = dp4.plot.kernels(top=3, ranks=1)
     assert [bars_by_label(fig1)[label] for label in fig1.layout.yaxis.categoryarray] == pytest.approx(
-        ms(rank1["total_us"].to_list()), abs=MS)
+        ms(rank1["total_us"].to_list()), abs=MS
+    )
 
 
 # ---- timeline: window units, exact tasks, the raw-task limit ----
+
 
 def drawn_tasks(fig) -> list[tuple[str, float, float]]:
     """(lane label, start ms, end ms) of every task segment drawn in a raw timeline figure."""
@@ -171,8 +182,10 @@ def expected_tasks(trace, ranks, lo_ns, hi_ns) -> list[tuple[str, float, float]]
         & (pl.col("start_ns") < hi_ns)
         & ((pl.col("end_ns") > lo_ns) | ((pl.col("end_ns") == pl.col("start_ns")) & (pl.col("start_ns") >= lo_ns)))
     )
-    return sorted((f"rank {r} · stream {s}", round((a - t0) / 1e6, 9), round((b - t0) / 1e6, 9))
-                  for r, s, a, b in hit.select("rank", "stream", "start_ns", "end_ns").iter_rows())
+    return sorted(
+        (f"rank {r} · stream {s}", round((a - t0) / 1e6, 9), round((b - t0) / 1e6, 9))
+        for r, s, a, b in hit.select("rank", "stream", "start_ns", "end_ns").iter_rows()
+    )
 
 
 def test_timeline_narrow_window_draws_exactly_its_tasks(dp4):
@@ -248,11 +261,19 @@ def test_bad_arguments_say_what_is_wrong(dp4):
 
 # ---- _repr_html_ ----
 
+
 def test_repr_html_summarises_the_trace(dp4):
     page = dp4._repr_html_()
     info = dp4.info()
-    for text in ("sample_traces", "4 (0–3)", "NVIDIA H100 80GB HBM3", "kineto", "1,608", "3 (3–5)",
-                 f"{info['span_us'].max() / 1000:,.3f} ms"):
+    for text in (
+        "sample_traces",
+        "4 (0–3)",
+        "NVIDIA H100 80GB HBM3",
+        "kineto",
+        "1,608",
+        "3 (3–5)",
+        f"{info['span_us'].max() / 1000:,.3f} ms",
+    ):
         assert text in page, text
     assert page.startswith("<table") and page.endswith("</table>")
     assert "<Trace " in repr(dp4)
@@ -297,6 +318,7 @@ def test_kernel_names_are_escaped_in_figures(hostile_trace):
 
 # ---- plotly only when .plot is used ----
 
+
 def test_load_does_not_import_plotly_until_plot_is_used():
     code = (
         "import sys\n"
@@ -315,6 +337,7 @@ def test_load_does_not_import_plotly_until_plot_is_used():
 
 
 # ---- the example notebook ----
+
 
 def run_notebook(path) -> list[tuple[str, object]]:
     """Run the notebook's code cells in order in one namespace, as Jupyter would: returns each

@@ -39,19 +39,42 @@ def test_a_project_with_its_own_parsers_and_dashboards_packages(tmp_path):
     res = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stdout.split() == ["True", "True", "200"]
-    cli = subprocess.run([sys.executable, "-m", "traceview", "report", str(SAMPLES / "dp4_nccl"), "-q", "--no-cache",
-                          "-o", str(tmp_path / "r.html")], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "traceview",
+            "report",
+            str(SAMPLES / "dp4_nccl"),
+            "-q",
+            "--no-cache",
+            "-o",
+            str(tmp_path / "r.html"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert cli.returncode == 0, cli.stderr
 
 
 def test_the_wheel_installs_one_top_level_package(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps",
-                          "-q", "-w", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     (wheel,) = tmp_path.glob("traceview-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"traceview"}
-    for module in ("traceview/parsers/kineto.py", "traceview/parsers/ascend/__init__.py",
-                   "traceview/dashboards/app.py", "traceview/rules/findings.toml"):
+    for module in (
+        "traceview/parsers/kineto.py",
+        "traceview/parsers/ascend/__init__.py",
+        "traceview/dashboards/app.py",
+        "traceview/rules/findings.toml",
+    ):
         assert module in names

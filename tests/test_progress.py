@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import traceview as tv
-from traceview.cli import progress as progress_mod
 from tests.conftest import DATA, ROOT
+from traceview.cli import progress as progress_mod
 
 
 def test_quiet_or_not_a_terminal_disables_it(monkeypatch):
@@ -34,6 +34,8 @@ def test_progress_tracks_ranks_of_a_load(monkeypatch, tmp_path):
 def test_cli_success_writes_nothing_to_stderr_when_piped():
     out = subprocess.run(
         [sys.executable, "-m", "traceview", "info", str(DATA / "kineto_minimal.json")],
-        capture_output=True, text=True, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert out.returncode == 0 and out.stderr == ""

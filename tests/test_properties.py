@@ -35,8 +35,8 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 import traceview as tv
-from traceview.parsers import jsonio
 from traceview.errors import TraceError
+from traceview.parsers import jsonio
 
 EXAMPLES = int(os.environ.get("TRACEVIEW_PROPERTY_EXAMPLES", "30"))
 SETTINGS = settings(
@@ -51,12 +51,33 @@ STREAMS = (7, 13, 21)
 HOST_PID, DEVICE = 4242, 0
 #: kind -> (canonical set, names, Kineto category, runtime call)
 KINDS = {
-    "kernel": ("comp", ["void gemm_kernel<128, 64>(float*)", "vectorized_elementwise_kernel", "layer_norm_fwd",
-                        "softmax_warp_forward"], "kernel", "cudaLaunchKernel"),
-    "communication": ("comm", ["ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ncclDevKernel_AllGather_RING_LL",
-                               "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"], "kernel", "cudaLaunchKernelExC"),
-    "memcpy": ("mem", ["Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)"], "gpu_memcpy",
-               "cudaMemcpyAsync"),
+    "kernel": (
+        "comp",
+        [
+            "void gemm_kernel<128, 64>(float*)",
+            "vectorized_elementwise_kernel",
+            "layer_norm_fwd",
+            "softmax_warp_forward",
+        ],
+        "kernel",
+        "cudaLaunchKernel",
+    ),
+    "communication": (
+        "comm",
+        [
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            "ncclDevKernel_AllGather_RING_LL",
+            "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL",
+        ],
+        "kernel",
+        "cudaLaunchKernelExC",
+    ),
+    "memcpy": (
+        "mem",
+        ["Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)"],
+        "gpu_memcpy",
+        "cudaMemcpyAsync",
+    ),
     "memset": ("comp", ["Memset (Device)"], "gpu_memset", "cudaMemsetAsync"),
 }
 
@@ -124,8 +145,17 @@ def ranks(draw, rank: int = 0, world: int = 1, integer_us: bool | None = None, g
             kind = draw(st.sampled_from(list(KINDS)))
             launch = draw(ns(lo, hi - 1))
             corr += 1
-            tasks.append(Task(kind, draw(st.sampled_from(KINDS[kind][1])), draw(st.sampled_from(STREAMS[:n_streams])),
-                              launch + draw(ns(0, 150_000)), draw(durations), corr, launch))
+            tasks.append(
+                Task(
+                    kind,
+                    draw(st.sampled_from(KINDS[kind][1])),
+                    draw(st.sampled_from(STREAMS[:n_streams])),
+                    launch + draw(ns(0, 150_000)),
+                    draw(durations),
+                    corr,
+                    launch,
+                )
+            )
 
     # Launches before the first step (null step), then the steps with launches inside, and a few
     # tasks with no launch in the trace at all (as a memcpy whose runtime call was not recorded).
@@ -138,8 +168,17 @@ def ranks(draw, rank: int = 0, world: int = 1, integer_us: bool | None = None, g
         t += length + draw(ns(0, 40_000))
     for _ in range(draw(st.integers(0, 2))):
         kind = draw(st.sampled_from(list(KINDS)))
-        tasks.append(Task(kind, KINDS[kind][1][0], draw(st.sampled_from(STREAMS[:n_streams])), draw(ns(0, t)),
-                          draw(durations), None, None))
+        tasks.append(
+            Task(
+                kind,
+                KINDS[kind][1][0],
+                draw(st.sampled_from(STREAMS[:n_streams])),
+                draw(ns(0, t)),
+                draw(durations),
+                None,
+                None,
+            )
+        )
 
     # traceview drops exact duplicates (same name, stream, start and end: written twice) with a
     # warning; a well-formed trace has none.
@@ -199,12 +238,32 @@ def kineto_doc(r: Rank, integer_us: bool = False, offset_ns: int = 0) -> dict:
     events = metadata_events(r)
     ext = 1
     for n, s, e in r.steps:
-        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": HOST_PID,
-                       "tid": HOST_PID, "ts": us(s), "dur": dur(e - s), "args": {"External id": ext}})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{n}",
+                "pid": HOST_PID,
+                "tid": HOST_PID,
+                "ts": us(s),
+                "dur": dur(e - s),
+                "args": {"External id": ext},
+            }
+        )
         ext += 1
     for n, s, e in r.gpu_steps:
-        events.append({"ph": "X", "cat": "gpu_user_annotation", "name": f"ProfilerStep#{n}", "pid": DEVICE,
-                       "tid": STREAMS[0], "ts": us(s), "dur": dur(e - s), "args": {"External id": n + 1}})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "gpu_user_annotation",
+                "name": f"ProfilerStep#{n}",
+                "pid": DEVICE,
+                "tid": STREAMS[0],
+                "ts": us(s),
+                "dur": dur(e - s),
+                "args": {"External id": n + 1},
+            }
+        )
     for task in r.tasks:
         _, _, cat, runtime = KINDS[task.kind]
         args = {"device": DEVICE, "context": 1, "stream": task.stream}
@@ -212,20 +271,57 @@ def kineto_doc(r: Rank, integer_us: bool = False, offset_ns: int = 0) -> dict:
             ext += 1
             args.update({"correlation": task.corr, "External id": ext})
             op = "aten::mm" if "gemm" in task.name else "aten::add"
-            events.append({"ph": "X", "cat": "cpu_op", "name": op, "pid": HOST_PID, "tid": HOST_PID,
-                           "ts": us(task.launch), "dur": dur(2 * (1000 if integer_us else 1)),
-                           "args": {"External id": ext}})
-            events.append({"ph": "X", "cat": "cuda_runtime", "name": runtime, "pid": HOST_PID, "tid": HOST_PID,
-                           "ts": us(task.launch), "dur": dur(1000 if integer_us else 1),
-                           "args": {"External id": ext, "correlation": task.corr}})
-            events.append({"ph": "s", "id": task.corr, "pid": HOST_PID, "tid": HOST_PID, "ts": us(task.launch),
-                           "cat": "ac2g", "name": "ac2g"})
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "cpu_op",
+                    "name": op,
+                    "pid": HOST_PID,
+                    "tid": HOST_PID,
+                    "ts": us(task.launch),
+                    "dur": dur(2 * (1000 if integer_us else 1)),
+                    "args": {"External id": ext},
+                }
+            )
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": runtime,
+                    "pid": HOST_PID,
+                    "tid": HOST_PID,
+                    "ts": us(task.launch),
+                    "dur": dur(1000 if integer_us else 1),
+                    "args": {"External id": ext, "correlation": task.corr},
+                }
+            )
+            events.append(
+                {
+                    "ph": "s",
+                    "id": task.corr,
+                    "pid": HOST_PID,
+                    "tid": HOST_PID,
+                    "ts": us(task.launch),
+                    "cat": "ac2g",
+                    "name": "ac2g",
+                }
+            )
         if cat == "kernel":
             args.update({"grid": [132, 1, 1], "block": [256, 1, 1]})
         else:
             args["bytes"] = 4096
-        events.append({"ph": "X", "cat": cat, "name": task.name, "pid": DEVICE, "tid": task.stream,
-                       "ts": us(task.start), "dur": dur(task.dur), "args": args})
+        events.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": task.name,
+                "pid": DEVICE,
+                "tid": task.stream,
+                "ts": us(task.start),
+                "dur": dur(task.dur),
+                "args": args,
+            }
+        )
     return {
         "schemaVersion": 1,
         "deviceProperties": [{"id": DEVICE, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85017755648}],
@@ -359,8 +455,16 @@ def reference_steps(r: Rank) -> dict[int, dict]:
 # ---------------------------------------------------------------------------------------------
 # Checks shared by the properties.
 
-TERMS = ["computing", "communication", "overlapped", "communication_not_overlapped", "exposed_memcpy", "free",
-         "idle", "busy"]
+TERMS = [
+    "computing",
+    "communication",
+    "overlapped",
+    "communication_not_overlapped",
+    "exposed_memcpy",
+    "free",
+    "idle",
+    "busy",
+]
 
 
 def _ns(us: float | None) -> int | None:
@@ -475,14 +579,37 @@ def assert_same_durations(a, b) -> None:
 # traceview.analysis.breakdown.step_breakdown): steps of one rank partly GPU-annotated were all
 # clipped, over a correlation window overlapping an annotated one (time lost or given to the wrong
 # step); a GPU window holding no busy time had a row with free/stage null.
-MIXED_RULES_SAME_WINDOW = [Rank(0, 1, [(0, 20000, 21000), (1, 21000, 22000)], [
-    Task("kernel", "k", 7, 21000, 0, 101, 20000), Task("kernel", "k", 7, 21000, 1000, 102, 21000)],
-    [(0, 21000, 22000)])]
-MIXED_RULES_EMPTY_CORRELATION_WINDOW = [Rank(0, 1, [(0, 21000, 67000), (1, 67000, 192000)], [
-    Task("kernel", "k", 7, 187000, 0, 101, 66000), Task("kernel", "k", 7, 188000, 0, 102, 188000),
-    Task("kernel", "k", 7, 178000, 10000, None, None)], [(1, 183000, 188000)])]
-EMPTY_GPU_WINDOW = [Rank(0, 1, [(0, 20000, 21000)], [
-    Task("kernel", "k", 7, 0, 10, None, None), Task("kernel", "k", 7, 100, 10, None, None)], [(0, 30, 40)])]
+MIXED_RULES_SAME_WINDOW = [
+    Rank(
+        0,
+        1,
+        [(0, 20000, 21000), (1, 21000, 22000)],
+        [Task("kernel", "k", 7, 21000, 0, 101, 20000), Task("kernel", "k", 7, 21000, 1000, 102, 21000)],
+        [(0, 21000, 22000)],
+    )
+]
+MIXED_RULES_EMPTY_CORRELATION_WINDOW = [
+    Rank(
+        0,
+        1,
+        [(0, 21000, 67000), (1, 67000, 192000)],
+        [
+            Task("kernel", "k", 7, 187000, 0, 101, 66000),
+            Task("kernel", "k", 7, 188000, 0, 102, 188000),
+            Task("kernel", "k", 7, 178000, 10000, None, None),
+        ],
+        [(1, 183000, 188000)],
+    )
+]
+EMPTY_GPU_WINDOW = [
+    Rank(
+        0,
+        1,
+        [(0, 20000, 21000)],
+        [Task("kernel", "k", 7, 0, 10, None, None), Task("kernel", "k", 7, 100, 10, None, None)],
+        [(0, 30, 40)],
+    )
+]
 
 
 @SETTINGS
@@ -593,14 +720,29 @@ def _shift(r: Rank, by: int) -> Rank:
 # Broken traces: a TraceError or a Trace whose analyses run, never another exception.
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False)
-    | st.sampled_from([1e308, -1e308, 1.7e15, 9.3e12, -0.0, 2**63, -(2**63)]) | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1e308, -1e308, 1.7e15, 9.3e12, -0.0, 2**63, -(2**63)])
+    | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=6,
 )
 FIELDS = ["ts", "dur", "name", "args", "pid", "tid", "ph", "cat"]
-ARG_KEYS = ["stream", "correlation", "External id", "device", "bytes", "grid", "Input Dims", "Collective name",
-            "In msg nelems", "dtype", "Group size"]
+ARG_KEYS = [
+    "stream",
+    "correlation",
+    "External id",
+    "device",
+    "bytes",
+    "grid",
+    "Input Dims",
+    "Collective name",
+    "In msg nelems",
+    "dtype",
+    "Group size",
+]
 
 
 @st.composite
@@ -648,8 +790,10 @@ def test_broken_fields_give_a_trace_error_or_a_trace(doc):
 # ---------------------------------------------------------------------------------------------
 # Ascend: a kernel_details.csv-only rank folder (window rule step_id, receive-op bubble).
 
-ASCEND_HEADER = ("Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),"
-                 "Duration(us),Wait Time(us),Block Dim")
+ASCEND_HEADER = (
+    "Step Id,Model ID,Task ID,Stream ID,Name,Type,OP State,Accelerator Core,Start Time(us),"
+    "Duration(us),Wait Time(us),Block Dim"
+)
 #: kind -> (canonical set, Name, Type, Accelerator Core)
 ASCEND_KINDS = {
     "matmul": ("comp", "aclnnMm_MatMulCommon_MatMulV2", "MatMulV2", "AI_CORE"),
@@ -689,8 +833,14 @@ def ascend_ranks(draw) -> list[AscendTask]:
         for i in range(draw(st.integers(0, 10))):
             kind = draw(st.sampled_from(list(ASCEND_KINDS)))
             step = n if draw(st.integers(0, 9)) else None
-            task = AscendTask(kind, ASCEND_KINDS[kind][1].format(i=i), step, draw(st.sampled_from([2, 3, 9])),
-                              t + draw(st.integers(0, 200_000)), draw(st.one_of(st.just(0), st.integers(1, 150_000))))
+            task = AscendTask(
+                kind,
+                ASCEND_KINDS[kind][1].format(i=i),
+                step,
+                draw(st.sampled_from([2, 3, 9])),
+                t + draw(st.integers(0, 200_000)),
+                draw(st.one_of(st.just(0), st.integers(1, 150_000))),
+            )
             if all((x.name, x.stream, x.start, x.end) != (task.name, task.stream, task.start, task.end) for x in tasks):
                 tasks.append(task)  # an exact copy would be dropped (and counted) as a duplicate
         t += draw(st.integers(0, 300_000))
@@ -709,11 +859,24 @@ def write_ascend(folder: Path, rank: int, tasks: list[AscendTask], epoch_ns: int
     for k, x in enumerate(tasks):
         _, _, op_type, core = ASCEND_KINDS[x.kind]
         comm = x.set == "comm"
-        rows.append(",".join([
-            "N/A" if x.step is None else str(x.step), "4294967295", "N/A" if comm else str(1000 + k),
-            "N/A" if comm else str(x.stream), x.name, op_type, "N/A" if comm else "dynamic", core,
-            _us_text(epoch_ns + x.start) + "\t", _us_text(x.dur), "0.000", "24",
-        ]))
+        rows.append(
+            ",".join(
+                [
+                    "N/A" if x.step is None else str(x.step),
+                    "4294967295",
+                    "N/A" if comm else str(1000 + k),
+                    "N/A" if comm else str(x.stream),
+                    x.name,
+                    op_type,
+                    "N/A" if comm else "dynamic",
+                    core,
+                    _us_text(epoch_ns + x.start) + "\t",
+                    _us_text(x.dur),
+                    "0.000",
+                    "24",
+                ]
+            )
+        )
     if rnd is not None:
         rnd.shuffle(rows)
     (out / "kernel_details.csv").write_text("\n".join([ASCEND_HEADER, *rows]) + "\n")
@@ -755,13 +918,16 @@ def check_ascend_reference(t, profile: list[list[AscendTask]], epoch_ns: int) ->
             for term in TERMS + ["duration"]:
                 assert _ns(got[f"{term}_us"]) == want[term], f"{where}: {term}"
             # exact at the epoch: Ascend's decimal µs text is converted without float64
-            assert (got["first_busy_ns"], got["last_busy_ns"]) == (epoch_ns + want["first_busy"],
-                                                                  epoch_ns + want["last_busy"]), where
+            assert (got["first_busy_ns"], got["last_busy_ns"]) == (
+                epoch_ns + want["first_busy"],
+                epoch_ns + want["last_busy"],
+            ), where
             bubble = sum(x.dur for x in members if x.kind == "receive")
             assert _ns(got["bubble_us"]) == bubble, f"{where}: bubble"
             assert _ns(got["stage_us"]) == want["last_busy"] - want["first_busy"] - bubble, f"{where}: stage"
             assert _ns(got["communication_not_overlapped_exclude_receive_us"]) == (
-                want["communication_not_overlapped"] - bubble), where
+                want["communication_not_overlapped"] - bubble
+            ), where
             if key != "trace":
                 assert got["window_rule"] == "step_id", where
                 assert got["bubble_rule"] == ("receive" if receive else "none"), where
@@ -771,8 +937,11 @@ def check_ascend_reference(t, profile: list[list[AscendTask]], epoch_ns: int) ->
 
 
 @SETTINGS
-@given(st.lists(ascend_ranks(), min_size=1, max_size=2),
-       st.integers(1_600_000_000_000_000_000, 1_800_000_000_000_000_000), st.randoms(use_true_random=False))
+@given(
+    st.lists(ascend_ranks(), min_size=1, max_size=2),
+    st.integers(1_600_000_000_000_000_000, 1_800_000_000_000_000_000),
+    st.randoms(use_true_random=False),
+)
 def test_ascend_kernel_details_match_the_reference(profile, epoch_ns, rnd):
     """kernel_details.csv-only ranks at a real epoch (1.6e18-1.8e18 ns): no warning, every term
     (receive bubble included) equals the reference exactly, and the row order changes nothing."""

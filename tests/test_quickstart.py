@@ -29,11 +29,12 @@ def test_quickstart_main_command_runs_on_the_shipped_sample(tmp_path):
     argv = shlex.split(first.split("&&", 1)[1])
     assert argv[:2] == ["traceview", "report"] and "-o" in argv
     shutil.copytree(ROOT / "sample_traces", tmp_path / "sample_traces")
-    res = subprocess.run([sys.executable, "-m", "traceview", *argv[1:]], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=180)
+    res = subprocess.run(
+        [sys.executable, "-m", "traceview", *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
     assert res.returncode == 0, res.stderr
     assert res.stderr == ""
     out = tmp_path / argv[argv.index("-o") + 1]
     html = out.read_text()
     assert html.startswith("<!DOCTYPE html>") or html.lower().startswith("<!doctype html>")
-    assert "dp4_nccl" in html and "<script src=\"http" not in html  # self-contained: no network script
+    assert "dp4_nccl" in html and '<script src="http' not in html  # self-contained: no network script

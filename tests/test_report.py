@@ -10,15 +10,14 @@ import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
-from pathlib import Path
 
 import orjson
 import polars as pl
 import pytest
 
 import traceview as tv
-from traceview.dashboards.report import report_html, script_json
 from tests.conftest import DATA, ROOT, SAMPLES
+from traceview.dashboards.report import report_html, script_json
 from traceview.summary import build_summary
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"
@@ -27,8 +26,9 @@ HOSTILE_FILE = "\"><img src=x onerror=alert(2)>'"
 
 
 def run_cli(*args: str, cwd=ROOT, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "traceview", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "traceview", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
 
 
 class Elements(HTMLParser):
@@ -182,7 +182,9 @@ def test_cli_report_goes_beside_the_input_and_never_overwrites(profile, tmp_path
     res = run_cli("report", str(profile), "-q", "--cache-dir", str(tmp_path / "c"))
     assert res.returncode == 1 and len(res.stderr.strip().splitlines()) == 1
     assert "exists" in res.stderr and "--force" in res.stderr and out.stat().st_mtime_ns == before
-    res = run_cli("report", str(profile), "-q", "--force", "-o", str(tmp_path / "r.html"), "--cache-dir", str(tmp_path / "c"))
+    res = run_cli(
+        "report", str(profile), "-q", "--force", "-o", str(tmp_path / "r.html"), "--cache-dir", str(tmp_path / "c")
+    )
     assert res.returncode == 0 and (tmp_path / "r.html").exists()
     assert sorted(p.name for p in profile.iterdir()) == sorted(p.name for p in (SAMPLES / "dp4_nccl").iterdir())
 
@@ -205,24 +207,37 @@ def test_cli_report_tables(profile, tmp_path, fmt):
     api = tv.load(profile, use_cache=False).step_breakdown().sort("rank", "step")
     assert steps["computing_us"].to_list() == pytest.approx(api["computing_us"].to_list(), abs=1e-3)
     assert steps["communication_not_overlapped_us"].to_list() == pytest.approx(
-        api["communication_not_overlapped_us"].to_list(), abs=1e-3)
+        api["communication_not_overlapped_us"].to_list(), abs=1e-3
+    )
     assert {f"{n}.{fmt}" for n in ("trace", "compute_classes", "top_kernels", "collectives", "ranks")} <= {
-        p.name for p in out.iterdir()}
+        p.name for p in out.iterdir()
+    }
 
 
 def test_cli_batch_with_a_failed_profile(tmp_path):
     bad = tmp_path / "broken.json"
     bad.write_text('{"traceEvents": [')
     out = tmp_path / "reports"
-    res = run_cli("report", str(SAMPLES / "dp4_nccl"), str(bad), str(SAMPLES / "ascend_2rank"), "--out-dir", str(out),
-                  "-q", "--no-cache")
+    res = run_cli(
+        "report",
+        str(SAMPLES / "dp4_nccl"),
+        str(bad),
+        str(SAMPLES / "ascend_2rank"),
+        "--out-dir",
+        str(out),
+        "-q",
+        "--no-cache",
+    )
     assert res.returncode == 1
     assert res.stdout.strip().splitlines()[-1] == f"Wrote {out / 'index.html'}"
     assert (out / "dp4_nccl.report.html").exists() and (out / "ascend_2rank.report.html").exists()
     assert not (out / "broken.report.html").exists() and "broken.json" in res.stderr
     index = (out / "index.html").read_text()
     tables = parse(index)
-    assert {a.get("href") for t, a in tables.tags if t == "a"} == {"./dp4_nccl.report.html", "./ascend_2rank.report.html"}
+    assert {a.get("href") for t, a in tables.tags if t == "a"} == {
+        "./dp4_nccl.report.html",
+        "./ascend_2rank.report.html",
+    }
     assert "failed: cannot read" in index and "broken.json" in index
 
 
@@ -239,16 +254,31 @@ def test_report_with_a_baseline_and_diff_html(tmp_path):
     """--baseline adds the diff section (the same tables as `traceview diff --format json`);
     `traceview diff --format html` is a page of its own; hostile names stay text in both."""
     out = tmp_path / "r.html"
-    res = run_cli("report", str(SAMPLES / "pp4_1f1b"), "--baseline", str(SAMPLES / "dp4_nccl"), "-o", str(out), "-q",
-                  "--no-cache")
+    res = run_cli(
+        "report", str(SAMPLES / "pp4_1f1b"), "--baseline", str(SAMPLES / "dp4_nccl"), "-o", str(out), "-q", "--no-cache"
+    )
     assert res.returncode == 0, res.stderr
     page = out.read_text()
-    want = orjson.loads(run_cli("diff", str(SAMPLES / "dp4_nccl"), str(SAMPLES / "pp4_1f1b"), "--format", "json",
-                                "-q", "--no-cache", "--top", "10").stdout)
+    want = orjson.loads(
+        run_cli(
+            "diff",
+            str(SAMPLES / "dp4_nccl"),
+            str(SAMPLES / "pp4_1f1b"),
+            "--format",
+            "json",
+            "-q",
+            "--no-cache",
+            "--top",
+            "10",
+        ).stdout
+    )
     assert embedded_summary(page)["diff"] == want
     tables = parse(page).tables
     overall = [r for r in tables["diff-step_time"] if r["rank"] == "-"]
-    assert overall and overall[0]["delta_us"] == f"{next(r for r in want['step_time'] if r['rank'] is None)['delta_us']:,.3f}"
+    assert (
+        overall
+        and overall[0]["delta_us"] == f"{next(r for r in want['step_time'] if r['rank'] is None)['delta_us']:,.3f}"
+    )
     res = run_cli("diff", str(SAMPLES / "dp4_nccl"), str(SAMPLES / "pp4_1f1b"), "--format", "html", "-q", "--no-cache")
     assert res.returncode == 0 and res.stdout.startswith("<!DOCTYPE html>") and 'id="diff-terms"' in res.stdout
     doc = json.loads((DATA / "kineto_minimal.json").read_text())
@@ -256,8 +286,9 @@ def test_report_with_a_baseline_and_diff_html(tmp_path):
         if event.get("cat") == "kernel" and event["name"].startswith("sm90"):
             event["name"] = HOSTILE
     (tmp_path / "new.json").write_text(json.dumps(doc))
-    res = run_cli("diff", str(DATA / "kineto_minimal.json"), str(tmp_path / "new.json"), "--format", "html", "-q",
-                  "--no-cache")
+    res = run_cli(
+        "diff", str(DATA / "kineto_minimal.json"), str(tmp_path / "new.json"), "--format", "html", "-q", "--no-cache"
+    )
     assert res.returncode == 0, res.stderr
     assert HOSTILE not in res.stdout and "&lt;/script&gt;&lt;img" in res.stdout
     assert not [a for t, a in parse(res.stdout).tags if t == "img"]

@@ -105,8 +105,9 @@ def test_batch_overwrites_nothing_without_force(tmp_path):
     line = _one_line_error(res)
     assert "exists" in line and "--force" in line
     assert _tree(out) == before, "the index and the reports are unchanged"
-    res = run_cli("report", str(PROFILE), str(SAMPLES / "pp4_1f1b"), "--out-dir", str(out), "-q", "--no-cache",
-                  "--force")
+    res = run_cli(
+        "report", str(PROFILE), str(SAMPLES / "pp4_1f1b"), "--out-dir", str(out), "-q", "--no-cache", "--force"
+    )
     assert res.returncode == 0 and "failed" not in (out / "index.html").read_text()
 
 

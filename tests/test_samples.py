@@ -73,7 +73,9 @@ def test_ascend_2rank_tasks_steps_and_reference():
             s = trace.steps.filter((pl.col("rank") == r) & (pl.col("step") == int(step))).row(0, named=True)
             assert (s["device_start_ns"], s["device_end_ns"]) == (want["first_task_start_ns"], want["last_task_end_ns"])
             assert s["host_start_ns"] == want["host_step_start_ns"]
-            ref = trace.ascend_step_trace.filter((pl.col("rank") == r) & (pl.col("step") == int(step))).row(0, named=True)
+            ref = trace.ascend_step_trace.filter((pl.col("rank") == r) & (pl.col("step") == int(step))).row(
+                0, named=True
+            )
             assert ref["computing_us"] == pytest.approx(want["Computing_ns"] / 1000, abs=1e-6)
             assert ref["free_us"] == pytest.approx(want["Free_ns"] / 1000, abs=1e-6)
         hccl = tasks.filter(pl.col("kind") == "communication").sort("start_ns")

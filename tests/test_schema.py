@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from traceview import schema
 from tests.conftest import ROOT
+from traceview import schema
 
 
 def test_docs_schema_is_up_to_date():

@@ -31,9 +31,9 @@ import polars as pl
 import pytest
 
 import traceview as tv
+from tests.conftest import DATA, ROOT, SAMPLES, run_cli
 from traceview.dashboards.app import create_app
 from traceview.dashboards.report import diff_html
-from tests.conftest import DATA, ROOT, SAMPLES, run_cli
 from traceview.errors import TraceError
 from traceview.summary import build_summary
 
@@ -49,9 +49,19 @@ FILE_NAME = f"{SVG}'{JS_URL}.pt.trace.json"
 TEMPLATE = "{{7*7}}${7*7}%{x}<b>b</b>"  # Jinja/JS template and plotly hovertemplate syntax: must stay literal
 RTL = "\u202etxt.exe"  # a right-to-left override: shown as it is, never dropped
 LONG = "L" * 200_000 + SCRIPT  # a 200 KB name whose payload sits past any cut
-NAMES = {"kernel": SCRIPT, "cpu_op": ATTR, "annotation": BREAKOUT, "thread": f"{JS_URL}{SCRIPT}",
-         "process": ATTR + SVG, "stream": BREAKOUT + JS_URL, "device": SCRIPT + ATTR,
-         "collective": f"</script><svg onload={PWN}>", "group": ATTR + RTL, "template": TEMPLATE, "long": LONG}
+NAMES = {
+    "kernel": SCRIPT,
+    "cpu_op": ATTR,
+    "annotation": BREAKOUT,
+    "thread": f"{JS_URL}{SCRIPT}",
+    "process": ATTR + SVG,
+    "stream": BREAKOUT + JS_URL,
+    "device": SCRIPT + ATTR,
+    "collective": f"</script><svg onload={PWN}>",
+    "group": ATTR + RTL,
+    "template": TEMPLATE,
+    "long": LONG,
+}
 FORBIDDEN_TAGS = {"img", "svg", "iframe", "object", "embed", "form", "base", "link"}  # none in a report
 
 
@@ -74,12 +84,35 @@ def hostile_doc() -> dict:
         if cat in ("cpu_op", "cuda_runtime", "user_annotation"):
             event["tid"] = NAMES["thread"]  # string thread ids exist in real Kineto traces
     doc["traceEvents"] += [
-        {"ph": "X", "cat": "user_annotation", "name": NAMES["annotation"], "pid": 10, "tid": NAMES["thread"],
-         "ts": 1001.0, "dur": 50.0},
-        {"ph": "X", "cat": "gpu_user_annotation", "name": NAMES["annotation"], "pid": 0, "tid": 7,
-         "ts": 1010.0, "dur": 30.0, "args": {"device": 0, "stream": 7}},
-        {"ph": "X", "cat": "kernel", "name": NAMES["long"], "pid": 0, "tid": 7, "ts": 1220.0, "dur": 1.0,
-         "args": {"device": 0, "stream": 7}},
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": NAMES["annotation"],
+            "pid": 10,
+            "tid": NAMES["thread"],
+            "ts": 1001.0,
+            "dur": 50.0,
+        },
+        {
+            "ph": "X",
+            "cat": "gpu_user_annotation",
+            "name": NAMES["annotation"],
+            "pid": 0,
+            "tid": 7,
+            "ts": 1010.0,
+            "dur": 30.0,
+            "args": {"device": 0, "stream": 7},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": NAMES["long"],
+            "pid": 0,
+            "tid": 7,
+            "ts": 1220.0,
+            "dur": 1.0,
+            "args": {"device": 0, "stream": 7},
+        },
         {"ph": "M", "name": "thread_name", "pid": 10, "tid": NAMES["thread"], "args": {"name": NAMES["thread"]}},
         {"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": NAMES["stream"]}},
         {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": NAMES["process"]}},
@@ -185,8 +218,15 @@ def test_diff_html_has_no_live_markup(hostile, tmp_path):
     for payload in (SCRIPT, BREAKOUT, ATTR, SVG):
         assert payload not in page
     # The same through the API, with payloads in every string field the diff page shows.
-    doc = json.loads(json.dumps({"base": {"source": SCRIPT}, "new": {"source": ATTR}, "terms": [
-        {"rank": "all", "term": BREAKOUT, "base_us": 1.0, "new_us": 2.0}]}))
+    doc = json.loads(
+        json.dumps(
+            {
+                "base": {"source": SCRIPT},
+                "new": {"source": ATTR},
+                "terms": [{"rank": "all", "term": BREAKOUT, "base_us": 1.0, "new_us": 2.0}],
+            }
+        )
+    )
     assert_inert(diff_html(doc), 2, [SCRIPT, ATTR, BREAKOUT])
 
 
@@ -274,8 +314,10 @@ def _hover_and_click_hostile_task(page) -> None:
     key, x, y = page.evaluate(FIND_HOSTILE_TASK)
     page.mouse.move(x, y)
     page.wait_for_function("() => document.querySelector('#tl-graph .hoverlayer .hovertext') !== null", timeout=90_000)
-    label = page.evaluate("() => Array.from(document.querySelectorAll('#tl-graph .hoverlayer .hovertext'))"
-                          ".map(e => e.textContent).join('|')")
+    label = page.evaluate(
+        "() => Array.from(document.querySelectorAll('#tl-graph .hoverlayer .hovertext'))"
+        ".map(e => e.textContent).join('|')"
+    )
     assert PWN in label, (key, label)  # the name, as the label's text
     page.mouse.click(x, y)
     page.wait_for_function("() => document.querySelector('#tl-detail-name') !== null", timeout=90_000)
@@ -288,8 +330,10 @@ def test_browser_dashboard_runs_no_payload(browser, server_for, hostile):
     for path in ("/", "/timeline?host=1"):
         page, seen = _watched(browser)
         page.goto(url + path, wait_until="networkidle")
-        page.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
-                               ".some(g => g.data && g.data.length > 0)", timeout=90_000)
+        page.wait_for_function(
+            "() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(g => g.data && g.data.length > 0)",
+            timeout=90_000,
+        )
         page.wait_for_timeout(1000)
         graphs = page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => g.id || 'g')")
         for i in range(len(graphs)):  # hover each figure's middle: hover labels are HTML in plotly
@@ -338,17 +382,30 @@ def test_serve_on_all_interfaces_warns(monkeypatch, capsys):
     from traceview.cli.main import main
 
     with pytest.raises(SystemExit):
-        main(["serve", str(SAMPLES / "dp4_nccl"), "--host", "0.0.0.0", "--port", "18563", "--quiet", "--no-cache"],
-             prog_name="traceview")
+        main(
+            ["serve", str(SAMPLES / "dp4_nccl"), "--host", "0.0.0.0", "--port", "18563", "--quiet", "--no-cache"],
+            prog_name="traceview",
+        )
     err = capsys.readouterr().err
     assert calls and calls[0]["host"] == "0.0.0.0"
     warning = [line for line in err.splitlines() if "reachable from the network" in line]
     assert len(warning) == 1 and warning[0].startswith("traceview: warning: --host 0.0.0.0")
 
 
-@pytest.mark.parametrize("host, local", [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True),
-                                         ("[::1]", True), ("localhost", True), ("0.0.0.0", False),
-                                         ("::", False), ("192.168.1.5", False), ("example.com", False)])
+@pytest.mark.parametrize(
+    "host, local",
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.5", False),
+        ("example.com", False),
+    ],
+)
 def test_is_loopback(host, local):
     from traceview.dashboards.server import is_loopback
 
@@ -369,9 +426,17 @@ def served_app(tmp_path_factory):
 
 def test_symlinks_out_of_the_profile_are_not_served(served_app):
     client = served_app.server.test_client()
-    for path in ("/link.txt", "/profile/link.txt", "/etc/passwd", "/etc/hostname", "/timeline/link.txt",
-                 "/_dash-component-suites/link.txt", "/_dash-component-suites/dash/link.txt",
-                 "/_dash-component-suites/etc/passwd", "/assets/link.txt"):
+    for path in (
+        "/link.txt",
+        "/profile/link.txt",
+        "/etc/passwd",
+        "/etc/hostname",
+        "/timeline/link.txt",
+        "/_dash-component-suites/link.txt",
+        "/_dash-component-suites/dash/link.txt",
+        "/_dash-component-suites/etc/passwd",
+        "/assets/link.txt",
+    ):
         resp = client.get(path)
         assert resp.status_code == 404, path
         assert b"traceview-secret-symlink" not in resp.data and b"root:" not in resp.data
@@ -402,8 +467,22 @@ def test_served_socket_listens_on_loopback_only():
     from tests.test_browser import _free_port
 
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "traceview", "serve", str(SAMPLES / "dp4_nccl"), "--port", str(port),
-                             "--quiet", "--no-cache"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "traceview",
+            "serve",
+            str(SAMPLES / "dp4_nccl"),
+            "--port",
+            str(port),
+            "--quiet",
+            "--no-cache",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 120
         while not _listening(port) and proc.poll() is None and time.monotonic() < deadline:
@@ -421,15 +500,28 @@ def test_debug_is_off_and_errors_show_no_traceback(served_app):
     from dash import Input, Output
 
     served_app.callback(Output("boom", "children"), Input("boom-in", "value"))(
-        lambda value: (_ for _ in ()).throw(RuntimeError(f"secret detail {value} /etc/passwd")))
+        lambda value: (_ for _ in ()).throw(RuntimeError(f"secret detail {value} /etc/passwd"))
+    )
     client = server.test_client()
     bodies = [  # a callback that raises, dispatch errors of Dash, and a body that is not JSON
-        {"output": "boom.children", "outputs": {"id": "boom", "property": "children"},
-         "inputs": [{"id": "boom-in", "property": "value", "value": 1}], "changedPropIds": ["boom-in.value"]},
-        {"output": "tl-graph.figure", "outputs": {"id": "tl-graph", "property": "figure"},
-         "inputs": [{"id": "url", "property": "pathname", "value": {"not": "a path"}}], "changedPropIds": []},
-        {"output": "nope.children", "outputs": {"id": "nope", "property": "children"}, "inputs": [],
-         "changedPropIds": []},
+        {
+            "output": "boom.children",
+            "outputs": {"id": "boom", "property": "children"},
+            "inputs": [{"id": "boom-in", "property": "value", "value": 1}],
+            "changedPropIds": ["boom-in.value"],
+        },
+        {
+            "output": "tl-graph.figure",
+            "outputs": {"id": "tl-graph", "property": "figure"},
+            "inputs": [{"id": "url", "property": "pathname", "value": {"not": "a path"}}],
+            "changedPropIds": [],
+        },
+        {
+            "output": "nope.children",
+            "outputs": {"id": "nope", "property": "children"},
+            "inputs": [],
+            "changedPropIds": [],
+        },
         "not json at all",
     ]
     statuses = []
@@ -462,8 +554,13 @@ def test_no_module_imports_a_pickle_loader():
     for package in ("traceview", "parsers", "dashboards"):
         for path in (ROOT / package).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                         else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
+                )
                 if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "__import__":
                     names = [getattr(node.args[0], "value", "")] if node.args else []
                 found += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in banned]
@@ -499,8 +596,8 @@ def test_ray_transport_is_parquet_and_json_only():
     """What a Ray task hands back (`cache.pack`): Parquet and JSON bytes only, read back by
     `unpack` into the same frames; a pickle in their place is refused, not loaded."""
     from traceview import cache
-    from traceview.parsers.detect import discover
     from traceview.executors import parse_source
+    from traceview.parsers.detect import discover
 
     source = discover(SAMPLES / "dp4_nccl")[0]
     parsed = parse_source(source)
@@ -552,9 +649,21 @@ def _tamper(entry: Path, how: str) -> None:
         (entry / "rank.parquet.pkl").write_bytes(b"\x80\x04K\x01.")
 
 
-@pytest.mark.parametrize("how", ["garbage_parquet", "truncated_parquet", "pickle_in_parquet", "meta_wrong_types",
-                                 "meta_list", "meta_other_version", "meta_garbage", "swapped_tables",
-                                 "unknown_table", "extra_files"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "garbage_parquet",
+        "truncated_parquet",
+        "pickle_in_parquet",
+        "meta_wrong_types",
+        "meta_list",
+        "meta_other_version",
+        "meta_garbage",
+        "swapped_tables",
+        "unknown_table",
+        "extra_files",
+    ],
+)
 def test_tampered_cache_entry_is_reparsed(tmp_path, how):
     profile = tmp_path / "p"
     shutil.copytree(SAMPLES / "dp4_nccl", profile)
@@ -620,9 +729,25 @@ def _bounded_run(path: Path, limit: str) -> tuple[subprocess.CompletedProcess, f
     """`traceview info PATH --no-cache` under TRACEVIEW_MEMORY_LIMIT=`limit`: (result, seconds, peak RSS bytes)."""
     peak_file = path.with_name(path.name + ".peak")
     start = time.perf_counter()
-    res = subprocess.run([sys.executable, "-c", _PEAK_WRAPPER, str(peak_file), sys.executable, "-m", "traceview",
-                          "info", str(path), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "TRACEVIEW_MEMORY_LIMIT": limit})
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _PEAK_WRAPPER,
+            str(peak_file),
+            sys.executable,
+            "-m",
+            "traceview",
+            "info",
+            str(path),
+            "--no-cache",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TRACEVIEW_MEMORY_LIMIT": limit},
+    )
     return res, time.perf_counter() - start, int(peak_file.read_text()) * 1024
 
 

@@ -20,16 +20,15 @@ from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
 import traceview as tv
-from traceview.parsers import Source
-from traceview.parsers.detect import recorded_rank
+from tests.conftest import DATA, SAMPLES, SHARED_TRACES, needs_shared
 from traceview import cache, executors
-from traceview.parsers import memory
 from traceview.cli.main import main
 from traceview.errors import TraceError
+from traceview.parsers import Source, memory
+from traceview.parsers.detect import recorded_rank
 from traceview.selection import Selection, format_spec
 from traceview.step_selection import select_steps
 from traceview.summary import TERM_COLUMNS
-from tests.conftest import DATA, SAMPLES, SHARED_TRACES, needs_shared
 
 DP4 = SAMPLES / "dp4_nccl"
 PP4 = SAMPLES / "pp4_1f1b"
@@ -87,8 +86,9 @@ def test_spec_parses(spec, ranges):
     assert Selection.parse(spec).ranges == ranges
 
 
-@pytest.mark.parametrize("spec", ["", "  ", "a", "3-1", "1,,2", "-1", "1-", "0-7;12", "1.5", "1 2", ",3", "0x3",
-                                  "99999999999999999999"])
+@pytest.mark.parametrize(
+    "spec", ["", "  ", "a", "3-1", "1,,2", "-1", "1-", "0-7;12", "1.5", "1 2", ",3", "0x3", "99999999999999999999"]
+)
 def test_bad_spec_is_one_line_value_error(spec):
     with pytest.raises(ValueError) as err:
         Selection.parse(spec, "ranks")
@@ -135,7 +135,9 @@ def test_recorded_rank_without_parsing(tmp_path):
     assert recorded_rank(Source("kineto", late)) is None
     # cut off by the 64 KiB peek: not trusted
     cut = tmp_path / "cut.json.gz"
-    cut.write_bytes(gzip.compress(b'{"distributedInfo": {"rank": 2, "pad": "' + b"x" * 70_000 + b'"}, "traceEvents": []}'))
+    cut.write_bytes(
+        gzip.compress(b'{"distributedInfo": {"rank": 2, "pad": "' + b"x" * 70_000 + b'"}, "traceEvents": []}')
+    )
     assert recorded_rank(Source("kineto", cut)) is None
     ms = tmp_path / "ascend_timeline_display_6.json"
     ms.write_text("[]")
@@ -199,7 +201,10 @@ def test_ranks_unknown_before_parsing_are_parsed_then_judged_by_their_number(mon
     kineto_file(tmp_path / "c.json", 1)
     whole = tv.load(tmp_path, use_cache=False)
     assert dict(zip(whole.ranks["source"].str.split("/").list.last(), whole.ranks["rank"])) == {
-        "a.json": 2, "b.json": 0, "c.json": 1}
+        "a.json": 2,
+        "b.json": 0,
+        "c.json": 1,
+    }
     seen = count_parses(monkeypatch)
     t = tv.load(tmp_path, ranks=[2], use_cache=False)
     assert t.ranks["rank"].to_list() == [2] and t.ranks["source"][0].endswith("a.json")
@@ -247,13 +252,14 @@ def test_selected_steps_break_down_as_in_the_whole_load(path, steps):
     assert_frame_equal(t.step_breakdown(), whole.step_breakdown().filter(pl.col("step").is_in(steps)))
     assert_frame_equal(t.bubbles(), whole.bubbles().filter(pl.col("step").is_in(steps)))
     assert_frame_equal(t.step_skew(), whole.step_skew().filter(pl.col("step").is_in(steps)))
-    assert_frame_equal(t.stream_idle(by_step=True),
-                       whole.stream_idle(by_step=True).filter(pl.col("step").is_in(steps)))
+    assert_frame_equal(t.stream_idle(by_step=True), whole.stream_idle(by_step=True).filter(pl.col("step").is_in(steps)))
     assert_frame_equal(t.ranks, whole.ranks)
     assert_frame_equal(t.ascend_step_trace, whole.ascend_step_trace.filter(pl.col("step").is_in(steps)))
     # every device task of a chosen step is kept, and nothing outside the chosen windows
-    assert t.device_tasks.filter(pl.col("step").is_in(steps)).height == \
-        whole.device_tasks.filter(pl.col("step").is_in(steps)).height
+    assert (
+        t.device_tasks.filter(pl.col("step").is_in(steps)).height
+        == whole.device_tasks.filter(pl.col("step").is_in(steps)).height
+    )
     assert t.device_tasks.height < whole.device_tasks.height
     assert 0 < t.host_events.height < whole.host_events.height
     # the analyses run on the selected trace
@@ -279,11 +285,20 @@ def test_host_events_and_annotations_follow_the_windows():
     inside = (pl.col("start_ns") >= pl.col("host_start_ns")) & (pl.col("start_ns") < pl.col("host_end_ns"))
     outside = host.filter(~inside)
     # the only host events outside the host window are launch calls of kept device tasks
-    assert outside.join(t.device_tasks.select("rank", "correlation"), on=["rank", "correlation"], how="anti").height == 0
+    assert (
+        outside.join(t.device_tasks.select("rank", "correlation"), on=["rank", "correlation"], how="anti").height == 0
+    )
     assert set(t.host_events.filter(pl.col("name").str.starts_with("ProfilerStep#"))["name"]) == {"ProfilerStep#4"}
     ann = t.device_annotations.join(w, on="rank")
-    assert ann.filter((pl.col("start_ns") < pl.col("device_start_ns")) | (pl.col("start_ns") >= pl.col("device_end_ns"))).height == 0
-    assert set(t.device_annotations.filter(pl.col("name").str.starts_with("ProfilerStep#"))["name"]) == {"ProfilerStep#4"}
+    assert (
+        ann.filter(
+            (pl.col("start_ns") < pl.col("device_start_ns")) | (pl.col("start_ns") >= pl.col("device_end_ns"))
+        ).height
+        == 0
+    )
+    assert set(t.device_annotations.filter(pl.col("name").str.starts_with("ProfilerStep#"))["name"]) == {
+        "ProfilerStep#4"
+    }
 
 
 def test_missing_steps_error_or_warning():
@@ -348,15 +363,19 @@ def test_real_trace_summary_steps_equal_the_whole_load():
     part = cli("summary", str(DF_INDEX), "--steps", "3-4", "--format", "json", "-q")
     assert full.exit_code == 0 and part.exit_code == 0, part.output
     full_doc, part_doc = orjson.loads(full.stdout), orjson.loads(part.stdout)
-    terms = lambda doc: {(r["rank"], s["step"]): {k: s[k] for k in TERM_COLUMNS}  # noqa: E731
-                         for r in doc["ranks"] for s in r["steps"]}
+    terms = lambda doc: {
+        (r["rank"], s["step"]): {k: s[k] for k in TERM_COLUMNS}  # noqa: E731
+        for r in doc["ranks"]
+        for s in r["steps"]
+    }
     whole_terms = terms(full_doc)
     assert sorted(terms(part_doc)) == [(1, 3), (1, 4)]
     assert terms(part_doc) == {k: v for k, v in whole_terms.items() if k[1] in (3, 4)}
     # and the API agrees
     whole = tv.load(DF_INDEX)
-    assert_frame_equal(tv.load(DF_INDEX, steps="3-4").step_breakdown(),
-                       whole.step_breakdown().filter(pl.col("step").is_in([3, 4])))
+    assert_frame_equal(
+        tv.load(DF_INDEX, steps="3-4").step_breakdown(), whole.step_breakdown().filter(pl.col("step").is_in([3, 4]))
+    )
 
 
 # ---- CLI ----

@@ -13,21 +13,37 @@ import pytest
 from werkzeug.serving import make_server
 
 import traceview as tv
+from tests.conftest import SAMPLES
 from traceview.dashboards.app import create_app
 from traceview.dashboards.server import allowed_path
-from tests.conftest import SAMPLES
 from traceview.summary import build_summary
 
 SECRET = "traceview-secret-7f3a9c"
 
 TRICKS = [
-    "/../secret.txt", "/..%2fsecret.txt", "/%2e%2e/secret.txt", "/%2e%2e%2fsecret.txt", "/./secret.txt",
-    "/secret.txt", "/profile/rank0.pt.trace.json.gz", "/assets/../secret.txt", "/assets/secret.txt",
-    "/static/../../secret.txt", "/static/secret.txt", "/timeline/../../secret.txt", "/..\\secret.txt",
-    "/_dash-component-suites/dash/../../../secret.txt", "/_dash-component-suites/dash/..%2f..%2fsecret.txt",
-    "/_dash-component-suites/dash/deps/../../../../../../etc/passwd", "/_dash-component-suites/os/path.py",
-    "/_dash-component-suites/dash/__init__.py", "/_dash-component-suites/traceview/cache.py",
-    "//etc/passwd", "/etc/passwd", "/%00/etc/passwd", "/_dash-layout/../secret.txt",
+    "/../secret.txt",
+    "/..%2fsecret.txt",
+    "/%2e%2e/secret.txt",
+    "/%2e%2e%2fsecret.txt",
+    "/./secret.txt",
+    "/secret.txt",
+    "/profile/rank0.pt.trace.json.gz",
+    "/assets/../secret.txt",
+    "/assets/secret.txt",
+    "/static/../../secret.txt",
+    "/static/secret.txt",
+    "/timeline/../../secret.txt",
+    "/..\\secret.txt",
+    "/_dash-component-suites/dash/../../../secret.txt",
+    "/_dash-component-suites/dash/..%2f..%2fsecret.txt",
+    "/_dash-component-suites/dash/deps/../../../../../../etc/passwd",
+    "/_dash-component-suites/os/path.py",
+    "/_dash-component-suites/dash/__init__.py",
+    "/_dash-component-suites/traceview/cache.py",
+    "//etc/passwd",
+    "/etc/passwd",
+    "/%00/etc/passwd",
+    "/_dash-layout/../secret.txt",
 ]
 
 
@@ -90,11 +106,20 @@ def test_raw_requests_over_a_socket(served):
         server.shutdown()
 
 
-@pytest.mark.parametrize("path, ok", [
-    ("/", True), ("/timeline", True), ("/_dash-update-component", True),
-    ("/_dash-component-suites/plotly/package_data/plotly.min.js", True),
-    ("/assets/x.css", False), ("/static/x", False), ("/a/../timeline", False), ("/x", False), ("/./", False),
-])
+@pytest.mark.parametrize(
+    "path, ok",
+    [
+        ("/", True),
+        ("/timeline", True),
+        ("/_dash-update-component", True),
+        ("/_dash-component-suites/plotly/package_data/plotly.min.js", True),
+        ("/assets/x.css", False),
+        ("/static/x", False),
+        ("/a/../timeline", False),
+        ("/x", False),
+        ("/./", False),
+    ],
+)
 def test_allowed_path(path, ok):
     assert allowed_path(path) is ok
 
@@ -108,17 +133,31 @@ import orjson  # noqa: E402
 from traceview.dashboards.server import MAX_BODY, allowed_hosts, host_name  # noqa: E402
 
 
-@pytest.mark.parametrize("host, allowed", [
-    ("127.0.0.1", {"127.0.0.1", "localhost", "::1"}), ("localhost", {"127.0.0.1", "localhost", "::1"}),
-    ("::1", {"127.0.0.1", "localhost", "::1"}), ("10.1.2.3", {"10.1.2.3"}), ("Node7", {"node7"}),
-    ("0.0.0.0", None), ("::", None),
-])
+@pytest.mark.parametrize(
+    "host, allowed",
+    [
+        ("127.0.0.1", {"127.0.0.1", "localhost", "::1"}),
+        ("localhost", {"127.0.0.1", "localhost", "::1"}),
+        ("::1", {"127.0.0.1", "localhost", "::1"}),
+        ("10.1.2.3", {"10.1.2.3"}),
+        ("Node7", {"node7"}),
+        ("0.0.0.0", None),
+        ("::", None),
+    ],
+)
 def test_allowed_hosts_follow_the_bound_address(host, allowed):
     assert (None if allowed_hosts(host) is None else set(allowed_hosts(host))) == allowed
 
 
-@pytest.mark.parametrize("header, name", [("localhost:8050", "localhost"), ("[::1]:8050", "::1"),
-                                          ("127.0.0.1", "127.0.0.1"), ("EVIL.example:80", "evil.example")])
+@pytest.mark.parametrize(
+    "header, name",
+    [
+        ("localhost:8050", "localhost"),
+        ("[::1]:8050", "::1"),
+        ("127.0.0.1", "127.0.0.1"),
+        ("EVIL.example:80", "evil.example"),
+    ],
+)
 def test_host_name(header, name):
     assert host_name(header) == name
 
@@ -152,8 +191,9 @@ def test_every_answer_carries_the_security_headers(served):
 
 def test_request_bodies_are_capped(served):
     app, _ = served
-    resp = app.server.test_client().post("/_dash-update-component", data=b"x" * (MAX_BODY + 1),
-                                         headers={"Content-Type": "application/json"})
+    resp = app.server.test_client().post(
+        "/_dash-update-component", data=b"x" * (MAX_BODY + 1), headers={"Content-Type": "application/json"}
+    )
     assert resp.status_code == 413
 
 
@@ -161,26 +201,40 @@ def _callback(client, output_id: str, inputs: list[dict]):
     deps = orjson.loads(client.get("/_dash-dependencies").data)
     dep = next(d for d in deps if output_id in d["output"])
     outputs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in dep["output"].strip(".").split("...")]
-    payload = {"output": dep["output"], "outputs": outputs if len(outputs) > 1 else outputs[0], "inputs": inputs,
-               "changedPropIds": [f"{inputs[-1]['id']}.{inputs[-1]['property']}"], "state": []}
-    return client.post("/_dash-update-component", data=orjson.dumps(payload).replace(b'"NaN"', b"NaN")
-                       .replace(b'"Infinity"', b"Infinity"), headers={"Content-Type": "application/json"})
+    payload = {
+        "output": dep["output"],
+        "outputs": outputs if len(outputs) > 1 else outputs[0],
+        "inputs": inputs,
+        "changedPropIds": [f"{inputs[-1]['id']}.{inputs[-1]['property']}"],
+        "state": [],
+    }
+    return client.post(
+        "/_dash-update-component",
+        data=orjson.dumps(payload).replace(b'"NaN"', b"NaN").replace(b'"Infinity"', b"Infinity"),
+        headers={"Content-Type": "application/json"},
+    )
 
 
-@pytest.mark.parametrize("window", [
-    {"xaxis.range[0]": "NaN", "xaxis.range[1]": "Infinity"},
-    {"xaxis.range[0]": [1, 2], "xaxis.range[1]": {"a": 1}},
-    {"xaxis.range": "not a range"},
-    {"xaxis.range[0]": 1e308, "xaxis.range[1]": -1e308},
-], ids=["nan_inf", "wrong_types", "text", "huge"])
+@pytest.mark.parametrize(
+    "window",
+    [
+        {"xaxis.range[0]": "NaN", "xaxis.range[1]": "Infinity"},
+        {"xaxis.range[0]": [1, 2], "xaxis.range[1]": {"a": 1}},
+        {"xaxis.range": "not a range"},
+        {"xaxis.range[0]": 1e308, "xaxis.range[1]": -1e308},
+    ],
+    ids=["nan_inf", "wrong_types", "text", "huge"],
+)
 def test_malformed_callback_inputs_answer_no_update_and_log_one_line(served, window, caplog):
     app, _ = served
     client = app.server.test_client()
-    inputs = [{"id": "url", "property": "pathname", "value": "/timeline"},
-              {"id": "url", "property": "search", "value": ""},
-              {"id": "tl-step", "property": "value", "value": None},
-              {"id": "tl-reset", "property": "n_clicks", "value": 0},
-              {"id": "tl-window", "property": "data", "value": window}]
+    inputs = [
+        {"id": "url", "property": "pathname", "value": "/timeline"},
+        {"id": "url", "property": "search", "value": ""},
+        {"id": "tl-step", "property": "value", "value": None},
+        {"id": "tl-reset", "property": "n_clicks", "value": 0},
+        {"id": "tl-window", "property": "data", "value": window},
+    ]
     with caplog.at_level(logging.WARNING, logger="traceview.serve"):
         resp = _callback(client, "tl-graph.figure", inputs)
     assert resp.status_code in (200, 204), resp.data[:300]
@@ -202,10 +256,25 @@ def test_the_real_server_sends_no_banner_and_enforces_host_and_body(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "traceview", "serve", str(SAMPLES / "dp4_nccl"), "--port", str(port),
-                             "-q", "--cache-dir", str(tmp_path / "c")], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "traceview",
+            "serve",
+            str(SAMPLES / "dp4_nccl"),
+            "--port",
+            str(port),
+            "-q",
+            "--cache-dir",
+            str(tmp_path / "c"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
+
         def ask(raw: bytes) -> bytes:
             for _ in range(200):
                 try:
@@ -225,8 +294,10 @@ def test_the_real_server_sends_no_banner_and_enforces_host_and_body(tmp_path):
         assert b"content-security-policy:" in head
         evil = ask(b"GET /_dash-layout HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
         assert evil.startswith(b"HTTP/1.1 403")
-        big = ask(b"POST /_dash-update-component HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                  b"Content-Length: %d\r\nConnection: close\r\n\r\n" % (300 * 1024 * 1024))
+        big = ask(
+            b"POST /_dash-update-component HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n" % (300 * 1024 * 1024)
+        )
         assert big.startswith(b"HTTP/1.1 413")
     finally:
         proc.terminate()

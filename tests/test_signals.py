@@ -35,8 +35,11 @@ def big_profile(tmp_path_factory):
     ts = [e["ts"] + e.get("dur", 0) for e in events if isinstance(e.get("ts"), (int, float))]
     span = max(ts) - min(ts) + 1000
     copies = max(1, RANK_BYTES // len(orjson.dumps(events)))
-    repeated = [dict(e, ts=e["ts"] + i * span) if isinstance(e.get("ts"), (int, float)) else e
-                for i in range(copies) for e in events]
+    repeated = [
+        dict(e, ts=e["ts"] + i * span) if isinstance(e.get("ts"), (int, float)) else e
+        for i in range(copies)
+        for e in events
+    ]
     for rank in range(8):
         body = dict(doc, traceEvents=repeated, distributedInfo={"rank": rank, "world_size": 8})
         (folder / f"rank{rank}.pt.trace.json").write_bytes(orjson.dumps(body))
@@ -66,8 +69,11 @@ def _alive(pid: int) -> bool:
 def _start(profile: Path, tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
     """`traceview summary` in its own process group, once its parse workers are running."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "traceview", "summary", str(profile), "-q", "--jobs", "2"], cwd=ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        [sys.executable, "-m", "traceview", "summary", str(profile), "-q", "--jobs", "2"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
         env={**os.environ, "TRACEVIEW_CACHE_DIR": str(tmp_path / "cache")},
     )
     deadline = time.monotonic() + 60

@@ -23,9 +23,20 @@ def _write(tmp_path, name, events):
 
 def test_steps_without_device_tasks_are_listed_all_idle(tmp_path):
     """kineto_minimal.json's host step 7 launches most kernels; steps 8 (1.3-1.4 ms) and 9 (1.5-1.6 ms) launch nothing."""
+
     def more_steps(events):
-        return events + [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 10, "tid": 10,
-                          "ts": 1100.0 + 200 * (n - 7), "dur": 100.0} for n in (8, 9)]
+        return events + [
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{n}",
+                "pid": 10,
+                "tid": 10,
+                "ts": 1100.0 + 200 * (n - 7),
+                "dur": 100.0,
+            }
+            for n in (8, 9)
+        ]
 
     path = _write(tmp_path, "kineto_minimal.json", more_steps)
     info = orjson.loads(run_cli("info", str(path), "--format", "json", "--no-cache").stdout)
@@ -45,14 +56,18 @@ def test_steps_without_device_tasks_are_listed_all_idle(tmp_path):
 
 def test_overlapping_gpu_step_annotations_warn(tmp_path):
     def overlap(events):
-        return [dict(e, dur=80.0) if e.get("name") == "ProfilerStep#1" and e.get("cat") == "gpu_user_annotation"
-                else e for e in events]
+        return [
+            dict(e, dur=80.0) if e.get("name") == "ProfilerStep#1" and e.get("cat") == "gpu_user_annotation" else e
+            for e in events
+        ]
 
     path = _write(tmp_path, "kineto_gpu_annotation.json", overlap)
     trace = tv.load(path, use_cache=False)
     (line,) = [w for w in trace.warnings if "overlap the next step" in w]
-    assert line.endswith("1 GPU-side ProfilerStep#N annotations overlap the next step's (by up to 20.000 µs): "
-                         "device time in an overlap counts in the later step")
+    assert line.endswith(
+        "1 GPU-side ProfilerStep#N annotations overlap the next step's (by up to 20.000 µs): "
+        "device time in an overlap counts in the later step"
+    )
     clean = tv.load(DATA / "kineto_gpu_annotation.json", use_cache=False)
     assert not [w for w in clean.warnings if "overlap" in w]
 

@@ -17,15 +17,25 @@ import orjson
 import pytest
 from polars.testing import assert_frame_equal
 
-from traceview.parsers import jsonio, kineto
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
+from traceview.parsers import jsonio, kineto
 
 
 def _events(n: int) -> list[dict]:
     out = []
     for i in range(n):
-        out.append({"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": 10.0 * i, "dur": 5.0,
-                    "args": {"correlation": i, "stream": 7, "grid": [i, 1, 1]}})
+        out.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": f"k{i}",
+                "pid": 0,
+                "tid": 7,
+                "ts": 10.0 * i,
+                "dur": 5.0,
+                "args": {"correlation": i, "stream": 7, "grid": [i, 1, 1]},
+            }
+        )
     return out
 
 
@@ -210,13 +220,36 @@ def test_args_stay_with_their_event_when_earlier_events_are_dropped(tmp_path):
     events = [
         {"ph": "X", "cat": "cpu_op", "name": "bad ts", "pid": 1, "tid": 1, "ts": "x", "dur": 1},
         {"ph": "X", "cat": "cpu_op", "name": "bad dur", "pid": 1, "tid": 1, "ts": 1, "dur": -5},
-        {"ph": "X", "cat": "kernel", "name": "k0", "pid": 0, "tid": 7, "ts": 10, "dur": 1,
-         "args": {"grid": [1, 1, 1], "stream": 7}},
-        {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float", "pid": 0, "tid": 7,
-         "ts": 20, "dur": 1, "args": {"grid": [2, 1, 1], "stream": 7, "Collective name": "allreduce",
-                                      "Group size": 8}},
-        {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 30, "dur": 1,
-         "args": {"grid": [3, 1, 1], "stream": 7}},
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k0",
+            "pid": 0,
+            "tid": 7,
+            "ts": 10,
+            "dur": 1,
+            "args": {"grid": [1, 1, 1], "stream": 7},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "ncclKernel_AllReduce_RING_LL_Sum_float",
+            "pid": 0,
+            "tid": 7,
+            "ts": 20,
+            "dur": 1,
+            "args": {"grid": [2, 1, 1], "stream": 7, "Collective name": "allreduce", "Group size": 8},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "k2",
+            "pid": 0,
+            "tid": 7,
+            "ts": 30,
+            "dur": 1,
+            "args": {"grid": [3, 1, 1], "stream": 7},
+        },
     ]
     path = tmp_path / "t.json"
     path.write_bytes(orjson.dumps({"traceEvents": events}))

@@ -16,8 +16,8 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from traceview.analysis.breakdown import TERMS
 from tests.conftest import DATA, ROOT
+from traceview.analysis.breakdown import TERMS
 
 GOLDEN = ROOT / "tests" / "golden"
 SAMPLES_FOR_GOLDEN = ["dp4_nccl", "pp4_1f1b", "ascend_2rank", "cpu_single"]

@@ -40,8 +40,17 @@ def test_the_escape_functions():
     assert path_text(b"r\xff.json".decode("utf-8", "surrogateescape")) == "r\\xff.json"
 
 
-@pytest.mark.parametrize("args", [("summary",), ("summary", "--format", "json"), ("info",), ("info", "--format", "json"),
-                                  ("diff", "SELF"), ("diff", "SELF", "--format", "json")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("summary",),
+        ("summary", "--format", "json"),
+        ("info",),
+        ("info", "--format", "json"),
+        ("diff", "SELF"),
+        ("diff", "SELF", "--format", "json"),
+    ],
+)
 def test_no_control_character_reaches_the_terminal(hostile, args):
     args = tuple(str(hostile) if a == "SELF" else a for a in args)
     res = run_cli(*args[:1], str(hostile), *args[1:], "--no-cache")

@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from traceview.analysis.throughput import PEAKS_FILE, device_peak, load_device_peaks, throughput
 from tests.conftest import SHARED_TRACES, needs_shared
+from traceview.analysis.throughput import PEAKS_FILE, device_peak, load_device_peaks, throughput
 
 # 7B parameters, 4,096 x 256 = 1,048,576 tokens per step, 64 devices, 1 s steps:
 #   tokens/s = 1,048,576; per device 16,384
@@ -19,8 +19,14 @@ TOKENS = 4096 * 256
 
 
 def test_hand_computed_tokens_tflops_and_mfu():
-    out = throughput([1_000_000.0, 2_000_000.0], seq_len=4096, global_batch=256, params=7e9, devices=64,
-                     device_name="NVIDIA H100 80GB HBM3")
+    out = throughput(
+        [1_000_000.0, 2_000_000.0],
+        seq_len=4096,
+        global_batch=256,
+        params=7e9,
+        devices=64,
+        device_name="NVIDIA H100 80GB HBM3",
+    )
     assert out["step"].to_list() == [0, 1]
     assert out["tokens_per_step"].to_list() == [TOKENS, TOKENS]
     assert out["tokens_per_s"].to_list() == pytest.approx([1_048_576, 524_288])
@@ -39,8 +45,15 @@ def test_hand_computed_tokens_tflops_and_mfu():
 
 def test_flops_per_token_wins_and_missing_inputs_give_nulls():
     # 2,000 tokens per step on 2 devices, 0.5 s steps, 1e12 FLOPs per token: 2e15 / 0.5 / 2 / 1e12 = 2,000
-    out = throughput([500_000.0], tokens_per_step=2_000, flops_per_token=1e12, params=1e9, recompute=True, devices=2,
-                     peak_tflops=4_000)
+    out = throughput(
+        [500_000.0],
+        tokens_per_step=2_000,
+        flops_per_token=1e12,
+        params=1e9,
+        recompute=True,
+        devices=2,
+        peak_tflops=4_000,
+    )
     assert out["model_tflops_per_device"][0] == pytest.approx(2_000.0)
     assert out["mfu_frac"][0] == pytest.approx(0.5)
     bare = throughput([500_000.0, 0.0], devices=8, device_name="some unknown accelerator")
@@ -53,8 +66,9 @@ def test_flops_per_token_wins_and_missing_inputs_give_nulls():
 
 
 def test_frame_input_takes_the_slowest_rank_and_counts_devices():
-    steps = pl.DataFrame({"rank": [0, 1, 0, 1], "step": [5, 5, 6, 6],
-                          "duration_us": [900_000.0, 1_000_000.0, 1_200_000.0, 1_100_000.0]})
+    steps = pl.DataFrame(
+        {"rank": [0, 1, 0, 1], "step": [5, 5, 6, 6], "duration_us": [900_000.0, 1_000_000.0, 1_200_000.0, 1_100_000.0]}
+    )
     out = throughput(steps, tokens_per_step=8_192, params=1e9)
     assert out["step"].to_list() == [5, 6]
     assert out["step_time_us"].to_list() == [1_000_000.0, 1_200_000.0]
@@ -142,11 +156,14 @@ def test_every_gpu_name_in_the_corpus_index_is_known():
 
 
 @needs_shared
-@pytest.mark.parametrize("trace, peak", [
-    ("tracelens/tests/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz", 989.0),
-    ("tracelens/tests/traces/mi300/gaunernst_bert-small-uncased__1016001.json.gz", 1307.4),
-    ("tracelens/tests/traces/b200/eager_trace.json.gz", 2250.0),
-])
+@pytest.mark.parametrize(
+    "trace, peak",
+    [
+        ("tracelens/tests/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz", 989.0),
+        ("tracelens/tests/traces/mi300/gaunernst_bert-small-uncased__1016001.json.gz", 1307.4),
+        ("tracelens/tests/traces/b200/eager_trace.json.gz", 2250.0),
+    ],
+)
 def test_peak_from_a_real_trace_device_name(trace, peak):
     t = tv.load(SHARED_TRACES / trace, use_cache=False)
     name = t.ranks["device_name"][0]
@@ -161,9 +178,9 @@ def test_impossible_throughput_is_flagged_everywhere_with_the_probable_input(tmp
     import re
 
     import traceview as tv
+    from tests.conftest import SAMPLES, run_cli
     from traceview.dashboards.app import _throughput
     from traceview.dashboards.report import throughput_section
-    from tests.conftest import SAMPLES, run_cli
     from traceview.summary import build_summary
 
     trace = tv.load(SAMPLES / "dp4_nccl")

@@ -5,33 +5,57 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import traceview as tv
-from traceview.analysis import timeline as tl
 from tests.conftest import SAMPLES
+from traceview.analysis import timeline as tl
 
-SCHEMA = {"rank": pl.Int64, "stream": pl.Int64, "name": pl.String, "kind": pl.String,
-          "start_ns": pl.Int64, "end_ns": pl.Int64, "dur_ns": pl.Int64, "step": pl.Int64, "correlation": pl.Int64}
+SCHEMA = {
+    "rank": pl.Int64,
+    "stream": pl.Int64,
+    "name": pl.String,
+    "kind": pl.String,
+    "start_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "dur_ns": pl.Int64,
+    "step": pl.Int64,
+    "correlation": pl.Int64,
+}
 
 
 def frame(rows):
     """rows: (rank, stream, kind, start, end)."""
     return pl.DataFrame(
-        [{"rank": r, "stream": s, "name": f"t{i}", "kind": k, "start_ns": a, "end_ns": b, "dur_ns": b - a,
-          "step": 1, "correlation": i} for i, (r, s, k, a, b) in enumerate(rows)],
+        [
+            {
+                "rank": r,
+                "stream": s,
+                "name": f"t{i}",
+                "kind": k,
+                "start_ns": a,
+                "end_ns": b,
+                "dur_ns": b - a,
+                "step": 1,
+                "correlation": i,
+            }
+            for i, (r, s, k, a, b) in enumerate(rows)
+        ],
         schema=SCHEMA,
     )
 
 
-HAND = frame([
-    (0, 7, "kernel", 0, 100),          # overlaps the next one on the same stream
-    (0, 7, "kernel", 50, 150),
-    (0, 7, "memcpy", 150, 150),        # zero length: covers nothing
-    (0, 20, "communication", 0, 1000),  # spans all 10 bins of [0, 1000)
-    (1, None, "communication", 300, 400),  # Ascend HCCL: null stream
-    (1, 3, "kernel", 2000, 2100),      # outside the window [0, 1000): an empty lane there
-])
+HAND = frame(
+    [
+        (0, 7, "kernel", 0, 100),  # overlaps the next one on the same stream
+        (0, 7, "kernel", 50, 150),
+        (0, 7, "memcpy", 150, 150),  # zero length: covers nothing
+        (0, 20, "communication", 0, 1000),  # spans all 10 bins of [0, 1000)
+        (1, None, "communication", 300, 400),  # Ascend HCCL: null stream
+        (1, 3, "kernel", 2000, 2100),  # outside the window [0, 1000): an empty lane there
+    ]
+)
 
 
 def test_lanes_hand_made():
@@ -79,7 +103,18 @@ def test_window_tasks_overlap_and_ranks():
     lanes = tl.lanes(HAND)
     raw = tl.window_tasks(HAND.reverse(), lanes, 120, 350)  # unsorted input is accepted
     assert raw["correlation"].to_list() == [1, 2, 3, 4]  # ends after 120, starts before 350
-    assert raw.columns == ["lane", "rank", "stream", "name", "kind", "start_ns", "end_ns", "dur_ns", "step", "correlation"]
+    assert raw.columns == [
+        "lane",
+        "rank",
+        "stream",
+        "name",
+        "kind",
+        "start_ns",
+        "end_ns",
+        "dur_ns",
+        "step",
+        "correlation",
+    ]
     assert tl.window_tasks(HAND, lanes, 120, 350, ranks=[1])["correlation"].to_list() == [4]
     assert tl.window_tasks(HAND, lanes, 0, 3000, limit=5) is None
     assert tl.window_tasks(HAND, lanes, 100, 150)["correlation"].to_list() == [1, 3]  # [0,100) ends at 100
@@ -127,7 +162,9 @@ def test_binned_busy_equals_clipped_union(items, lo, width, bins):
         assert mine["busy_ns"].sum() == want
         assert mine["busy_frac"].is_between(0, 1).all()
         for row in mine.iter_rows(named=True):  # per bin, too
-            ref = union_clipped([(a, a + d) for s, a, d, _ in items if s == stream], row["bin_start_ns"], row["bin_end_ns"])
+            ref = union_clipped(
+                [(a, a + d) for s, a, d, _ in items if s == stream], row["bin_start_ns"], row["bin_end_ns"]
+            )
             assert row["busy_ns"] == ref
             assert (row["top_class"] is None) == (ref == 0)
 
@@ -146,7 +183,10 @@ def test_sample_dp4_nccl_lanes_and_binned_whole_trace():
     got = b.group_by("lane").agg((pl.col("busy_frac") * width).sum().alias("ns")).sort("lane")
     diff = (got["ns"] - lanes["busy_us"] * 1000).abs()
     assert (diff <= bins + 1).all()  # within 1 ns per bin edge
-    assert (b.group_by("lane").agg(pl.col("busy_ns").sum()).sort("lane")["busy_ns"] == (lanes["busy_us"] * 1000).round().cast(pl.Int64)).all()
+    assert (
+        b.group_by("lane").agg(pl.col("busy_ns").sum()).sort("lane")["busy_ns"]
+        == (lanes["busy_us"] * 1000).round().cast(pl.Int64)
+    ).all()
     assert set(b["top_class"].drop_nulls()) <= set(tasks["compute_class"])
 
 
@@ -158,12 +198,19 @@ def synthetic(n_lanes=16, per_lane=62_500, seed=0):
     lane = np.repeat(np.arange(n_lanes), per_lane)
     first, last = int(start.min()), int((start + dur).max())
     start[-1, -1], dur[-1, -1] = first, last - first  # one task spanning the whole trace: found by the look-back
-    return pl.DataFrame({
-        "rank": lane // 2, "stream": np.where(lane % 2 == 0, 7, 20), "name": "k",
-        "kind": np.where(rng.random(lane.size) < 0.2, "communication", "kernel"),
-        "start_ns": start.ravel(), "end_ns": (start + dur).ravel(), "dur_ns": dur.ravel(),
-        "step": 1, "correlation": np.arange(lane.size),
-    }).sort("start_ns")
+    return pl.DataFrame(
+        {
+            "rank": lane // 2,
+            "stream": np.where(lane % 2 == 0, 7, 20),
+            "name": "k",
+            "kind": np.where(rng.random(lane.size) < 0.2, "communication", "kernel"),
+            "start_ns": start.ravel(),
+            "end_ns": (start + dur).ravel(),
+            "dur_ns": dur.ravel(),
+            "step": 1,
+            "correlation": np.arange(lane.size),
+        }
+    ).sort("start_ns")
 
 
 def test_one_million_tasks_raw_then_binned():

@@ -30,14 +30,18 @@ class _BesideFinder(MetaPathFinder):
         if folder is None:
             return None
         return importlib.util.spec_from_file_location(
-            fullname, folder / "__init__.py", submodule_search_locations=[str(folder)])
+            fullname, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
 
 
 def use_source_checkout() -> None:
     """Map parsers/ and dashboards/ beside this package when they are not inside it (a checkout),
     after every other finder (an installed copy or an editable install's hook wins)."""
     here = Path(__file__).resolve().parent
-    folders = {f"traceview.{name}": here.parent / name for name in SUBPACKAGES
-               if not (here / name).is_dir() and (here.parent / name / "__init__.py").is_file()}
+    folders = {
+        f"traceview.{name}": here.parent / name
+        for name in SUBPACKAGES
+        if not (here / name).is_dir() and (here.parent / name / "__init__.py").is_file()
+    }
     if folders and not any(isinstance(f, _BesideFinder) for f in sys.meta_path):
         sys.meta_path.append(_BesideFinder(folders))

@@ -40,7 +40,9 @@ def assemble(
             df = parsed.frames.get(table, schema.empty(table))
             frames[table].append(df.with_columns(pl.lit(rank, dtype=pl.Int64).alias("rank")))
     ranks_df = schema.conform(pl.DataFrame(metas, schema=schema.polars_schema("ranks")), "ranks")
-    combined = {t: pl.concat([schema.conform(d, t) for d in dfs]) if dfs else schema.empty(t) for t, dfs in frames.items()}
+    combined = {
+        t: pl.concat([schema.conform(d, t) for d in dfs]) if dfs else schema.empty(t) for t, dfs in frames.items()
+    }
     trace = Trace(path_text(source), ranks_df, combined, warnings, failures)
     if any(p.analyses for _, p in ranks):
         from traceview.analysis import per_rank

@@ -37,10 +37,10 @@ from pathlib import Path
 import orjson
 import polars as pl
 
-from traceview.parsers.base import ParsedRank
-from traceview.parsers.detect import Source, input_files
 from traceview import digest, schema
 from traceview.analysis import per_rank
+from traceview.parsers.base import ParsedRank
+from traceview.parsers.detect import Source, input_files
 from traceview.sizes import parse_size
 
 META_FILE = "meta.json"
@@ -116,8 +116,9 @@ def pack(parsed: ParsedRank) -> dict[str, bytes]:
         rows[f"{table}.parquet"] = df.height
     if parsed.analyses:
         files.update(analysis_files(parsed.analyses))
-    manifest = {name: {"bytes": len(data), "sha256": _digest(data), "rows": rows.get(name)}
-                for name, data in files.items()}
+    manifest = {
+        name: {"bytes": len(data), "sha256": _digest(data), "rows": rows.get(name)} for name, data in files.items()
+    }
     files[META_FILE] = orjson.dumps({"meta": parsed.meta, "warnings": parsed.warnings, "files": manifest})
     return files
 
@@ -155,16 +156,26 @@ def unpack(files: dict[str, bytes], entry_key: str | None = None) -> ParsedRank:
 
 def _check_meta(blob) -> dict:
     """The manifest of a meta.json; KeyError unless `blob` has the shape `pack` writes."""
-    meta, warnings, manifest = ((blob.get("meta"), blob.get("warnings"), blob.get("files"))
-                                if isinstance(blob, dict) else (None, None, None))
+    meta, warnings, manifest = (
+        (blob.get("meta"), blob.get("warnings"), blob.get("files")) if isinstance(blob, dict) else (None, None, None)
+    )
     rank = meta.get("rank") if isinstance(meta, dict) else None
-    if (not isinstance(meta, dict) or not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings)
-            or not (rank is None or (isinstance(rank, int) and not isinstance(rank, bool)))):
+    if (
+        not isinstance(meta, dict)
+        or not isinstance(warnings, list)
+        or not all(isinstance(w, str) for w in warnings)
+        or not (rank is None or (isinstance(rank, int) and not isinstance(rank, bool)))
+    ):
         raise KeyError("meta.json does not have the shape of a cache entry")
     if not isinstance(manifest, dict) or not all(
-            isinstance(n, str) and "/" not in n and isinstance(i, dict) and isinstance(i.get("bytes"), int)
-            and isinstance(i.get("sha256"), str) and (i.get("rows") is None or isinstance(i.get("rows"), int))
-            for n, i in manifest.items()):
+        isinstance(n, str)
+        and "/" not in n
+        and isinstance(i, dict)
+        and isinstance(i.get("bytes"), int)
+        and isinstance(i.get("sha256"), str)
+        and (i.get("rows") is None or isinstance(i.get("rows"), int))
+        for n, i in manifest.items()
+    ):
         raise KeyError("meta.json has no manifest of the entry's files")
     return manifest
 

@@ -23,13 +23,12 @@ import ast
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
-from traceview.parsers import ParsedRank, Source, parse_source
 from traceview import cache, digest, subprocesses
-from traceview.parsers import memory
 from traceview.errors import TraceError
+from traceview.parsers import ParsedRank, Source, memory, parse_source
 from traceview.safe_text import path_text
 
 NAMES = ("local", "ray")
@@ -57,8 +56,9 @@ def get(name: str = "local", *, jobs: int | None = None, address: str | None = N
         try:
             import ray  # noqa: F401
         except ImportError:
-            raise TraceError(None, "--executor ray needs Ray, which is not installed",
-                             "pip install 'traceview[ray]'") from None
+            raise TraceError(
+                None, "--executor ray needs Ray, which is not installed", "pip install 'traceview[ray]'"
+            ) from None
         return RayExecutor(address, jobs, analyse)
     raise ValueError(f"unknown executor {name!r}: choose one of {', '.join(NAMES)}")
 
@@ -86,8 +86,9 @@ class LocalExecutor:
         # A single rank is parsed here, where a large Kineto file may spread its chunks over the CPUs.
         inner = (self.jobs or os.cpu_count() or 1) if len(todo) == 1 and can_spawn else 1
         peaks = [memory.parse_peak(s, n, inner) for s, n in zip(todo, sizes)]
-        workers = memory.check(sizes, workers, jobs_given=self.jobs is not None, peaks=peaks,
-                               names=[path_text(s.path) for s in todo])
+        workers = memory.check(
+            sizes, workers, jobs_given=self.jobs is not None, peaks=peaks, names=[path_text(s.path) for s in todo]
+        )
         if workers <= 1 or not can_spawn:
             yield from self._in_process(todo, inner, analyse and analyse_here)
             return
@@ -213,8 +214,12 @@ def received(answer: tuple, source: Source, where: str = "the worker process") -
     """The parsed rank (verified, `cache.unpack`) or the error of a worker's `parse_packed` answer."""
     version, error, files = answer
     if version != digest.ingestion_digest():
-        return TraceError(source.path, f"{where} parsed it with other ingestion code (digest {version}, this "
-                          f"driver's {digest.ingestion_digest()})", "install the same traceview on the cluster")
+        return TraceError(
+            source.path,
+            f"{where} parsed it with other ingestion code (digest {version}, this "
+            f"driver's {digest.ingestion_digest()})",
+            "install the same traceview on the cluster",
+        )
     if error is not None:
         return TraceError(None, error)
     try:

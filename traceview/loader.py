@@ -24,22 +24,20 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable, Iterable
 from contextlib import closing
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Callable
 
 import orjson
-import polars as pl
 
+from traceview import cache, executors
+from traceview.assemble import assemble, rank_numbers
+from traceview.errors import TraceError
 from traceview.parsers import ParsedRank, Source, discover
 from traceview.parsers.detect import recorded_rank
-from traceview import cache, executors
-from traceview.errors import TraceError
 from traceview.safe_text import path_text
 from traceview.selection import Selection, listing
 from traceview.step_selection import select_steps
-from traceview.assemble import assemble, rank_numbers
 from traceview.trace import Trace
 
 #: progress(done, total, label): called as rank sources finish.
@@ -178,14 +176,17 @@ def _assemble_selected(
     if not keep:
         if first_error is not None:  # the asked rank may be in the source that failed
             raise first_error
-        raise TraceError(None, f"no {wanted.describe('rank')} in this profile",
-                         f"{source} has {listing('rank', present)}")
+        raise TraceError(
+            None, f"no {wanted.describe('rank')} in this profile", f"{source} has {listing('rank', present)}"
+        )
     kept_names = [path_text(s.path) + ": " for s, _ in keep]
     warnings = [w for w in numbering if any(w.startswith(name) for name in kept_names)]
     missing = wanted.missing(present)
     if missing is not None:
-        warnings.append(f"{source}: no {missing.describe('rank')} in this profile (it has {listing('rank', present)}); "
-                        f"loaded the others")
+        warnings.append(
+            f"{source}: no {missing.describe('rank')} in this profile (it has {listing('rank', present)}); "
+            f"loaded the others"
+        )
     return assemble(source, [(s, parsed[s]) for s, _ in keep], failures, [n for _, n in keep], warnings)
 
 
@@ -207,7 +208,9 @@ class _Store:
             self._fail(exc)
         else:
             if not self.writable:
-                self.problem = f"cache {root} is not writable: this load was not cached (--cache-dir elsewhere, or --no-cache)"
+                self.problem = (
+                    f"cache {root} is not writable: this load was not cached (--cache-dir elsewhere, or --no-cache)"
+                )
 
     def read(self, source: Source) -> ParsedRank | None:
         try:
@@ -236,5 +239,7 @@ class _Store:
             cache.evict(self.root, keep=self.used)
 
     def _fail(self, exc: OSError) -> None:
-        self.problem = (f"cache {self.root}: {exc.strerror or exc}: this load was not cached "
-                        "(free space there, --cache-dir elsewhere, or --no-cache)")
+        self.problem = (
+            f"cache {self.root}: {exc.strerror or exc}: this load was not cached "
+            "(free space there, --cache-dir elsewhere, or --no-cache)"
+        )

@@ -80,13 +80,16 @@ def _left_out(trace, tasks: pl.DataFrame, chosen: pl.DataFrame, label: str) -> l
     notes = []
     missing = set(trace.device_tasks["rank"].unique().to_list()) - set(chosen["rank"].unique().to_list())
     if missing:
-        notes.append(f"{label}: rank {int_ranges(missing) or 'unknown'} has device tasks but no compared step: "
-                     f"left out")
+        notes.append(
+            f"{label}: rank {int_ranges(missing) or 'unknown'} has device tasks but no compared step: left out"
+        )
     total = trace.device_tasks["dur_ns"].sum()
     outside = 1 - tasks["dur_ns"].sum() / total if total else 0.0
     if outside >= OUTSIDE_NOTE_FRAC:
-        notes.append(f"{label}: {100 * outside:.1f} % of the device time lies outside the compared steps and is "
-                     f"not counted (--whole-trace counts it)")
+        notes.append(
+            f"{label}: {100 * outside:.1f} % of the device time lies outside the compared steps and is "
+            f"not counted (--whole-trace counts it)"
+        )
     return notes
 
 
@@ -99,15 +102,21 @@ def _prepare(trace, label: str, step: int | None, classes: str | None, whole_tra
         steps = steps.filter(pl.col("step") == step)
         if steps.is_empty():
             have = int_ranges(trace.steps["step"].to_list()) or "none"
-            raise TraceError(None, f"step {step} is not in {label} {trace.source} (its steps: {have})",
-                             "give a step both runs have, or leave out --step")
+            raise TraceError(
+                None,
+                f"step {step} is not in {label} {trace.source} (its steps: {have})",
+                "give a step both runs have, or leave out --step",
+            )
     # steps in which the device ran nothing (all-idle rows) are noted below, not measured
     breakdown = trace.step_breakdown().filter(pl.col("first_busy_ns").is_not_null())
     if not whole_trace and (step is not None or breakdown.height > 0):
         chosen = steps.select("rank", "step").unique()
         windows = steps.filter(pl.col("device_start_ns").is_not_null()).select(
-            "rank", "step", pl.col("device_start_ns").alias("win_start_ns"),
-            pl.col("device_end_ns").alias("win_end_ns"), "clip",
+            "rank",
+            "step",
+            pl.col("device_start_ns").alias("win_start_ns"),
+            pl.col("device_end_ns").alias("win_end_ns"),
+            "clip",
         )
         notes = []
         bare = steps.filter(pl.col("device_start_ns").is_null())
@@ -125,7 +134,9 @@ def _prepare(trace, label: str, step: int | None, classes: str | None, whole_tra
         tasks = d.select_tasks(trace.classified_tasks(classes), chosen)
         notes += _left_out(trace, tasks, chosen, label)
         return _Run(
-            trace=trace, mode="steps", windows=windows,
+            trace=trace,
+            mode="steps",
+            windows=windows,
             breakdown=breakdown.join(chosen, on=["rank", "step"], how="semi", nulls_equal=True),
             n=chosen.height,
             tasks=tasks,
@@ -140,12 +151,20 @@ def _prepare(trace, label: str, step: int | None, classes: str | None, whole_tra
     elif whole_trace:
         notes = []
     else:
-        notes = [f"{label} has no step with device tasks: each rank's whole trace (first to last device task) "
-                 f"is compared as one step"]
+        notes = [
+            f"{label} has no step with device tasks: each rank's whole trace (first to last device task) "
+            f"is compared as one step"
+        ]
     return _Run(
-        trace=trace, mode="trace", windows=None, breakdown=trace.trace_breakdown(), n=trace.ranks.height,
-        tasks=trace.classified_tasks(classes), class_rows=trace.compute_classes(classes, by=("rank",)),
-        step_numbers=[], notes=notes,
+        trace=trace,
+        mode="trace",
+        windows=None,
+        breakdown=trace.trace_breakdown(),
+        n=trace.ranks.height,
+        tasks=trace.classified_tasks(classes),
+        class_rows=trace.compute_classes(classes, by=("rank",)),
+        step_numbers=[],
+        notes=notes,
     )
 
 
@@ -158,21 +177,35 @@ def _with_all(frame_of, breakdown: pl.DataFrame, per_rank: bool) -> pl.DataFrame
 
 def _step_table(b: _Run, w: _Run, per_rank: bool) -> pl.DataFrame:
     both = d.side_by_side(
-        _with_all(d.step_times, b.breakdown, per_rank), _with_all(d.step_times, w.breakdown, per_rank),
-        ["rank"], ["steps", "mean_us", "median_us"], absent_is_zero=False,
+        _with_all(d.step_times, b.breakdown, per_rank),
+        _with_all(d.step_times, w.breakdown, per_rank),
+        ["rank"],
+        ["steps", "mean_us", "median_us"],
+        absent_is_zero=False,
     )
     both = d.with_delta(d.with_delta(both, "mean_us"), "median_us", "median_delta_us", "median_delta_pct")
     return both.select(
-        "rank", pl.col("base_steps").fill_null(0), pl.col("new_steps").fill_null(0),
-        "base_mean_us", "new_mean_us", "delta_us", "delta_pct",
-        "base_median_us", "new_median_us", "median_delta_us", "median_delta_pct",
+        "rank",
+        pl.col("base_steps").fill_null(0),
+        pl.col("new_steps").fill_null(0),
+        "base_mean_us",
+        "new_mean_us",
+        "delta_us",
+        "delta_pct",
+        "base_median_us",
+        "new_median_us",
+        "median_delta_us",
+        "median_delta_pct",
     ).sort("rank", nulls_last=True)
 
 
 def _term_table(b: _Run, w: _Run, per_rank: bool) -> pl.DataFrame:
     both = d.side_by_side(
-        _with_all(d.term_means, b.breakdown, per_rank), _with_all(d.term_means, w.breakdown, per_rank),
-        ["rank", "term"], ["us"], absent_is_zero=False,
+        _with_all(d.term_means, b.breakdown, per_rank),
+        _with_all(d.term_means, w.breakdown, per_rank),
+        ["rank", "term"],
+        ["us"],
+        absent_is_zero=False,
     )
     order = {t: i for i, t in enumerate(d.DIFF_TERMS)}
     return (

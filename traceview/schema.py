@@ -36,7 +36,7 @@ DEVICE_TASKS: dict[str, tuple[pl.DataType, str]] = {
     "input_shapes": (
         pl.String,
         "Input shapes of the op, one ';'-separated entry per input in order, a tensor's dims joined by ',' "
-        "(\"8192,4096;4096,4096\"; an input without dims, e.g. a scalar, is an empty entry; a tensor-list input "
+        '("8192,4096;4096,4096"; an input without dims, e.g. a scalar, is an empty entry; a tensor-list input '
         "gives one entry per tensor). Ascend: `Input Shapes` as written; MindSpore: the `input_<i>` shapes. Kineto: the `Input Dims` of the cpu_op "
         "with the kernel's External id, when the profile was recorded with record_shapes=True; null otherwise "
         "(and for memcpy/memset).",

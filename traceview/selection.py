@@ -39,8 +39,9 @@ class Selection:
         for item in spec.split(","):
             m = _SPEC_ITEM.fullmatch(item)
             if m is None:
-                raise ValueError(f"{item.strip()!r} in {spec!r} is not a number or a range N-M: "
-                                 f"write {what} like 0-7,12,16-19")
+                raise ValueError(
+                    f"{item.strip()!r} in {spec!r} is not a number or a range N-M: write {what} like 0-7,12,16-19"
+                )
             lo = int(m.group(1))
             hi = int(m.group(2)) if m.group(2) is not None else lo
             if hi < lo:
@@ -105,7 +106,7 @@ class Selection:
         return sum(hi - lo + 1 for lo, hi in self.ranges)
 
     def describe(self, noun: str) -> str:
-        """"rank 9" / "ranks 8-9,12" (noun singular)."""
+        """ "rank 9" / "ranks 8-9,12" (noun singular)."""
         return f"{noun}{'' if self.size() == 1 else 's'} {self}"
 
     def __str__(self) -> str:

@@ -7,6 +7,7 @@ import polars as pl
 from traceview.errors import TraceError
 from traceview.selection import Selection, listing
 
+
 def select_steps(trace, steps):
     """A new Trace holding only the steps `steps` (a SPEC, integers, or a Selection): see
     `Trace.select_steps` for what is kept. TraceError when none of them is in the trace (naming the
@@ -15,12 +16,16 @@ def select_steps(trace, steps):
     present = set(trace.steps["step"].drop_nulls().to_list())
     chosen = trace.steps.filter(sel.expr("step"))
     if chosen.is_empty():
-        raise TraceError(None, f"no {sel.describe('step')} in this profile", f"{trace.source} has {listing('step', present)}")
+        raise TraceError(
+            None, f"no {sel.describe('step')} in this profile", f"{trace.source} has {listing('step', present)}"
+        )
     warnings = list(trace.warnings)
     missing = sel.missing(present)
     if missing is not None:
-        warnings.append(f"{trace.source}: no {missing.describe('step')} in this profile "
-                        f"(it has {listing('step', present)}); loaded the others")
+        warnings.append(
+            f"{trace.source}: no {missing.describe('step')} in this profile "
+            f"(it has {listing('step', present)}); loaded the others"
+        )
 
     device_windows = chosen.select(
         "rank", pl.col("device_start_ns").alias("_ws"), pl.col("device_end_ns").alias("_we")
@@ -37,7 +42,8 @@ def select_steps(trace, steps):
 
     host = trace.host_events
     launched = (  # the launch calls of the kept device tasks, wherever they started
-        host.select("rank", "correlation").with_row_index("_i")
+        host.select("rank", "correlation")
+        .with_row_index("_i")
         .join(tasks.select("rank", "correlation").drop_nulls().unique(), on=["rank", "correlation"], how="semi")
     )
     launches = pl.int_range(pl.len(), dtype=pl.UInt32).is_in(launched["_i"].implode())
@@ -71,12 +77,14 @@ def _in_windows(frame: pl.DataFrame, windows: pl.DataFrame, overlap: bool) -> pl
         .sort("rank", "start_ns")
     )
     win = windows.select("rank", "_ws", "_we").sort("rank", "_ws")
-    back = probe.join_asof(win, left_on="start_ns", right_on="_ws", by="rank", strategy="backward",
-                           check_sortedness=False)
+    back = probe.join_asof(
+        win, left_on="start_ns", right_on="_ws", by="rank", strategy="backward", check_sortedness=False
+    )
     hits = back.filter(pl.col("start_ns") < pl.col("_we")).select("_i")
     if overlap:
-        ahead = probe.join_asof(win, left_on="start_ns", right_on="_ws", by="rank", strategy="forward",
-                                check_sortedness=False)
+        ahead = probe.join_asof(
+            win, left_on="start_ns", right_on="_ws", by="rank", strategy="forward", check_sortedness=False
+        )
         hits = pl.concat([hits, ahead.filter(pl.col("end_ns") > pl.col("_ws")).select("_i")])
     return (
         frame.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_i"))

@@ -23,10 +23,9 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
+from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
-from concurrent.futures import wait
-from typing import Iterable, Iterator
 
 #: prctl(2) option: the signal a process gets when its parent dies.
 PR_SET_PDEATHSIG = 1
@@ -57,8 +56,12 @@ def _watch_parent(parent: int) -> None:
 
 def pool(workers: int) -> ProcessPoolExecutor:
     """A spawn process pool of `workers` whose workers die with this process (module docstring)."""
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_worker, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(os.getpid(),),
+    )
 
 
 @contextlib.contextmanager

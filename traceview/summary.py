@@ -35,8 +35,19 @@ from traceview.selection import require_step
 
 TERM_COLUMNS = [f"{t}_us" for t in TERMS]
 STREAM_IDLE_COLUMNS = [
-    "rank", "stream", "tasks", "span_us", "busy_us", "idle_us", "host_wait_us", "kernel_wait_us", "other_us",
-    "idle_frac", "host_wait_frac", "kernel_wait_frac", "other_frac",
+    "rank",
+    "stream",
+    "tasks",
+    "span_us",
+    "busy_us",
+    "idle_us",
+    "host_wait_us",
+    "kernel_wait_us",
+    "other_us",
+    "idle_frac",
+    "host_wait_frac",
+    "kernel_wait_frac",
+    "other_frac",
 ]
 
 
@@ -125,7 +136,7 @@ def build_summary(
         entry = {"step": row["step"], **_terms(row), "gap_before_us": _round(gaps.get((row["rank"], row["step"])))}
         by_rank_steps.setdefault(row["rank"], []).append(entry)
     idle: dict[int, list[dict]] = {}
-    for row in (trace.stream_idle().select(STREAM_IDLE_COLUMNS).to_dicts() if details else []):
+    for row in trace.stream_idle().select(STREAM_IDLE_COLUMNS).to_dicts() if details else []:
         idle.setdefault(row.pop("rank"), []).append(_rounded(row))
     launch = _per_rank(trace.launch_delays().drop("tasks")) if details else {}
     long = _listed(trace.long_steps())
@@ -166,9 +177,16 @@ def build_summary(
         doc["throughput"] = [_rounded(r) for r in rows.to_dicts()]
         flagged = rows.filter(pl.col("check").is_not_null())
         if flagged.height:
-            checks.append(f"{trace.source}: throughput of {flagged.height} of {rows.height} steps: {flagged['check'][0]}")
-    found = trace.findings(throughput=throughput or None, rules=findings_rules, classes=classes, details=details,
-                           micro_batches=micro_batches)
+            checks.append(
+                f"{trace.source}: throughput of {flagged.height} of {rows.height} steps: {flagged['check'][0]}"
+            )
+    found = trace.findings(
+        throughput=throughput or None,
+        rules=findings_rules,
+        classes=classes,
+        details=details,
+        micro_batches=micro_batches,
+    )
     doc["findings"] = [
         {**r, "value": _round(r["value"], 6), "threshold": _round(r["threshold"], 6)} for r in found.to_dicts()
     ]

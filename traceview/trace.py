@@ -19,8 +19,14 @@ class Trace:
     `failures`: one line per rank source that could not be read (the others loaded).
     """
 
-    def __init__(self, source: str, ranks: pl.DataFrame, frames: dict[str, pl.DataFrame],
-                 warnings: list[str], failures: list[str]):
+    def __init__(
+        self,
+        source: str,
+        ranks: pl.DataFrame,
+        frames: dict[str, pl.DataFrame],
+        warnings: list[str],
+        failures: list[str],
+    ):
         self.source = source
         self.ranks = ranks
         self._frames = frames
@@ -109,7 +115,9 @@ class Trace:
         """Per rank (or `by`) and compute class: time_us, share of device time, count."""
         from traceview.analysis import classes as cls
 
-        return self._cached(("class_summary", classes, by), lambda: cls.class_summary(self.classified_tasks(classes), by))
+        return self._cached(
+            ("class_summary", classes, by), lambda: cls.class_summary(self.classified_tasks(classes), by)
+        )
 
     def unclassified_share(self, classes: str | None = None) -> pl.DataFrame:
         """Per rank: device time no compute-class rule matched, and its share of all device time."""
@@ -121,7 +129,9 @@ class Trace:
         """The `n` kernels with the most device time per rank (or `by`): count, total, mean, share."""
         from traceview.analysis import classes as cls
 
-        return self._cached(("top_kernels", n, classes, by), lambda: cls.top_kernels(self.classified_tasks(classes), n, by))
+        return self._cached(
+            ("top_kernels", n, classes, by), lambda: cls.top_kernels(self.classified_tasks(classes), n, by)
+        )
 
     def iteration_gaps(self) -> pl.DataFrame:
         """Per rank and step: host and device step length and the device gap before the step (µs).
@@ -247,7 +257,9 @@ class Trace:
 
         def compute() -> pl.DataFrame:
             facts = findings.facts(
-                self.step_breakdown(), self.trace_breakdown(), self.classified_tasks(classes),
+                self.step_breakdown(),
+                self.trace_breakdown(),
+                self.classified_tasks(classes),
                 stream_idle=self.stream_idle() if details else None,
                 launch_calls=self._launch_calls() if details else None,
                 pipeline_stages=self.pipeline_stages() if details else None,
@@ -297,8 +309,20 @@ class Trace:
                 ((end - start) / 1000).alias("span_us"),
             )
             .select(
-                "rank", "format", "world_size", "device_name", "device_type", "device_tasks",
-                *schema.TASK_KINDS, "streams", "steps", "host_events", "start_us", "end_us", "span_us", "source",
+                "rank",
+                "format",
+                "world_size",
+                "device_name",
+                "device_type",
+                "device_tasks",
+                *schema.TASK_KINDS,
+                "streams",
+                "steps",
+                "host_events",
+                "start_us",
+                "end_us",
+                "span_us",
+                "source",
             )
             .sort("rank")
         )

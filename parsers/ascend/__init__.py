@@ -35,6 +35,7 @@ from pathlib import Path
 
 import polars as pl
 
+from traceview.errors import Warnings
 from traceview.parsers.ascend.db import read_profiler_db
 from traceview.parsers.ascend.files import RankFiles, locate_files, read_rank, read_world_size
 from traceview.parsers.ascend.kernel_details import read_kernel_details
@@ -50,7 +51,6 @@ from traceview.parsers.ascend.trace_view import attach_trace_tasks, read_trace_v
 from traceview.parsers.base import ParsedRank
 from traceview.parsers.detect import is_ascend_rank_dir
 from traceview.parsers.jsonio import gc_paused
-from traceview.errors import Warnings
 
 
 def parse_ascend_rank(path: Path) -> ParsedRank:

@@ -33,12 +33,12 @@ from pathlib import Path
 
 import polars as pl
 
+from traceview.errors import TraceError, Warnings
 from traceview.parsers.ascend.kinds import task_kind
 from traceview.parsers.ascend.steps import HOST_STEP_SCHEMA, host_step_ranges
 from traceview.parsers.ascend.text import texts
-from traceview.parsers.timeconv import us_text_to_ns
-from traceview.errors import TraceError, Warnings
 from traceview.parsers.steps import STEP_NAME
+from traceview.parsers.timeconv import us_text_to_ns
 
 #: ENUM_API_TYPE name of a PYTORCH_API row -> host kind.
 DB_PYTORCH_API_KINDS: dict[str, str] = {"op": "operator", "queue": "runtime", "trace": "python", "mstx": "annotation"}

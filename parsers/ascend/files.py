@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from traceview.errors import TraceError, Warnings
 from traceview.parsers.detect import ASCEND_DB_GLOB
 from traceview.parsers.detect import ASCEND_OUTPUT_DIR as OUTPUT_DIR
-from traceview.errors import TraceError, Warnings
 
 KERNEL_DETAILS = "kernel_details.csv"
 TRACE_VIEW = "trace_view.json"

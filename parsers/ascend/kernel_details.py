@@ -18,11 +18,11 @@ from pathlib import Path
 
 import polars as pl
 
+from traceview.errors import TraceError, Warnings
 from traceview.parsers.ascend.files import KERNEL_DETAILS
 from traceview.parsers.ascend.kinds import task_kind
 from traceview.parsers.ascend.text import column, find_columns, read_text_csv
 from traceview.parsers.timeconv import us_text_to_ns
-from traceview.errors import TraceError, Warnings
 
 #: kernel_details.csv columns: canonical field -> accepted headers, normalised (lower case, no
 #: spaces): torch_npu has written "Start Time(us)" and "Start Time (us)"; msprof op_summary uses

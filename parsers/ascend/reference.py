@@ -21,12 +21,12 @@ from pathlib import Path
 
 import polars as pl
 
+from traceview.errors import TraceError, Warnings
 from traceview.parsers import jsonio
 from traceview.parsers.ascend.db import connect_ro, query
 from traceview.parsers.ascend.files import COMMUNICATION, STEP_TRACE_TIME
 from traceview.parsers.ascend.text import column, find_columns, read_text_csv, texts
 from traceview.parsers.timeconv import us_text_to_ns
-from traceview.errors import TraceError, Warnings
 
 #: step_trace_time.csv: canonical column -> normalised header.
 STEP_TRACE_COLUMNS: dict[str, str] = {
@@ -66,9 +66,7 @@ def read_step_trace_time(path: Path, warnings: Warnings) -> pl.DataFrame:
         dtype = pl.Int64 if field == "step" else pl.Float64
         exprs.append(column(cols, field).cast(dtype, strict=False).alias(field))
     out = df.select(exprs)
-    unparsed = sum(
-        int((df[cols[c]].is_not_null() & out[c].is_null()).sum()) for c in STEP_TRACE_COLUMNS if c in cols
-    )
+    unparsed = sum(int((df[cols[c]].is_not_null() & out[c].is_null()).sum()) for c in STEP_TRACE_COLUMNS if c in cols)
     warnings.add(f"{STEP_TRACE_TIME} non-numeric values left null", unparsed)
     return out
 
@@ -114,7 +112,7 @@ def communication_frame(rows: list[dict], warnings: Warnings) -> pl.DataFrame:
 
     op_name = op_key before the first "@"; comm_group = the row's comm_group, else the op_key
     after the first "@" (null when there is none or it is empty)."""
-    df = pl.DataFrame({c: [r.get(c) for r in rows] for c in _COMM_ROW}, schema={c: pl.String for c in _COMM_ROW})
+    df = pl.DataFrame({c: [r.get(c) for r in rows] for c in _COMM_ROW}, schema=dict.fromkeys(_COMM_ROW, pl.String))
     suffix = pl.col("op_key").str.extract(r"^[^@]*@(.*)$", 1)
     out = df.select(
         pl.col("step_key").str.extract(r"(\d+)$", 1).cast(pl.Int64, strict=False).alias("step"),

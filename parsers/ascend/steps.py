@@ -41,7 +41,9 @@ def fill_steps(
         return tasks, "step_id"
     if host_steps.is_empty():
         return tasks, rule
-    tasks = tasks.with_columns(step_in_window(tasks, "launch_ns", host_steps, "host_start_ns", "host_end_ns").alias("step"))
+    tasks = tasks.with_columns(
+        step_in_window(tasks, "launch_ns", host_steps, "host_start_ns", "host_end_ns").alias("step")
+    )
     warnings.add(
         "device tasks with no launch inside a ProfilerStep range (step left null)", int(tasks["step"].null_count())
     )

@@ -46,14 +46,14 @@ from pathlib import Path
 
 import polars as pl
 
+from traceview.errors import TraceError, Warnings
 from traceview.parsers import jsonio
 from traceview.parsers.ascend.files import TRACE_VIEW
 from traceview.parsers.ascend.kinds import task_kind
 from traceview.parsers.ascend.steps import host_step_ranges
 from traceview.parsers.ascend.text import texts
-from traceview.parsers.timeconv import us_text_to_ns
-from traceview.errors import TraceError, Warnings
 from traceview.parsers.steps import STEP_NAME
+from traceview.parsers.timeconv import us_text_to_ns
 
 #: A kernel_details row and a trace_view task are the same task when names are equal and starts
 #: differ by at most this (the two files round the same time differently by up to 1 ns).
@@ -127,7 +127,7 @@ ARG_FIELDS: dict[str, str] = {
     "name": "arg_name",
     "labels": "arg_labels",
 }
-_ARG_SCHEMA = pl.Schema({key: pl.String for key in ARG_FIELDS})
+_ARG_SCHEMA = pl.Schema(dict.fromkeys(ARG_FIELDS, pl.String))
 _EMPTY: dict = {}
 
 
@@ -216,11 +216,15 @@ def _args_frame(args: list[dict], warnings: Warnings, deep: bool = False) -> pl.
 def _process_table(ev: pl.DataFrame) -> pl.DataFrame:
     """pid -> process_name, process_label from the M (metadata) events."""
     meta = ev.filter(pl.col("ph") == "M")
-    names = meta.filter(pl.col("name") == "process_name").group_by("pid").agg(
-        pl.col("arg_name").first().alias("process_name")
+    names = (
+        meta.filter(pl.col("name") == "process_name")
+        .group_by("pid")
+        .agg(pl.col("arg_name").first().alias("process_name"))
     )
-    labels = meta.filter(pl.col("name") == "process_labels").group_by("pid").agg(
-        pl.col("arg_labels").first().alias("process_label")
+    labels = (
+        meta.filter(pl.col("name") == "process_labels")
+        .group_by("pid")
+        .agg(pl.col("arg_labels").first().alias("process_label"))
     )
     return names.join(labels, on="pid", how="full", coalesce=True)
 
@@ -272,7 +276,11 @@ def _launch_table(ev: pl.DataFrame, x: pl.DataFrame) -> dict[str, pl.DataFrame]:
     """
     flows = ev.filter(pl.col("cat") == LAUNCH_FLOW)
     starts = flows.filter(pl.col("ph") == "s").group_by("id").agg(pl.col("ts_ns").min().alias("launch_ns"))
-    ends = flows.filter(pl.col("ph") == "f").select("pid", "tid", "ts_ns", "id").unique(["pid", "tid", "ts_ns"], keep="first", maintain_order=True)
+    ends = (
+        flows.filter(pl.col("ph") == "f")
+        .select("pid", "tid", "ts_ns", "id")
+        .unique(["pid", "tid", "ts_ns"], keep="first", maintain_order=True)
+    )
     by_flow = ends.join(starts, on="id", how="inner").drop("id")
     by_api = (
         x.filter(
@@ -297,9 +305,9 @@ def _trace_tasks(x: pl.DataFrame, launches: dict[str, pl.DataFrame]) -> pl.DataF
     )
     sel = x.filter((is_hardware & (~is_skipped | is_hcom_name)) | is_hccl_op.fill_null(False))
     sel = sel.join(launches["flow"], on=["pid", "tid", "ts_ns"], how="left")
-    sel = sel.join(
-        launches["api"].rename({"launch_ns": "api_launch_ns"}), on="connection_id", how="left"
-    ).with_columns(pl.coalesce("launch_ns", "api_launch_ns").alias("launch_ns"))
+    sel = sel.join(launches["api"].rename({"launch_ns": "api_launch_ns"}), on="connection_id", how="left").with_columns(
+        pl.coalesce("launch_ns", "api_launch_ns").alias("launch_ns")
+    )
     hccl = pl.col("process_name") == "HCCL"
     tasks = sel.select(
         "name",

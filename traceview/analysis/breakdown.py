@@ -41,7 +41,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.analysis import bubbles, intervals as iv
+from traceview.analysis import bubbles
+from traceview.analysis import intervals as iv
 
 #: device task kind -> interval set
 SET_OF_KIND = {"kernel": "comp", "memset": "comp", "communication": "comm", "memcpy": "mem"}
@@ -80,7 +81,12 @@ _MEASURES = {
 
 def _labelled(device_tasks: pl.DataFrame) -> pl.DataFrame:
     return device_tasks.select(
-        "rank", "step", "name", "start_ns", "end_ns", "dur_ns",
+        "rank",
+        "step",
+        "name",
+        "start_ns",
+        "end_ns",
+        "dur_ns",
         pl.col("kind").replace_strict(SET_OF_KIND, default=None).alias("set"),
     ).filter(pl.col("set").is_not_null())
 
@@ -154,7 +160,10 @@ def step_breakdown(
     """
     tasks = _labelled(device_tasks)
     windows = steps.filter(pl.col("device_start_ns").is_not_null()).select(
-        "rank", "step", "window_rule", "host_start_ns",
+        "rank",
+        "step",
+        "window_rule",
+        "host_start_ns",
         pl.col("device_start_ns").alias("win_start_ns"),
         pl.col("device_end_ns").alias("win_end_ns"),
     )
@@ -188,10 +197,21 @@ def step_breakdown(
         )
     if not parts:
         empty = pl.DataFrame(
-            schema={"rank": pl.Int64, "step": pl.Int64, **{f"{t}_us": pl.Float64 for t in TERMS},
-                    "bubble_rule": pl.String, "window_rule": pl.String, "first_busy_ns": pl.Int64, "last_busy_ns": pl.Int64}
+            schema={
+                "rank": pl.Int64,
+                "step": pl.Int64,
+                **{f"{t}_us": pl.Float64 for t in TERMS},
+                "bubble_rule": pl.String,
+                "window_rule": pl.String,
+                "first_busy_ns": pl.Int64,
+                "last_busy_ns": pl.Int64,
+            }
         )
-        return pl.concat([empty, _idle_steps(steps, empty)], how="diagonal_relaxed").select(empty.columns).sort("rank", "step")
+        return (
+            pl.concat([empty, _idle_steps(steps, empty)], how="diagonal_relaxed")
+            .select(empty.columns)
+            .sort("rank", "step")
+        )
     m = pl.concat(parts, how="diagonal_relaxed").with_columns(
         (pl.col("first_busy_ns") - pl.col("host_start_ns")).alias("preparing_ns")
     )
@@ -205,8 +225,15 @@ def step_breakdown(
 
 
 #: Terms of a window without busy time: 0 (measured, nothing there) or null (needs a busy span).
-_ZERO_TERMS = ("computing", "communication", "overlapped", "communication_not_overlapped", "exposed_memcpy",
-               "busy", "bubble")
+_ZERO_TERMS = (
+    "computing",
+    "communication",
+    "overlapped",
+    "communication_not_overlapped",
+    "exposed_memcpy",
+    "busy",
+    "bubble",
+)
 
 
 def _idle_steps(steps: pl.DataFrame, measured: pl.DataFrame) -> pl.DataFrame:
@@ -217,13 +244,16 @@ def _idle_steps(steps: pl.DataFrame, measured: pl.DataFrame) -> pl.DataFrame:
     end = pl.when(device).then(pl.col("device_end_ns")).otherwise(pl.col("host_end_ns"))
     duration_us = (end - start) / 1000.0
     return missing.select(
-        "rank", "step",
+        "rank",
+        "step",
         *[pl.lit(0.0).alias(f"{t}_us") for t in _ZERO_TERMS],
         duration_us.alias("idle_us"),
         duration_us.alias("duration_us"),
         (start / 1000.0).alias("start_us"),
-        *[pl.lit(None, pl.Float64).alias(f"{t}_us") for t in
-          ("free", "stage", "communication_not_overlapped_exclude_receive", "preparing")],
+        *[
+            pl.lit(None, pl.Float64).alias(f"{t}_us")
+            for t in ("free", "stage", "communication_not_overlapped_exclude_receive", "preparing")
+        ],
         pl.lit("none").alias("bubble_rule"),
         pl.when(device).then(pl.col("window_rule")).otherwise(pl.lit("host")).alias("window_rule"),
         pl.lit(None, pl.Int64).alias("first_busy_ns"),
@@ -241,16 +271,24 @@ def _with_gpu_bubbles(out: pl.DataFrame, gpu_bubbles: pl.DataFrame, tasks: pl.Da
     """
     receive_ranks = tasks.filter(pl.col("name").str.contains(RECEIVE_PATTERN))["rank"].unique().implode()
     gpu = gpu_bubbles.select(
-        "rank", "step", pl.col("bubble_us").alias("_gpu_bubble"), pl.col("exposed_p2p_us").alias("_p2p"),
-        pl.col("step_us").alias("_pipeline_step"), "pipeline",
+        "rank",
+        "step",
+        pl.col("bubble_us").alias("_gpu_bubble"),
+        pl.col("exposed_p2p_us").alias("_p2p"),
+        pl.col("step_us").alias("_pipeline_step"),
+        "pipeline",
     )
     joined = out.join(gpu, on=["rank", "step"], how="left")
     use_gpu = ~pl.col("rank").is_in(receive_ranks) & pl.col("pipeline").fill_null(False)
     span_us = (pl.col("last_busy_ns") - pl.col("first_busy_ns")) / 1000.0
     return joined.with_columns(
         pl.when(use_gpu).then(pl.col("_gpu_bubble")).otherwise(pl.col("bubble_us")).alias("bubble_us"),
-        pl.when(pl.col("rank").is_in(receive_ranks)).then(pl.lit("receive"))
-        .when(use_gpu).then(pl.lit("pipeline")).otherwise(pl.lit("none")).alias("bubble_rule"),
+        pl.when(pl.col("rank").is_in(receive_ranks))
+        .then(pl.lit("receive"))
+        .when(use_gpu)
+        .then(pl.lit("pipeline"))
+        .otherwise(pl.lit("none"))
+        .alias("bubble_rule"),
     ).with_columns(
         pl.when(use_gpu).then(pl.col("_pipeline_step")).otherwise(span_us).sub(pl.col("bubble_us")).alias("stage_us"),
         pl.when(use_gpu)
@@ -265,8 +303,16 @@ def _in_window_bubble(tasks: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFram
     recv = tasks.filter(pl.col("name").str.contains(RECEIVE_PATTERN)).drop("step")
     if recv.is_empty():
         return pl.DataFrame(schema={"rank": pl.Int64, "step": pl.Int64, "bubble_ns": pl.Int64})
-    hit = recv.sort("start_ns").join_asof(
-        windows.select("rank", "step", "win_start_ns", "win_end_ns").sort("win_start_ns"),
-        left_on="start_ns", right_on="win_start_ns", by="rank", strategy="backward", check_sortedness=False,
-    ).filter(pl.col("start_ns") < pl.col("win_end_ns"))
+    hit = (
+        recv.sort("start_ns")
+        .join_asof(
+            windows.select("rank", "step", "win_start_ns", "win_end_ns").sort("win_start_ns"),
+            left_on="start_ns",
+            right_on="win_start_ns",
+            by="rank",
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .filter(pl.col("start_ns") < pl.col("win_end_ns"))
+    )
     return hit.group_by("rank", "step").agg(pl.col("dur_ns").sum().alias("bubble_ns"))

@@ -80,12 +80,22 @@ P2P_NAME_PATTERN = r"(?i)sendrecv|(?:^|[_:\s])(?:send|recv|receive)(?:[_(:\s]|$)
 P2P_TITLE_PATTERN = r"^nccl:(?:send|recv) (\d+)(?:->|<-)(\d+)$"
 
 BUBBLE_SCHEMA = {
-    "rank": pl.Int64, "step": pl.Int64, "bubble_us": pl.Float64, "step_us": pl.Float64,
-    "bubble_frac": pl.Float64, "p2p_us": pl.Float64, "exposed_p2p_us": pl.Float64,
-    "compute_us": pl.Float64, "pipeline": pl.Boolean, "pipeline_group": pl.String,
+    "rank": pl.Int64,
+    "step": pl.Int64,
+    "bubble_us": pl.Float64,
+    "step_us": pl.Float64,
+    "bubble_frac": pl.Float64,
+    "p2p_us": pl.Float64,
+    "exposed_p2p_us": pl.Float64,
+    "compute_us": pl.Float64,
+    "pipeline": pl.Boolean,
+    "pipeline_group": pl.String,
 }
 STAGE_SCHEMA = {
-    "rank": pl.Int64, "pipeline_group": pl.String, "stage": pl.Int64, "n_stages": pl.Int64,
+    "rank": pl.Int64,
+    "pipeline_group": pl.String,
+    "stage": pl.Int64,
+    "n_stages": pl.Int64,
     "stage_rule": pl.String,
 }
 
@@ -180,18 +190,22 @@ def gpu_bubbles(device_tasks: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame
         pl.when(pl.col("pipeline")).then(pl.col("_pipe_step_ns")).otherwise(pl.col("span_ns")).alias("step_ns")
     )
     bubble = pl.when(pl.col("pipeline")).then(pl.col("step_ns") - pl.col("compute_ns")).otherwise(0)
-    return rows.select(
-        "rank",
-        "step",
-        (bubble / 1000.0).alias("bubble_us"),
-        (pl.col("step_ns") / 1000.0).alias("step_us"),
-        pl.when(pl.col("step_ns") > 0).then(bubble / pl.col("step_ns")).alias("bubble_frac"),
-        (pl.col("p2p_ns") / 1000.0).alias("p2p_us"),
-        (pl.col("exposed_p2p_ns") / 1000.0).alias("exposed_p2p_us"),
-        (pl.col("compute_ns") / 1000.0).alias("compute_us"),
-        "pipeline",
-        "pipeline_group",
-    ).cast(BUBBLE_SCHEMA).sort("rank", "step")
+    return (
+        rows.select(
+            "rank",
+            "step",
+            (bubble / 1000.0).alias("bubble_us"),
+            (pl.col("step_ns") / 1000.0).alias("step_us"),
+            pl.when(pl.col("step_ns") > 0).then(bubble / pl.col("step_ns")).alias("bubble_frac"),
+            (pl.col("p2p_ns") / 1000.0).alias("p2p_us"),
+            (pl.col("exposed_p2p_ns") / 1000.0).alias("exposed_p2p_us"),
+            (pl.col("compute_ns") / 1000.0).alias("compute_us"),
+            "pipeline",
+            "pipeline_group",
+        )
+        .cast(BUBBLE_SCHEMA)
+        .sort("rank", "step")
+    )
 
 
 def pipeline_stages(
@@ -233,9 +247,11 @@ def pipeline_stages(
     all_ranks = device_tasks.select("rank").unique().drop_nulls()
     p2p = p2p_tasks(device_tasks).filter(pl.col("rank").is_not_null())
     if p2p.is_empty():
-        return all_ranks.with_columns(
-            pl.lit(None).alias(c) for c in ("pipeline_group", "stage", "n_stages", "stage_rule")
-        ).cast(STAGE_SCHEMA).sort("rank")
+        return (
+            all_ranks.with_columns(pl.lit(None).alias(c) for c in ("pipeline_group", "stage", "n_stages", "stage_rule"))
+            .cast(STAGE_SCHEMA)
+            .sort("rank")
+        )
     groups = _pipeline_group(p2p)
     sizes = (
         p2p.group_by("rank").agg(pl.col("group_size").drop_nulls().mode().max().alias("group_size"))
@@ -260,11 +276,15 @@ def pipeline_stages(
 
 def _stages_from_titles(host_events: pl.DataFrame, pipe: pl.DataFrame) -> pl.DataFrame:
     """Rule 1: rank, stage, n_stages, stage_rule from `nccl:send a->b` / `nccl:recv a<-b` titles."""
-    titles = host_events.filter(pl.col("name").str.contains(P2P_TITLE_PATTERN)).select(
-        "rank",
-        pl.col("name").str.extract(P2P_TITLE_PATTERN, 1).cast(pl.Int64).alias("me"),
-        pl.col("name").str.extract(P2P_TITLE_PATTERN, 2).cast(pl.Int64).alias("peer"),
-    ).join(pipe.select("rank"), on="rank", how="semi")
+    titles = (
+        host_events.filter(pl.col("name").str.contains(P2P_TITLE_PATTERN))
+        .select(
+            "rank",
+            pl.col("name").str.extract(P2P_TITLE_PATTERN, 1).cast(pl.Int64).alias("me"),
+            pl.col("name").str.extract(P2P_TITLE_PATTERN, 2).cast(pl.Int64).alias("peer"),
+        )
+        .join(pipe.select("rank"), on="rank", how="semi")
+    )
     if titles.is_empty():
         return pl.DataFrame(schema={"rank": pl.Int64, "stage": pl.Int64, "n_stages": pl.Int64, "stage_rule": pl.String})
     per_rank = (
@@ -301,9 +321,11 @@ def _stages_from_compute_order(
         world = int(ws[0]) if ws.len() == 1 else None
     g = pl.col("pipeline_group")
     # Completeness of each group: loaded members vs the group size (else world size, else assumed).
-    members = pipe.group_by("pipeline_group").agg(
-        pl.len().alias("_loaded"), pl.col("group_size").max().alias("_size")
-    ).with_columns(pl.coalesce("_size", pl.lit(world, pl.Int64), "_loaded").alias("_size"))
+    members = (
+        pipe.group_by("pipeline_group")
+        .agg(pl.len().alias("_loaded"), pl.col("group_size").max().alias("_size"))
+        .with_columns(pl.coalesce("_size", pl.lit(world, pl.Int64), "_loaded").alias("_size"))
+    )
     complete = members.filter(pl.col("_loaded") == pl.col("_size")).select("pipeline_group")
     first = (
         device_tasks.filter(pl.col("kind").is_in(list(COMPUTE_KINDS)) & pl.col("step").is_not_null())

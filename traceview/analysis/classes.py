@@ -39,8 +39,8 @@ outside any operator have a null launch_op.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import polars as pl
 
@@ -54,12 +54,28 @@ RULES_FILE = Path(__file__).resolve().parent.parent / "rules" / "compute_classes
 
 #: Fine classes, in report order.
 CLASSES: tuple[str, ...] = (
-    "gemm", "attention", "convolution", "normalization", "softmax", "elementwise", "reduction",
-    "optimizer", "embedding", "communication", "memcpy", "memset", "other",
+    "gemm",
+    "attention",
+    "convolution",
+    "normalization",
+    "softmax",
+    "elementwise",
+    "reduction",
+    "optimizer",
+    "embedding",
+    "communication",
+    "memcpy",
+    "memset",
+    "other",
 )
 #: Groups, in report order.
 GROUPS: tuple[str, ...] = (
-    "tensor_contraction", "normalization", "elementwise", "communication", "memory", "other",
+    "tensor_contraction",
+    "normalization",
+    "elementwise",
+    "communication",
+    "memory",
+    "other",
 )
 
 #: Our as-of joins sort within their `by` groups; polars would warn it cannot check that.
@@ -142,9 +158,7 @@ def _parse_rules(raw_rules: object, path: str, classes: set[str]) -> list[Rule]:
             raise ValueError(f"{where}: each rule must be a table with 'class' and match conditions")
         unknown = sorted(set(raw) - _RULE_KEYS)
         if unknown:
-            raise ValueError(
-                f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(_RULE_KEYS))})"
-            )
+            raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(_RULE_KEYS))})")
         cls = raw.get("class")
         if cls not in classes:
             raise ValueError(f"{where}: unknown class {cls!r} (one of: {', '.join(CLASSES)})")
@@ -244,8 +258,10 @@ def launch_ops(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.Seri
     )
     ops = (
         host_events.filter(
-            (pl.col("kind") == "operator") & (pl.col("end_ns") > pl.col("start_ns"))
-            & pl.col("pid").is_not_null() & pl.col("tid").is_not_null()
+            (pl.col("kind") == "operator")
+            & (pl.col("end_ns") > pl.col("start_ns"))
+            & pl.col("pid").is_not_null()
+            & pl.col("tid").is_not_null()
         )
         .select(*_THREAD, "start_ns", "end_ns", "name")
         # name breaks ties between operators with the same interval: the result never depends
@@ -258,10 +274,20 @@ def launch_ops(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.Seri
     # ends (order 0) before starts (order 1) at the same time; starts in operator order (outer first)
     sweep = pl.concat(
         [
-            ops.select(*_THREAD, "_k", pl.col("start_ns").alias("_x"), pl.lit(1, pl.Int8).alias("_o"),
-                       pl.lit(1, pl.Int32).alias("_d")),
-            ops.select(*_THREAD, "_k", pl.col("end_ns").alias("_x"), pl.lit(0, pl.Int8).alias("_o"),
-                       pl.lit(-1, pl.Int32).alias("_d")),
+            ops.select(
+                *_THREAD,
+                "_k",
+                pl.col("start_ns").alias("_x"),
+                pl.lit(1, pl.Int8).alias("_o"),
+                pl.lit(1, pl.Int32).alias("_d"),
+            ),
+            ops.select(
+                *_THREAD,
+                "_k",
+                pl.col("end_ns").alias("_x"),
+                pl.lit(0, pl.Int8).alias("_o"),
+                pl.lit(-1, pl.Int32).alias("_d"),
+            ),
         ]
     ).sort("_x", "_o", "_k")
     sweep = sweep.with_columns(pl.col("_d").cum_sum().over(_THREAD).alias("_depth"))
@@ -280,17 +306,26 @@ def launch_ops(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.Seri
         return empty
     # depth after every sweep event at or before the launch time (last row among equal times)
     at = tasks.join_asof(
-        sweep.select(*_THREAD, "_x", "_depth"), left_on="_t", right_on="_x", by=_THREAD,
-        strategy="backward", **_ASOF_KW,
+        sweep.select(*_THREAD, "_x", "_depth"),
+        left_on="_t",
+        right_on="_x",
+        by=_THREAD,
+        strategy="backward",
+        **_ASOF_KW,
     ).filter(pl.col("_depth") > 0)
     at = at.join_asof(
         ops.select(*_THREAD, pl.col("_level").alias("_depth"), "start_ns", "end_ns", "name"),
-        left_on="_t", right_on="start_ns", by=[*_THREAD, "_depth"],
-        strategy="backward", **_ASOF_KW,
+        left_on="_t",
+        right_on="start_ns",
+        by=[*_THREAD, "_depth"],
+        strategy="backward",
+        **_ASOF_KW,
     ).filter(pl.col("end_ns") > pl.col("_t"))
-    found = pl.DataFrame({"_i": pl.int_range(n, eager=True, dtype=pl.UInt32)}).join(
-        at.select(pl.col("_i").cast(pl.UInt32), "name"), on="_i", how="left"
-    ).sort("_i")
+    found = (
+        pl.DataFrame({"_i": pl.int_range(n, eager=True, dtype=pl.UInt32)})
+        .join(at.select(pl.col("_i").cast(pl.UInt32), "name"), on="_i", how="left")
+        .sort("_i")
+    )
     return found["name"].alias("launch_op")
 
 
@@ -398,16 +433,13 @@ def top_kernels(classified: pl.DataFrame, n: int = 10, by: Sequence[str] = ("ran
     then total_us descending (ties by name).
     """
     by = list(by)
-    per = (
-        _with_total(
-            classified.group_by(*by, "name", "compute_class").agg(
-                pl.len().alias("count"), pl.col("dur_ns").sum().alias("_t")
-            ),
-            classified,
-            by,
-        )
-        .sort(*by, "_t", "name", descending=[False] * len(by) + [True, False], nulls_last=True)
-    )
+    per = _with_total(
+        classified.group_by(*by, "name", "compute_class").agg(
+            pl.len().alias("count"), pl.col("dur_ns").sum().alias("_t")
+        ),
+        classified,
+        by,
+    ).sort(*by, "_t", "name", descending=[False] * len(by) + [True, False], nulls_last=True)
     ranked = per.with_columns(pl.int_range(pl.len()).over(by).alias("_r")) if by else per.with_row_index("_r")
     return ranked.filter(pl.col("_r") < n).select(
         *by,

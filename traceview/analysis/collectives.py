@@ -133,8 +133,17 @@ def match_collectives(device_tasks: pl.DataFrame, by_step: bool = True) -> pl.Da
     part = ["rank", "_step", "_pg", "_coll"]
     tasks = (
         comm.select(
-            "rank", "name", "start_ns", "end_ns", "dur_ns", "collective", "process_group", "group_size", "msg_bytes",
-            "step", "stream",
+            "rank",
+            "name",
+            "start_ns",
+            "end_ns",
+            "dur_ns",
+            "collective",
+            "process_group",
+            "group_size",
+            "msg_bytes",
+            "step",
+            "stream",
             (pl.col("step") if by_step else pl.lit(None, pl.Int64)).alias("_step"),
             pl.col("process_group").alias("_pg"),
             pl.col("collective").alias("_coll"),
@@ -274,8 +283,14 @@ def step_skew(step_durations: pl.DataFrame) -> pl.DataFrame:
             dur.min().alias("min_us"),
             dur.mean().alias("mean_us"),
             dur.max().alias("max_us"),
-            pl.col("rank").sort_by(["duration_us", "rank"], descending=[True, False]).first().alias("longest_step_rank"),
-            pl.col("rank").sort_by(["duration_us", "rank"], descending=[False, False]).first().alias("shortest_step_rank"),
+            pl.col("rank")
+            .sort_by(["duration_us", "rank"], descending=[True, False])
+            .first()
+            .alias("longest_step_rank"),
+            pl.col("rank")
+            .sort_by(["duration_us", "rank"], descending=[False, False])
+            .first()
+            .alias("shortest_step_rank"),
         )
         .with_columns((pl.col("max_us") - pl.col("min_us")).alias("skew_us"))
         .with_columns(pl.when(pl.col("max_us") > 0).then(pl.col("skew_us") / pl.col("max_us")).alias("skew_frac"))
@@ -304,9 +319,7 @@ def clock_offsets(matched: pl.DataFrame) -> pl.DataFrame | None:
     sync = matched.filter((pl.col("n_ranks") >= 2) & pl.col("collective").is_in(SYNCHRONISING))
     if sync.is_empty():
         return None
-    spans = sync.group_by("collective_id").agg(
-        (pl.col("start_ns").max() - pl.col("end_ns").min()).alias("_late_ns")
-    )
+    spans = sync.group_by("collective_id").agg((pl.col("start_ns").max() - pl.col("end_ns").min()).alias("_late_ns"))
     if spans["_late_ns"].max() <= CLOCK_TOLERANCE_NS:
         return None
     per_rank = (

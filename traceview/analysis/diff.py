@@ -33,7 +33,7 @@ unless named `_total`).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -66,8 +66,9 @@ def pct(delta: pl.Expr, base: pl.Expr) -> pl.Expr:
     return pl.when(base != 0).then(100.0 * delta / base).otherwise(None)
 
 
-def side_by_side(base: pl.DataFrame, new: pl.DataFrame, on: Sequence[str], values: Sequence[str],
-                 absent_is_zero: bool = True) -> pl.DataFrame:
+def side_by_side(
+    base: pl.DataFrame, new: pl.DataFrame, on: Sequence[str], values: Sequence[str], absent_is_zero: bool = True
+) -> pl.DataFrame:
     """Full join of two runs' frames on the keys `on`: base_<v>, new_<v> for each name in `values`.
 
     A key present in one run only gets 0 in the other when `absent_is_zero` (additive quantities:
@@ -86,17 +87,20 @@ def side_by_side(base: pl.DataFrame, new: pl.DataFrame, on: Sequence[str], value
 
 
 def _status() -> pl.Expr:
-    """"added" (only in the new run), "removed" (only in the base run) or "both" (`side_by_side` flags)."""
+    """ "added" (only in the new run), "removed" (only in the base run) or "both" (`side_by_side` flags)."""
     return (
-        pl.when(~pl.col("_in_base")).then(pl.lit("added"))
-        .when(~pl.col("_in_new")).then(pl.lit("removed"))
+        pl.when(~pl.col("_in_base"))
+        .then(pl.lit("added"))
+        .when(~pl.col("_in_new"))
+        .then(pl.lit("removed"))
         .otherwise(pl.lit("both"))
         .alias("status")
     )
 
 
-def with_delta(df: pl.DataFrame, value: str, delta: str = "delta_us",
-               percent: str | None = "delta_pct") -> pl.DataFrame:
+def with_delta(
+    df: pl.DataFrame, value: str, delta: str = "delta_us", percent: str | None = "delta_pct"
+) -> pl.DataFrame:
     """Add delta = new_<value> − base_<value> (and its percentage of the base)."""
     d = pl.col(f"new_{value}") - pl.col(f"base_{value}")
     out = df.with_columns(d.alias(delta))
@@ -159,6 +163,7 @@ def kernel_diff(base: pl.DataFrame, new: pl.DataFrame, n_base: int, n_new: int) 
     delta_us, delta_pct (of base_us), base_/new_mean_us (mean task duration; null when absent),
     mean_delta_pct. Sorted by |delta_us| descending, then name.
     """
+
     def attrs(df: pl.DataFrame, n: int) -> pl.DataFrame:
         totals = per_step(df, ["name"], n)
         kind = df.group_by("name").agg(
@@ -176,9 +181,18 @@ def kernel_diff(base: pl.DataFrame, new: pl.DataFrame, n_base: int, n_new: int) 
         pl.coalesce("new_kind", "base_kind").alias("kind"),
         pl.coalesce("new_compute_class", "base_compute_class").alias("class"),
         _status(),
-        "base_count_total", "new_count_total", "base_count", "new_count",
-        "base_total_us", "new_total_us", "base_us", "new_us", "delta_us", "delta_pct",
-        "base_mean_us", "new_mean_us",
+        "base_count_total",
+        "new_count_total",
+        "base_count",
+        "new_count",
+        "base_total_us",
+        "new_total_us",
+        "base_us",
+        "new_us",
+        "delta_us",
+        "delta_pct",
+        "base_mean_us",
+        "new_mean_us",
         pct(pl.col("new_mean_us") - pl.col("base_mean_us"), pl.col("base_mean_us")).alias("mean_delta_pct"),
     ).sort(pl.col("delta_us").abs(), "name", descending=[True, False])
 
@@ -192,19 +206,33 @@ def class_diff(base: pl.DataFrame, new: pl.DataFrame, n_base: int, n_new: int) -
     delta_us, delta_pct, base_/new_share (of the run's device time, 0-1), delta_share,
     base_/new_count (tasks per rank-step). Sorted by |delta_us| descending, then class.
     """
+
     def totals(df: pl.DataFrame, n: int) -> pl.DataFrame:
         n = max(n, 1)
-        per = df.group_by("class", "group").agg(  # sorted: the same input always sums in the same order
-            (pl.col("time_us").sum() / n).alias("us"), (pl.col("count").sum() / n).alias("count")
-        ).sort("class", "group")
+        per = (
+            df.group_by("class", "group")
+            .agg(  # sorted: the same input always sums in the same order
+                (pl.col("time_us").sum() / n).alias("us"), (pl.col("count").sum() / n).alias("count")
+            )
+            .sort("class", "group")
+        )
         whole = per["us"].sum()
         return per.with_columns((pl.col("us") / whole if whole else pl.lit(0.0)).alias("share"))
 
     both = side_by_side(totals(base, n_base), totals(new, n_new), ["class", "group"], ["us", "share", "count"])
     out = with_delta(both, "us")
     return out.select(
-        "class", "group", "base_us", "new_us", "delta_us", "delta_pct", "base_share", "new_share",
-        (pl.col("new_share") - pl.col("base_share")).alias("delta_share"), "base_count", "new_count",
+        "class",
+        "group",
+        "base_us",
+        "new_us",
+        "delta_us",
+        "delta_pct",
+        "base_share",
+        "new_share",
+        (pl.col("new_share") - pl.col("base_share")).alias("delta_share"),
+        "base_count",
+        "new_count",
     ).sort(pl.col("delta_us").abs(), "class", descending=[True, False])
 
 
@@ -227,19 +255,23 @@ def collective_exposure(device_tasks: pl.DataFrame, windows: pl.DataFrame | None
     if comm.is_empty():
         return pl.DataFrame(schema=schema)
     keys = (
-        comm.select("collective", "process_group").unique()
+        comm.select("collective", "process_group")
+        .unique()
         .sort("collective", "process_group", nulls_last=True)
         .with_row_index("_k")
         .with_columns(pl.format("c{}", "_k").alias("set"))
     )
     sets = ["comp", *keys["set"].to_list()]
-    labelled = pl.concat([
-        comm.join(keys, on=["collective", "process_group"], how="left", nulls_equal=True)
-        .select("rank", "step", "set", "start_ns", "end_ns"),
-        device_tasks.filter(pl.col("kind").is_in(COMP_KINDS)).select(
-            "rank", "step", pl.lit("comp").alias("set"), "start_ns", "end_ns"
-        ),
-    ])
+    labelled = pl.concat(
+        [
+            comm.join(keys, on=["collective", "process_group"], how="left", nulls_equal=True).select(
+                "rank", "step", "set", "start_ns", "end_ns"
+            ),
+            device_tasks.filter(pl.col("kind").is_in(COMP_KINDS)).select(
+                "rank", "step", pl.lit("comp").alias("set"), "start_ns", "end_ns"
+            ),
+        ]
+    )
     measures = {s: pl.col(s) & ~pl.col("comp") for s in sets[1:]}
     if windows is None:
         parts = [iv.lengths(iv.segments(labelled, ["rank"], sets), ["rank"], measures)]
@@ -263,13 +295,21 @@ def collective_exposure(device_tasks: pl.DataFrame, windows: pl.DataFrame | None
         .group_by("rank", "set")
         .agg(pl.col("_ns").sum())
     )
-    return exposed.join(keys, on="set").select(
-        "rank", "collective", "process_group", (pl.col("_ns").fill_null(0) / 1000.0).alias("exposed_us")
-    ).sort("rank", "collective", "process_group", nulls_last=True)
+    return (
+        exposed.join(keys, on="set")
+        .select("rank", "collective", "process_group", (pl.col("_ns").fill_null(0) / 1000.0).alias("exposed_us"))
+        .sort("rank", "collective", "process_group", nulls_last=True)
+    )
 
 
-def collective_diff(base_tasks: pl.DataFrame, new_tasks: pl.DataFrame, base_exposed: pl.DataFrame,
-                    new_exposed: pl.DataFrame, n_base: int, n_new: int) -> pl.DataFrame:
+def collective_diff(
+    base_tasks: pl.DataFrame,
+    new_tasks: pl.DataFrame,
+    base_exposed: pl.DataFrame,
+    new_exposed: pl.DataFrame,
+    n_base: int,
+    n_new: int,
+) -> pl.DataFrame:
     """Communication per (collective, process_group), per rank-step, side by side.
 
     Inputs: each run's device tasks restricted to its compared windows, its `collective_exposure`
@@ -285,11 +325,26 @@ def collective_diff(base_tasks: pl.DataFrame, new_tasks: pl.DataFrame, base_expo
         exp = exposed.group_by(on).agg((pl.col("exposed_us").sum() / max(n, 1)).alias("exposed_us"))
         return comm.join(exp, on=on, how="left", nulls_equal=True).with_columns(pl.col("exposed_us").fill_null(0.0))
 
-    out = side_by_side(side(base_tasks, base_exposed, n_base), side(new_tasks, new_exposed, n_new), on,
-                       ["count", "us", "exposed_us"])
+    out = side_by_side(
+        side(base_tasks, base_exposed, n_base), side(new_tasks, new_exposed, n_new), on, ["count", "us", "exposed_us"]
+    )
     out = with_delta(with_delta(out, "us", percent=None), "exposed_us", "delta_exposed_us", "delta_exposed_pct")
     return out.select(
-        *on, _status(), "base_count", "new_count", "base_us", "new_us", "delta_us",
-        "base_exposed_us", "new_exposed_us", "delta_exposed_us", "delta_exposed_pct",
-    ).sort(pl.col("delta_exposed_us").abs(), pl.col("delta_us").abs(), *on,
-           descending=[True, True, False, False], nulls_last=True)
+        *on,
+        _status(),
+        "base_count",
+        "new_count",
+        "base_us",
+        "new_us",
+        "delta_us",
+        "base_exposed_us",
+        "new_exposed_us",
+        "delta_exposed_us",
+        "delta_exposed_pct",
+    ).sort(
+        pl.col("delta_exposed_us").abs(),
+        pl.col("delta_us").abs(),
+        *on,
+        descending=[True, True, False, False],
+        nulls_last=True,
+    )

@@ -38,8 +38,8 @@ from pathlib import Path
 import polars as pl
 
 from traceview.analysis import gaps
-from traceview.analysis.conditions import parse_condition
 from traceview.analysis.classes import _read_toml
+from traceview.analysis.conditions import parse_condition
 
 #: The shipped rules.
 RULES_FILE = Path(__file__).resolve().parent.parent / "rules" / "findings.toml"
@@ -59,7 +59,10 @@ _PAGEABLE = r"\(Pageable"
 #: The facts frame: column -> (dtype, definition). Order is the column order.
 FACTS: dict[str, tuple[pl.DataType, str]] = {
     "rank": (pl.Int64, "Rank; null on the profile-wide row."),
-    "window": (pl.String, "What was measured: 'steps' (the rank's step windows) or 'trace' (no steps: the whole trace)."),
+    "window": (
+        pl.String,
+        "What was measured: 'steps' (the rank's step windows) or 'trace' (no steps: the whole trace).",
+    ),
     "steps": (pl.Int64, "Steps measured (1 for window 'trace')."),
     "step_ms": (pl.Float64, "Mean step length (step breakdown duration), ms."),
     "computing_ms": (pl.Float64, "Computing abs(U(COMP)) per step, ms."),
@@ -86,7 +89,10 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
         "rule: the next task's launch started after the previous task ended). Whole trace; null without "
         "idle or when idle per stream was not computed (summary without details).",
     ),
-    "launch_us": (pl.Float64, "Mean duration of the launch calls of the rank's kernels, µs; null without launch calls."),
+    "launch_us": (
+        pl.Float64,
+        "Mean duration of the launch calls of the rank's kernels, µs; null without launch calls.",
+    ),
     "kernels_per_step": (pl.Float64, "Kernels (kind 'kernel': no communication, memcpy, memset) per step."),
     "tiny_kernels_per_step": (pl.Float64, "Kernels shorter than 10 µs per step."),
     "tiny_kernel_frac": (pl.Float64, "Tiny kernels / kernels (a count share); null without kernels."),
@@ -113,7 +119,10 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
         "shaped GEMMs.",
     ),
     "gemm_unaligned_ms": (pl.Float64, "Device time of those unaligned GEMMs per step, ms."),
-    "gemm_unaligned_mnk": (pl.String, "'M=.., N=.., K=..' of the unaligned GEMM (shapes and operator) with the most time."),
+    "gemm_unaligned_mnk": (
+        pl.String,
+        "'M=.., N=.., K=..' of the unaligned GEMM (shapes and operator) with the most time.",
+    ),
     "gemm_unaligned_shapes": (pl.String, "Its input shapes (input_shapes text)."),
     "gemm_unaligned_op": (pl.String, "Its launching operator (launch_op); null when unknown."),
     "is_straggler": (pl.Boolean, "The rank the others wait for in collectives (stragglers)."),
@@ -189,7 +198,8 @@ def gemm_dims(shapes: pl.Series, alignment: int = GEMM_ALIGNMENT) -> pl.DataFram
         .with_columns(pl.int_range(pl.len()).over("_s").alias("_j"))
         .filter(pl.col("_j") < 2)
         .with_columns(
-            pl.col("_in").str.split(",")
+            pl.col("_in")
+            .str.split(",")
             .list.eval(pl.element().str.strip_chars().cast(pl.Int64, strict=False))
             .alias("_d")
         )
@@ -206,11 +216,21 @@ def gemm_dims(shapes: pl.Series, alignment: int = GEMM_ALIGNMENT) -> pl.DataFram
     linear = (rb == 2) & (ra >= 2) & a_last.is_in(in_b)
     transposed = ~linear & (ra == 2) & (rb == 2) & a_first.is_in(in_b)
     batched = ~linear & ~transposed & (ra == rb) & (ra >= 3) & (a_prev.is_in(in_b) | a_last.is_in(in_b))
-    k = pl.when(linear).then(a_last).when(transposed).then(a_first).when(batched).then(
-        pl.when(a_last.is_in(in_b)).then(a_last).otherwise(a_prev)
+    k = (
+        pl.when(linear)
+        .then(a_last)
+        .when(transposed)
+        .then(a_first)
+        .when(batched)
+        .then(pl.when(a_last.is_in(in_b)).then(a_last).otherwise(a_prev))
     )
-    m = pl.when(linear).then(rows_m).when(transposed).then(a_last).when(batched).then(
-        pl.when(k == a_last).then(a_prev).otherwise(a_last)
+    m = (
+        pl.when(linear)
+        .then(rows_m)
+        .when(transposed)
+        .then(a_last)
+        .when(batched)
+        .then(pl.when(k == a_last).then(a_prev).otherwise(a_last))
     )
     n = pl.when(k.is_null()).then(None).when(k == b_prev).then(b_last).otherwise(b_prev)
     dims = operands.filter(pl.col("_n") == 2).with_columns(k.alias("k")).with_columns(m.alias("m"), n.alias("n"))
@@ -222,19 +242,31 @@ def gemm_dims(shapes: pl.Series, alignment: int = GEMM_ALIGNMENT) -> pl.DataFram
 
 #: Step breakdown terms summed per rank by `_windows` (µs).
 _BREAKDOWN_TERMS = (
-    "duration_us", "computing_us", "communication_us", "overlapped_us",
-    "communication_not_overlapped_exclude_receive_us", "exposed_memcpy_us", "idle_us", "stage_us", "bubble_us",
+    "duration_us",
+    "computing_us",
+    "communication_us",
+    "overlapped_us",
+    "communication_not_overlapped_exclude_receive_us",
+    "exposed_memcpy_us",
+    "idle_us",
+    "stage_us",
+    "bubble_us",
 )
 
 
 def _windows(step_breakdown: pl.DataFrame, trace_breakdown: pl.DataFrame) -> pl.DataFrame:
     """Per rank: the breakdown totals of its steps, or of its whole trace when it has no steps."""
     steps = step_breakdown.select(
-        "rank", "step", pl.lit("steps").alias("window"), pl.col("bubble_rule").fill_null("none"),
+        "rank",
+        "step",
+        pl.lit("steps").alias("window"),
+        pl.col("bubble_rule").fill_null("none"),
         *_BREAKDOWN_TERMS,
     )
     whole = trace_breakdown.join(steps.select("rank").unique(), on="rank", how="anti").select(
-        "rank", pl.lit(None, pl.Int64).alias("step"), pl.lit("trace").alias("window"),
+        "rank",
+        pl.lit(None, pl.Int64).alias("step"),
+        pl.lit("trace").alias("window"),
         pl.when(pl.col("bubble_us") > 0).then(pl.lit("receive")).otherwise(pl.lit("none")).alias("bubble_rule"),
         *_BREAKDOWN_TERMS,
     )
@@ -263,13 +295,19 @@ def _task_facts(tasks: pl.DataFrame, windows: pl.DataFrame, tiny_kernel_us: floa
     )
     dur = pl.col("dur_ns")
     tiny = dur < int(round(tiny_kernel_us * 1000))
-    kernels = measured.filter(pl.col("kind") == "kernel").group_by("rank").agg(
-        pl.len().alias("_kernels"), tiny.sum().alias("_tiny"), dur.filter(tiny).sum().alias("_tiny_ns")
+    kernels = (
+        measured.filter(pl.col("kind") == "kernel")
+        .group_by("rank")
+        .agg(pl.len().alias("_kernels"), tiny.sum().alias("_tiny"), dur.filter(tiny).sum().alias("_tiny_ns"))
     )
-    memcpy = measured.filter(pl.col("kind") == "memcpy").group_by("rank").agg(
-        dur.sum().alias("_memcpy_ns"),
-        dur.filter(pl.col("name").str.contains(_PAGEABLE)).sum().alias("_pageable_ns"),
-        pl.col("name").str.contains(_KINETO_MEMCPY).any().alias("_kineto_memcpy"),
+    memcpy = (
+        measured.filter(pl.col("kind") == "memcpy")
+        .group_by("rank")
+        .agg(
+            dur.sum().alias("_memcpy_ns"),
+            dur.filter(pl.col("name").str.contains(_PAGEABLE)).sum().alias("_pageable_ns"),
+            pl.col("name").str.contains(_KINETO_MEMCPY).any().alias("_kineto_memcpy"),
+        )
     )
     gemm = measured.filter(pl.col("compute_class") == "gemm")
     dims = gemm_dims(gemm["input_shapes"], alignment).select(
@@ -290,8 +328,10 @@ def _task_facts(tasks: pl.DataFrame, windows: pl.DataFrame, tiny_kernel_us: floa
         .group_by("rank", maintain_order=True)
         .first()
         .select(
-            "rank", pl.col("_mnk").alias("gemm_unaligned_mnk"),
-            pl.col("input_shapes").alias("gemm_unaligned_shapes"), pl.col("launch_op").alias("gemm_unaligned_op"),
+            "rank",
+            pl.col("_mnk").alias("gemm_unaligned_mnk"),
+            pl.col("input_shapes").alias("gemm_unaligned_shapes"),
+            pl.col("launch_op").alias("gemm_unaligned_op"),
         )
     )
     out = windows.select("rank")
@@ -328,8 +368,13 @@ def _host_wait(tasks: pl.DataFrame, stream_idle: pl.DataFrame | None) -> pl.Data
 
 def _straggler(per: pl.DataFrame, stragglers: pl.DataFrame | None) -> pl.DataFrame:
     """rank, is_straggler, and on the straggler others_wait_ms, straggler_cost_frac, compute_ratio."""
-    schema = {"rank": pl.Int64, "is_straggler": pl.Boolean, "others_wait_ms": pl.Float64,
-              "straggler_cost_frac": pl.Float64, "compute_ratio": pl.Float64}
+    schema = {
+        "rank": pl.Int64,
+        "is_straggler": pl.Boolean,
+        "others_wait_ms": pl.Float64,
+        "straggler_cost_frac": pl.Float64,
+        "compute_ratio": pl.Float64,
+    }
     if stragglers is None or stragglers.is_empty():
         return pl.DataFrame(schema=schema)
     ranks = stragglers.select("rank", "total_wait_us", pl.col("is_straggler").fill_null(False)).join(
@@ -402,7 +447,9 @@ def facts(
         return pl.col(col) / n / 1000.0
 
     per = windows.select(
-        "rank", "window", "steps",
+        "rank",
+        "window",
+        "steps",
         per_step_ms("duration_us").alias("step_ms"),
         per_step_ms("computing_us").alias("computing_ms"),
         per_step_ms("communication_us").alias("comm_ms"),
@@ -575,7 +622,9 @@ def _make_rule(raw: dict, where: str) -> Rule:
         raise ValueError(f"{where}: give exactly one threshold, 'above' or 'below'")
     bound = above if above is not None else below
     if critical is not None and ((above is not None and critical < bound) or (below is not None and critical > bound)):
-        raise ValueError(f"{where}: 'critical' ({critical:g}) must be beyond the threshold ({bound:g}) in its direction")
+        raise ValueError(
+            f"{where}: 'critical' ({critical:g}) must be beyond the threshold ({bound:g}) in its direction"
+        )
     extra = raw.get("extra", [])
     if not isinstance(extra, list) or not all(isinstance(e, str) for e in extra):
         raise ValueError(f"{where}: 'extra' must be a list of template strings")
@@ -584,16 +633,27 @@ def _make_rule(raw: dict, where: str) -> Rule:
     if raw.get("when") is not None:
         condition(raw["when"], where)  # checked at load time
     return Rule(
-        id=raw["id"], title=raw["title"], severity=raw["severity"], metric=metric, message=raw["message"],
-        advice=raw["advice"].strip(), above=above, below=below, critical=critical, when=raw.get("when"),
-        extra=tuple(extra), anchor=raw.get("anchor"),
+        id=raw["id"],
+        title=raw["title"],
+        severity=raw["severity"],
+        metric=metric,
+        message=raw["message"],
+        advice=raw["advice"].strip(),
+        above=above,
+        below=below,
+        critical=critical,
+        when=raw.get("when"),
+        extra=tuple(extra),
+        anchor=raw.get("anchor"),
     )
 
 
 def _rule_tables(doc: dict, path: Path) -> list[dict]:
     unknown = sorted(set(doc) - {"rule"})
     if unknown:
-        raise ValueError(f"{path}: unknown top-level key(s) {', '.join(unknown)} (a findings file holds [[rule]] tables)")
+        raise ValueError(
+            f"{path}: unknown top-level key(s) {', '.join(unknown)} (a findings file holds [[rule]] tables)"
+        )
     tables = doc.get("rule")
     if not isinstance(tables, list) or not tables:
         raise ValueError(f"{path}: no [[rule]] tables found")
@@ -664,16 +724,25 @@ def evaluate(facts_frame: pl.DataFrame, rules: tuple[Rule, ...] | list[Rule]) ->
         extras = [(t, _template_fields(t, rule.id)) for t in rule.extra]
         for row in hits.to_dicts():
             v = float(row[rule.metric])
-            critical = rule.critical is not None and (v > rule.critical if rule.above is not None else v < rule.critical)
+            critical = rule.critical is not None and (
+                v > rule.critical if rule.above is not None else v < rule.critical
+            )
             text = " ".join(
                 [_render(rule.message, row)]
                 + [_render(t, row) for t, names in extras if all(row.get(n) is not None for n in names)]
             )
             rows.append(
                 {
-                    "rule": rule.id, "title": rule.title, "severity": "critical" if critical else rule.severity,
-                    "rank": row["rank"], "metric": rule.metric, "value": v, "threshold": rule.threshold,
-                    "message": text, "advice": rule.advice, "_order": order,
+                    "rule": rule.id,
+                    "title": rule.title,
+                    "severity": "critical" if critical else rule.severity,
+                    "rank": row["rank"],
+                    "metric": rule.metric,
+                    "value": v,
+                    "threshold": rule.threshold,
+                    "message": text,
+                    "advice": rule.advice,
+                    "_order": order,
                 }
             )
     if not rows:

@@ -81,9 +81,7 @@ def _busy_before(merged: pl.DataFrame, points: pl.DataFrame, at: str) -> pl.Seri
     probe = points.select("rank", pl.col(at).alias("_t")).with_row_index("_i").sort("_t")
     hit = probe.join_asof(
         merged.sort("s"), left_on="_t", right_on="s", by="rank", strategy="backward", check_sortedness=False
-    ).with_columns(
-        (pl.col("before_ns") + (pl.min_horizontal("_t", "e") - pl.col("s"))).fill_null(0).alias("_busy")
-    )
+    ).with_columns((pl.col("before_ns") + (pl.min_horizontal("_t", "e") - pl.col("s"))).fill_null(0).alias("_busy"))
     return hit.sort("_i")["_busy"]
 
 
@@ -368,10 +366,10 @@ def long_steps(step_breakdown: pl.DataFrame, factor: float = 1.2) -> pl.DataFram
     exposed_memcpy_delta_us, idle_free_delta_us; sorted by rank, step. Empty when no step is long.
     """
     measured = ["computing", "communication_not_overlapped", "exposed_memcpy"]
-    df = step_breakdown.filter(pl.col("duration_us").is_not_null()).select(
-        "rank", "step", "duration_us", *[pl.col(f"{t}_us").fill_null(0.0).alias(t) for t in measured]
-    ).with_columns(
-        (pl.col("duration_us") - sum((pl.col(t) for t in measured), pl.lit(0.0))).alias("idle_free")
+    df = (
+        step_breakdown.filter(pl.col("duration_us").is_not_null())
+        .select("rank", "step", "duration_us", *[pl.col(f"{t}_us").fill_null(0.0).alias(t) for t in measured])
+        .with_columns((pl.col("duration_us") - sum((pl.col(t) for t in measured), pl.lit(0.0))).alias("idle_free"))
     )
     terms = list(LONG_STEP_TERMS)
     df = df.with_columns(

@@ -26,7 +26,7 @@ pure-Python reference with hypothesis.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -58,7 +58,9 @@ def segments(
         ]
     )
     if cuts is not None:
-        extra = cuts.select(*by, pl.lit(None, pl.String).alias(set_col), pl.col("t").cast(pl.Int64), pl.lit(0, pl.Int32).alias("_d"))
+        extra = cuts.select(
+            *by, pl.lit(None, pl.String).alias(set_col), pl.col("t").cast(pl.Int64), pl.lit(0, pl.Int32).alias("_d")
+        )
         events = pl.concat([events, extra.cast(events.schema)])
     # Sorted by group then time, every group's deltas sum to zero, so a plain cumulative sum over
     # the whole frame restarts at 0 at each group boundary: no per-group window needed. Several

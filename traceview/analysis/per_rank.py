@@ -32,7 +32,7 @@ them instead of recomputing them, while the code that computed them is the same
 from __future__ import annotations
 
 import io
-from typing import Callable
+from collections.abc import Callable
 
 import polars as pl
 

@@ -177,15 +177,25 @@ def throughput(
     seconds = pl.when(pl.col("step_time_us") > 0).then(pl.col("step_time_us") / 1e6)
     tokens = pl.lit(tokens_per_step, pl.Float64)
     tflops = pl.lit(flops, pl.Float64) / seconds / devices / 1e12
-    how = (f"{flops_per_token:.4g} FLOPs per token" if flops_per_token is not None else
-           f"{8 if recompute else 6} x {params:.4g} params" if params is not None else "")
+    how = (
+        f"{flops_per_token:.4g} FLOPs per token"
+        if flops_per_token is not None
+        else f"{8 if recompute else 6} x {params:.4g} params"
+        if params is not None
+        else ""
+    )
     check = pl.format(
         "MFU {}% is impossible: {} x {} tokens per step = {} model FLOPs in {} ms on {} device(s) is {} TFLOP/s "
         "per device, above the {} TFLOP/s peak; the model size (params), the tokens per step (seq_len x "
         "global_batch), the device count or the peak is probably wrong",
-        (tflops / peak * 100 if peak else pl.lit(None)).round(0).cast(pl.Int64), pl.lit(how),
-        pl.lit(f"{tokens_per_step:.4g}" if tokens_per_step is not None else ""), pl.lit(f"{flops:.4g}" if flops else ""),
-        (pl.col("step_time_us") / 1000).round(3), pl.lit(devices), tflops.round(1), pl.lit(f"{peak:g}" if peak else ""),
+        (tflops / peak * 100 if peak else pl.lit(None)).round(0).cast(pl.Int64),
+        pl.lit(how),
+        pl.lit(f"{tokens_per_step:.4g}" if tokens_per_step is not None else ""),
+        pl.lit(f"{flops:.4g}" if flops else ""),
+        (pl.col("step_time_us") / 1000).round(3),
+        pl.lit(devices),
+        tflops.round(1),
+        pl.lit(f"{peak:g}" if peak else ""),
     )
     return (
         times.with_columns(

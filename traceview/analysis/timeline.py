@@ -34,7 +34,7 @@ over tasks anywhere.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import polars as pl
@@ -111,11 +111,15 @@ def lanes(device_tasks: pl.DataFrame) -> pl.DataFrame:
     """
     counts = device_tasks.group_by(LANE_KEYS).agg(pl.len().cast(pl.Int64).alias("tasks"))
     out = counts.sort(LANE_KEYS, nulls_last=True).with_row_index("lane").with_columns(pl.col("lane").cast(pl.Int64))
-    rank_txt = pl.when(pl.col("rank").is_null()).then(pl.lit("rank ?")).otherwise(
-        pl.lit("rank ") + pl.col("rank").cast(pl.String)
+    rank_txt = (
+        pl.when(pl.col("rank").is_null())
+        .then(pl.lit("rank ?"))
+        .otherwise(pl.lit("rank ") + pl.col("rank").cast(pl.String))
     )
-    stream_txt = pl.when(pl.col("stream").is_null()).then(pl.lit("HCCL")).otherwise(
-        pl.lit("stream ") + pl.col("stream").cast(pl.String)
+    stream_txt = (
+        pl.when(pl.col("stream").is_null())
+        .then(pl.lit("HCCL"))
+        .otherwise(pl.lit("stream ") + pl.col("stream").cast(pl.String))
     )
     out = out.with_columns((rank_txt + pl.lit(" · ") + stream_txt).alias("label"))
     iv = _attach_lane(device_tasks, out).filter(pl.col("end_ns") > pl.col("start_ns"))
@@ -246,7 +250,9 @@ def binned(
 
     classes = sorted(clipped["_cls"].drop_nulls().unique().to_list())
     nc = len(classes) + 1  # code len(classes) stands for a null class
-    code = clipped["_cls"].replace_strict(classes, list(range(len(classes))), default=len(classes), return_dtype=pl.Int64)
+    code = clipped["_cls"].replace_strict(
+        classes, list(range(len(classes))), default=len(classes), return_dtype=pl.Int64
+    )
     lane, s, e = clipped["lane"].to_numpy(), clipped["s"].to_numpy(), clipped["e"].to_numpy()
 
     busy = _split(*_merge(lane, s, e), edges).group_by("g", "bin").agg(pl.col("covered_ns").sum().alias("busy_ns"))

@@ -8,8 +8,8 @@ import re
 import orjson
 
 from traceview.cli.text import bullet_list, table
-from traceview.safe_text import json_text, one_line_strings
 from traceview.run_diff import BASE, NEW, int_ranges
+from traceview.safe_text import json_text, one_line_strings
 
 #: Above this many ranks the step-time table shows only the all-ranks row.
 MAX_RANK_ROWS = 8
@@ -35,22 +35,59 @@ TERM_LABELS = {
 #: The terms whose deltas add up to the step-time delta (see docs/diff.md).
 IDENTITY = ("computing", "communication_not_overlapped", "exposed_memcpy", "idle")
 
-STEP_COLUMNS = [("rank", "rank"), ("base_steps", "steps base"), ("new_steps", "steps new"), ("base_ms", "base ms"),
-                ("new_ms", "new ms"), ("delta_ms", "delta ms"), ("delta_pct", "delta %"),
-                ("base_median_ms", "median base"), ("new_median_ms", "median new"), ("median_delta_pct", "median delta %")]
-TERM_COLUMNS = [("label", "term"), ("base_ms", "base ms"), ("new_ms", "new ms"), ("delta_ms", "delta ms"),
-                ("delta_pct", "delta %")]
-CLASS_COLUMNS = [("class", "class"), ("group", "group"), ("base_ms", "base ms"), ("new_ms", "new ms"),
-                 ("delta_ms", "delta ms"), ("delta_pct", "delta %"), ("base_share_pct", "share base %"),
-                 ("new_share_pct", "share new %")]
-KERNEL_COLUMNS = [("name", "kernel"), ("class", "class"), ("base_count", "count base"), ("new_count", "count new"),
-                  ("base_ms", "base ms"), ("new_ms", "new ms"), ("delta_ms", "delta ms"), ("delta_pct", "delta %"),
-                  ("base_mean_us", "mean us base"), ("new_mean_us", "mean us new")]
+STEP_COLUMNS = [
+    ("rank", "rank"),
+    ("base_steps", "steps base"),
+    ("new_steps", "steps new"),
+    ("base_ms", "base ms"),
+    ("new_ms", "new ms"),
+    ("delta_ms", "delta ms"),
+    ("delta_pct", "delta %"),
+    ("base_median_ms", "median base"),
+    ("new_median_ms", "median new"),
+    ("median_delta_pct", "median delta %"),
+]
+TERM_COLUMNS = [
+    ("label", "term"),
+    ("base_ms", "base ms"),
+    ("new_ms", "new ms"),
+    ("delta_ms", "delta ms"),
+    ("delta_pct", "delta %"),
+]
+CLASS_COLUMNS = [
+    ("class", "class"),
+    ("group", "group"),
+    ("base_ms", "base ms"),
+    ("new_ms", "new ms"),
+    ("delta_ms", "delta ms"),
+    ("delta_pct", "delta %"),
+    ("base_share_pct", "share base %"),
+    ("new_share_pct", "share new %"),
+]
+KERNEL_COLUMNS = [
+    ("name", "kernel"),
+    ("class", "class"),
+    ("base_count", "count base"),
+    ("new_count", "count new"),
+    ("base_ms", "base ms"),
+    ("new_ms", "new ms"),
+    ("delta_ms", "delta ms"),
+    ("delta_pct", "delta %"),
+    ("base_mean_us", "mean us base"),
+    ("new_mean_us", "mean us new"),
+]
 ONE_SIDE_COLUMNS = [("name", "kernel"), ("class", "class"), ("count", "count"), ("ms", "ms"), ("mean_us", "mean us")]
-COLL_COLUMNS = [("collective", "collective"), ("process_group", "group"), ("base_count", "count base"),
-                ("new_count", "count new"), ("base_ms", "time base ms"), ("new_ms", "time new ms"),
-                ("base_exposed_ms", "exposed base ms"), ("new_exposed_ms", "exposed new ms"),
-                ("delta_exposed_ms", "exposed delta ms")]
+COLL_COLUMNS = [
+    ("collective", "collective"),
+    ("process_group", "group"),
+    ("base_count", "count base"),
+    ("new_count", "count new"),
+    ("base_ms", "time base ms"),
+    ("new_ms", "time new ms"),
+    ("base_exposed_ms", "exposed base ms"),
+    ("new_exposed_ms", "exposed new ms"),
+    ("delta_exposed_ms", "exposed delta ms"),
+]
 
 
 #: Namespace prefixes left out of kernel names in the text tables (JSON keeps the exact names).
@@ -92,8 +129,10 @@ def _run_line(label: str, run: dict) -> str:
     else:
         window = "whole trace"
     k = run["rank_steps"]
-    return (f"  {label:<4} {run['source']}: {n} rank{'s' if n != 1 else ''} ({what}), {window}: "
-            f"{k} rank-step{'s' if k != 1 else ''}")
+    return (
+        f"  {label:<4} {run['source']}: {n} rank{'s' if n != 1 else ''} ({what}), {window}: "
+        f"{k} rank-step{'s' if k != 1 else ''}"
+    )
 
 
 def _steps_text(doc: dict) -> list[str]:
@@ -101,9 +140,14 @@ def _steps_text(doc: dict) -> list[str]:
     if len(rows) > MAX_RANK_ROWS + 1:
         rows = [r for r in rows if r["rank"] is None]
     shown = [
-        dict(_ms(r), rank="all" if r["rank"] is None else r["rank"], base_ms=_div(r["base_mean_us"]),
-             new_ms=_div(r["new_mean_us"]), base_median_ms=_div(r["base_median_us"]),
-             new_median_ms=_div(r["new_median_us"]))
+        dict(
+            _ms(r),
+            rank="all" if r["rank"] is None else r["rank"],
+            base_ms=_div(r["base_mean_us"]),
+            new_ms=_div(r["new_mean_us"]),
+            base_median_ms=_div(r["base_median_us"]),
+            new_median_ms=_div(r["new_median_us"]),
+        )
         for r in rows
     ]
     return ["", "Step time (mean and median per step):", table(shown, STEP_COLUMNS)]
@@ -133,7 +177,8 @@ def _classes_text(doc: dict) -> list[str]:
     dev = doc["device_time"]
     pct = "" if dev["delta_pct"] is None else f" ({dev['delta_pct']:+.1f} %)"
     return [
-        "", "Compute classes (device time per step; raw sum of task durations, concurrent tasks all count):",
+        "",
+        "Compute classes (device time per step; raw sum of task durations, concurrent tasks all count):",
         table([_ms(c) for c in doc["classes"]], CLASS_COLUMNS),
         f"  device time per step: {BASE} {dev['base_us'] / 1000:,.3f} ms, {NEW} {dev['new_us'] / 1000:,.3f} ms, "
         f"delta {dev['delta_us'] / 1000:+,.3f} ms{pct}",
@@ -142,22 +187,37 @@ def _classes_text(doc: dict) -> list[str]:
 
 def _kernels_text(doc: dict) -> list[str]:
     counts = doc["kernel_counts"]
-    out = ["", f"Kernels, matched by exact name ({counts['both']:,} in both runs, {counts['added']:,} only in {NEW}, "
-               f"{counts['removed']:,} only in {BASE}); time in ms per step:"]
+    out = [
+        "",
+        f"Kernels, matched by exact name ({counts['both']:,} in both runs, {counts['added']:,} only in {NEW}, "
+        f"{counts['removed']:,} only in {BASE}); time in ms per step:",
+    ]
 
     def more(shown: int, total: int) -> list[str]:
         return [f"  (and {total - shown:,} more)"] if total > shown else []
 
-    for key, title, total in (("lost", "lost the most time", counts["lost"]),
-                              ("gained", "gained the most time", counts["gained"])):
+    for key, title, total in (
+        ("lost", "lost the most time", counts["lost"]),
+        ("gained", "gained the most time", counts["gained"]),
+    ):
         if doc[f"kernels_{key}"]:
             rows = [dict(_ms(r), name=_short(r["name"])) for r in doc[f"kernels_{key}"]]
             out += [f"  {title}:", table(rows, KERNEL_COLUMNS), *more(len(rows), total)]
-    for key, side, title in (("added", "new", f"only in {NEW} (added)"),
-                             ("removed", "base", f"only in {BASE} (removed)")):
+    for key, side, title in (
+        ("added", "new", f"only in {NEW} (added)"),
+        ("removed", "base", f"only in {BASE} (removed)"),
+    ):
         if doc[f"kernels_{key}"]:
-            rows = [{"name": _short(r["name"]), "class": r["class"], "count": r[f"{side}_count"],
-                     "ms": r[f"{side}_us"] / 1000, "mean_us": r[f"{side}_mean_us"]} for r in doc[f"kernels_{key}"]]
+            rows = [
+                {
+                    "name": _short(r["name"]),
+                    "class": r["class"],
+                    "count": r[f"{side}_count"],
+                    "ms": r[f"{side}_us"] / 1000,
+                    "mean_us": r[f"{side}_mean_us"],
+                }
+                for r in doc[f"kernels_{key}"]
+            ]
             out += [f"  {title}:", table(rows, ONE_SIDE_COLUMNS), *more(len(rows), counts[key])]
     if not any(counts.values()):
         out.append("  no device tasks in either run")
@@ -169,10 +229,15 @@ def _kernels_text(doc: dict) -> list[str]:
 def _collectives_text(doc: dict) -> list[str]:
     if not doc["collectives"]:
         return []
-    rows = [dict(_ms(r), collective=r["collective"] or "?", process_group=r["process_group"] or "-")
-            for r in doc["collectives"]]
-    return ["", "Communication per collective and process group (per step; exposed = not overlapped with compute):",
-            table(rows, COLL_COLUMNS)]
+    rows = [
+        dict(_ms(r), collective=r["collective"] or "?", process_group=r["process_group"] or "-")
+        for r in doc["collectives"]
+    ]
+    return [
+        "",
+        "Communication per collective and process group (per step; exposed = not overlapped with compute):",
+        table(rows, COLL_COLUMNS),
+    ]
 
 
 def render_diff(result, fmt: str, top: int = 10) -> str:
@@ -187,8 +252,12 @@ def render_diff(result, fmt: str, top: int = 10) -> str:
         return diff_html(doc)
     doc = one_line_strings(doc)
     head = "traceview diff" + (f", step {doc['step']} only" if doc["step"] is not None else "")
-    parts = [head, _run_line(BASE, doc["base"]), _run_line(NEW, doc["new"]),
-             "  values are means per step and rank; delta = NEW - BASE"]
+    parts = [
+        head,
+        _run_line(BASE, doc["base"]),
+        _run_line(NEW, doc["new"]),
+        "  values are means per step and rank; delta = NEW - BASE",
+    ]
     parts += _steps_text(doc)
     parts += _terms_text(doc)
     parts += _classes_text(doc)

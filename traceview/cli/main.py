@@ -9,7 +9,6 @@ from functools import wraps
 from pathlib import Path
 
 import click
-import orjson
 
 from traceview.version import __version__
 
@@ -88,16 +87,49 @@ def load_options(func):
     `--ranks`/`--steps` are kept on the click context (not passed to the command) and read by
     `load_trace`, so they apply to every profile a command loads (both runs of `diff`)."""
     keep = lambda ctx, param, value: ctx.meta.__setitem__(f"traceview.{param.name}", value)  # noqa: E731
-    func = click.option("--steps", metavar="SPEC", default=None, expose_value=False, callback=_keep_spec,
-                        help="Keep only these steps, e.g. 3-5,8 (ProfilerStep#N / Step Id).")(func)
-    func = click.option("--ranks", metavar="SPEC", default=None, expose_value=False, callback=_keep_spec,
-                        help="Load only these ranks, e.g. 0-7,12,16-19 (the others are not parsed).")(func)
-    func = click.option("--address", default=None, expose_value=False, callback=keep, help="Ray cluster for --executor ray (default: $RAY_ADDRESS, else a local Ray).")(func)
-    func = click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True, expose_value=False, callback=keep, help="Where ranks are parsed (and, with ray, their rank-local analyses run): local processes or Ray tasks (pip install 'traceview[ray]').")(func)
+    func = click.option(
+        "--steps",
+        metavar="SPEC",
+        default=None,
+        expose_value=False,
+        callback=_keep_spec,
+        help="Keep only these steps, e.g. 3-5,8 (ProfilerStep#N / Step Id).",
+    )(func)
+    func = click.option(
+        "--ranks",
+        metavar="SPEC",
+        default=None,
+        expose_value=False,
+        callback=_keep_spec,
+        help="Load only these ranks, e.g. 0-7,12,16-19 (the others are not parsed).",
+    )(func)
+    func = click.option(
+        "--address",
+        default=None,
+        expose_value=False,
+        callback=keep,
+        help="Ray cluster for --executor ray (default: $RAY_ADDRESS, else a local Ray).",
+    )(func)
+    func = click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        expose_value=False,
+        callback=keep,
+        help="Where ranks are parsed (and, with ray, their rank-local analyses run): local processes or Ray tasks (pip install 'traceview[ray]').",
+    )(func)
     func = click.option("--quiet", "-q", is_flag=True, help="No progress display.")(func)
-    func = click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Parallel parse processes (default: CPUs).")(func)
+    func = click.option(
+        "--jobs", "-j", type=click.IntRange(min=1), default=None, help="Parallel parse processes (default: CPUs)."
+    )(func)
     func = click.option("--no-cache", is_flag=True, help="Do not read or write the Parquet cache.")(func)
-    func = click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Cache folder (default: ~/.cache/traceview or $TRACEVIEW_CACHE_DIR).")(func)
+    func = click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Cache folder (default: ~/.cache/traceview or $TRACEVIEW_CACHE_DIR).",
+    )(func)
     return func
 
 
@@ -109,35 +141,74 @@ def load_trace(path: Path, quiet: bool, jobs, no_cache: bool, cache_dir, analyse
 
     meta = click.get_current_context().meta
     with LoadProgress(path.name or str(path), quiet=quiet) as progress:
-        return load(path, cache_dir=cache_dir, use_cache=not no_cache, jobs=jobs, progress=progress,
-                    executor=meta.get("traceview.executor", "local"), ray_address=meta.get("traceview.address"),
-                    ranks=meta.get("traceview.ranks"), steps=meta.get("traceview.steps"), analyse=analyse)
+        return load(
+            path,
+            cache_dir=cache_dir,
+            use_cache=not no_cache,
+            jobs=jobs,
+            progress=progress,
+            executor=meta.get("traceview.executor", "local"),
+            ray_address=meta.get("traceview.address"),
+            ranks=meta.get("traceview.ranks"),
+            steps=meta.get("traceview.steps"),
+            analyse=analyse,
+        )
 
 
 def throughput_options(func):
     """The model/job options that turn step times into tokens/s, model TFLOP/s and MFU."""
     options = [
-        click.option("--tokens-per-step", type=click.FloatRange(min=0, min_open=True), help="Tokens per step, whole job (for throughput/MFU)."),
-        click.option("--seq-len", type=click.IntRange(min=1), help="Sequence length (with --global-batch, instead of --tokens-per-step)."),
+        click.option(
+            "--tokens-per-step",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Tokens per step, whole job (for throughput/MFU).",
+        ),
+        click.option(
+            "--seq-len",
+            type=click.IntRange(min=1),
+            help="Sequence length (with --global-batch, instead of --tokens-per-step).",
+        ),
         click.option("--global-batch", type=click.IntRange(min=1), help="Sequences per step, whole job."),
-        click.option("--params", type=click.FloatRange(min=0, min_open=True), help="Model parameters (model FLOPs = 6 x params x tokens)."),
-        click.option("--flops-per-token", type=click.FloatRange(min=0, min_open=True), help="Model FLOPs per token (instead of --params)."),
+        click.option(
+            "--params",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Model parameters (model FLOPs = 6 x params x tokens).",
+        ),
+        click.option(
+            "--flops-per-token",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Model FLOPs per token (instead of --params).",
+        ),
         click.option("--recompute", is_flag=True, help="Full activation recomputation (8 x params x tokens)."),
-        click.option("--devices", type=click.IntRange(min=1), help="Devices in the job (default: recorded world size)."),
-        click.option("--peak-tflops", type=click.FloatRange(min=0, min_open=True), help="Dense peak TFLOP/s per device (default: from the device name)."),
+        click.option(
+            "--devices", type=click.IntRange(min=1), help="Devices in the job (default: recorded world size)."
+        ),
+        click.option(
+            "--peak-tflops",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Dense peak TFLOP/s per device (default: from the device name).",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
     return func
 
 
-def throughput_args(tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute, devices,
-                    peak_tflops) -> dict | None:
+def throughput_args(
+    tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute, devices, peak_tflops
+) -> dict | None:
     """Keyword arguments of `Trace.throughput` from the `throughput_options` (None when none given)."""
     if (seq_len is None) != (global_batch is None):
         raise click.UsageError("give --seq-len and --global-batch together (or --tokens-per-step)")
-    wanted = dict(tokens_per_step=tokens_per_step, seq_len=seq_len, global_batch=global_batch, params=params,
-                  flops_per_token=flops_per_token, devices=devices, peak_tflops=peak_tflops)
+    wanted = dict(
+        tokens_per_step=tokens_per_step,
+        seq_len=seq_len,
+        global_batch=global_batch,
+        params=params,
+        flops_per_token=flops_per_token,
+        devices=devices,
+        peak_tflops=peak_tflops,
+    )
     throughput = {k: v for k, v in wanted.items() if v is not None}
     if throughput:
         throughput["recompute"] = recompute
@@ -159,10 +230,18 @@ def check_classes(classes: Path | None) -> None:
 
 def findings_options(func):
     """--findings-rules FILE (a user's rules first) and --micro-batches N (pipeline bubble vs ideal)."""
-    func = click.option("--micro-batches", type=click.IntRange(min=1), default=None,
-                        help="Micro-batches per pipeline step (compares the bubble with (p-1)/(m+p-1)).")(func)
-    func = click.option("--findings-rules", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                        help="Extra findings rules (TOML): add rules or change shipped ones by id.")(func)
+    func = click.option(
+        "--micro-batches",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Micro-batches per pipeline step (compares the bubble with (p-1)/(m+p-1)).",
+    )(func)
+    func = click.option(
+        "--findings-rules",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Extra findings rules (TOML): add rules or change shipped ones by id.",
+    )(func)
     return func
 
 
@@ -181,7 +260,9 @@ def check_findings_rules(path: Path | None) -> str | None:
 
 
 CLASSES_OPTION = click.option(
-    "--classes", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    "--classes",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
     help="Extra compute-class rules (TOML), tried before the shipped ones.",
 )
 
@@ -223,9 +304,27 @@ def info(path: Path, fmt: str, quiet: bool, jobs, no_cache: bool, cache_dir) -> 
 @findings_options
 @load_options
 @handle_errors
-def summary(path: Path, fmt: str, step, classes, top: int, tokens_per_step, seq_len, global_batch, params,
-            flops_per_token, recompute: bool, devices, peak_tflops, findings_rules, micro_batches, quiet: bool, jobs,
-            no_cache: bool, cache_dir) -> None:
+def summary(
+    path: Path,
+    fmt: str,
+    step,
+    classes,
+    top: int,
+    tokens_per_step,
+    seq_len,
+    global_batch,
+    params,
+    flops_per_token,
+    recompute: bool,
+    devices,
+    peak_tflops,
+    findings_rules,
+    micro_batches,
+    quiet: bool,
+    jobs,
+    no_cache: bool,
+    cache_dir,
+) -> None:
     """Where the step time went: per rank and step, computing, exposed communication, overlap,
     exposed memcpy, free, bubble and preparing time (definitions: docs/metrics.md)."""
     from traceview.cli.summary import render_summary
@@ -233,11 +332,19 @@ def summary(path: Path, fmt: str, step, classes, top: int, tokens_per_step, seq_
 
     check_classes(classes)
     rules = check_findings_rules(findings_rules)
-    throughput = throughput_args(tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute,
-                                 devices, peak_tflops)
+    throughput = throughput_args(
+        tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute, devices, peak_tflops
+    )
     trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
-    doc = build_summary(trace, step=step, classes=str(classes) if classes else None, top=top, throughput=throughput,
-                        findings_rules=rules, micro_batches=micro_batches)
+    doc = build_summary(
+        trace,
+        step=step,
+        classes=str(classes) if classes else None,
+        top=top,
+        throughput=throughput,
+        findings_rules=rules,
+        micro_batches=micro_batches,
+    )
     echo(render_summary(doc, fmt))
     _warn_on_stderr(doc["warnings"], doc["failures"], fmt)
     if trace.failures:
@@ -247,16 +354,33 @@ def summary(path: Path, fmt: str, step, classes, top: int, tokens_per_step, seq_
 @main.command()
 @click.argument("base", type=click.Path(path_type=Path))
 @click.argument("new", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True,
-              help="Output format (html: a self-contained page on stdout).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "html"]),
+    default="text",
+    show_default=True,
+    help="Output format (html: a self-contained page on stdout).",
+)
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Kernels listed per table.")
 @click.option("--step", type=int, default=None, help="Compare only this step of both runs (ProfilerStep#N / Step Id).")
 @click.option("--whole-trace", is_flag=True, help="Compare whole traces (first to last device task), not steps.")
 @CLASSES_OPTION
 @load_options
 @handle_errors
-def diff(base: Path, new: Path, fmt: str, top: int, step, whole_trace: bool, classes, quiet: bool, jobs,
-         no_cache: bool, cache_dir) -> None:
+def diff(
+    base: Path,
+    new: Path,
+    fmt: str,
+    top: int,
+    step,
+    whole_trace: bool,
+    classes,
+    quiet: bool,
+    jobs,
+    no_cache: bool,
+    cache_dir,
+) -> None:
     """What changed from run BASE to run NEW: step time, its decomposition, compute classes, kernels
     and exposed communication per collective, per step and rank (definitions: docs/diff.md)."""
     from traceview.cli.diff import render_diff
@@ -275,27 +399,68 @@ def diff(base: Path, new: Path, fmt: str, top: int, step, whole_trace: bool, cla
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="Report file (folder for csv/parquet). Default: beside the input, NAME.report.html.")
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Folder for one report per profile plus index.html (needed for several profiles).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Report file (folder for csv/parquet). Default: beside the input, NAME.report.html.",
+)
+@click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder for one report per profile plus index.html (needed for several profiles).",
+)
 @click.option("--force", is_flag=True, help="Overwrite existing reports.")
-@click.option("--format", "fmt", type=click.Choice(["html", "json", "csv", "parquet"]), default="html",
-              show_default=True, help="html: self-contained page; json/csv/parquet: the same results as data.")
-@click.option("--baseline", type=click.Path(path_type=Path), default=None,
-              help="A run to compare with (adds the `traceview diff BASELINE PATH` section).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "json", "csv", "parquet"]),
+    default="html",
+    show_default=True,
+    help="html: self-contained page; json/csv/parquet: the same results as data.",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A run to compare with (adds the `traceview diff BASELINE PATH` section).",
+)
 @CLASSES_OPTION
 @click.option("--top", type=click.IntRange(min=0), default=20, show_default=True, help="Kernels listed per rank.")
 @throughput_options
 @findings_options
 @load_options
 @handle_errors
-def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, baseline, classes, top: int,
-           tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute: bool, devices, peak_tflops,
-           findings_rules, micro_batches, quiet: bool, jobs, no_cache: bool, cache_dir) -> None:
+def report(
+    paths: tuple[Path, ...],
+    output,
+    out_dir,
+    force: bool,
+    fmt: str,
+    baseline,
+    classes,
+    top: int,
+    tokens_per_step,
+    seq_len,
+    global_batch,
+    params,
+    flops_per_token,
+    recompute: bool,
+    devices,
+    peak_tflops,
+    findings_rules,
+    micro_batches,
+    quiet: bool,
+    jobs,
+    no_cache: bool,
+    cache_dir,
+) -> None:
     """Self-contained HTML report of a profile (opens from disk, no network), or its results as
     json/csv/parquet; several profiles with --out-dir: one report each plus an index page."""
     from traceview.cli import report as rep
+    from traceview.dashboards import batch_index as batch
     from traceview.errors import TraceError
     from traceview.summary import build_summary
 
@@ -305,8 +470,9 @@ def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, base
         raise click.UsageError("-o names one report: use --out-dir for several")
     check_classes(classes)
     rules = check_findings_rules(findings_rules)
-    throughput = throughput_args(tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute,
-                                 devices, peak_tflops)
+    throughput = throughput_args(
+        tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute, devices, peak_tflops
+    )
     base = load_trace(baseline, quiet, jobs, no_cache, cache_dir) if baseline is not None else None
     classes_text = str(classes) if classes else None
 
@@ -314,8 +480,14 @@ def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, base
         """Load `path`, write its report to `out`; returns the failed-rank lines."""
         rep.check_writable(out, fmt, force)
         trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
-        doc = build_summary(trace, classes=classes_text, top=top, throughput=throughput, findings_rules=rules,
-                            micro_batches=micro_batches)
+        doc = build_summary(
+            trace,
+            classes=classes_text,
+            top=top,
+            throughput=throughput,
+            findings_rules=rules,
+            micro_batches=micro_batches,
+        )
         run_diff = None
         if base is not None:
             from traceview.run_diff import diff as compare
@@ -323,7 +495,7 @@ def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, base
             run_diff = compare(base, trace, classes=classes_text).to_dict()
             doc = {**doc, "diff": run_diff}
         if entry is not None:
-            rep.headline(entry, doc)
+            batch.headline(entry, doc)
 
         def render():
             if fmt != "html":
@@ -355,7 +527,7 @@ def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, base
         rep.check_writable(out, fmt, force)
     entries = []
     for path, out in zip(paths, targets):
-        entry = rep.BatchEntry(source=path)
+        entry = batch.BatchEntry(source=path)
         entries.append(entry)
         try:
             make(path, out, entry)
@@ -363,9 +535,7 @@ def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, base
         except TraceError as exc:
             entry.error = str(exc)
             echo_err(f"traceview: error: {exc}")
-    from traceview.dashboards.report import index_html
-
-    rep.write_output(index, "html", lambda: index_html(entries, index.parent), force=True)
+    rep.write_output(index, "html", lambda: batch.index_html(entries, index.parent), force=True)
     echo(f"Wrote {index}")
     if any(e.error or e.failures for e in entries):
         sys.exit(1)
@@ -374,28 +544,51 @@ def report(paths: tuple[Path, ...], output, out_dir, force: bool, fmt: str, base
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (127.0.0.1: this machine only).")
-@click.option("--port", type=click.IntRange(1, 65535), default=8050, show_default=True, help="Port (the next free one if taken).")
+@click.option(
+    "--port", type=click.IntRange(1, 65535), default=8050, show_default=True, help="Port (the next free one if taken)."
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the dashboard in a web browser.")
 @throughput_options
 @findings_options
 @load_options
 @handle_errors
-def serve(path: Path, host: str, port: int, open_browser: bool, tokens_per_step, seq_len, global_batch, params,
-          flops_per_token, recompute: bool, devices, peak_tflops, findings_rules, micro_batches, quiet: bool, jobs,
-          no_cache: bool, cache_dir) -> None:
+def serve(
+    path: Path,
+    host: str,
+    port: int,
+    open_browser: bool,
+    tokens_per_step,
+    seq_len,
+    global_batch,
+    params,
+    flops_per_token,
+    recompute: bool,
+    devices,
+    peak_tflops,
+    findings_rules,
+    micro_batches,
+    quiet: bool,
+    jobs,
+    no_cache: bool,
+    cache_dir,
+) -> None:
     """Interactive dashboard of a profile (Dash): step breakdown, step times, compute classes, kernels,
     timeline (docs/dashboard.md)."""
     from traceview.dashboards.app import create_app
-    from traceview.dashboards.server import is_loopback, pick_port, serve as run_server, url_for
+    from traceview.dashboards.server import is_loopback, pick_port, url_for
+    from traceview.dashboards.server import serve as run_server
     from traceview.errors import TraceError
     from traceview.summary import build_summary
 
-    throughput = throughput_args(tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute,
-                                 devices, peak_tflops)
+    throughput = throughput_args(
+        tokens_per_step, seq_len, global_batch, params, flops_per_token, recompute, devices, peak_tflops
+    )
     rules = check_findings_rules(findings_rules)
     trace = load_trace(path, quiet, jobs, no_cache, cache_dir)
-    app = create_app(trace, build_summary(trace, details=False, throughput=throughput, findings_rules=rules,
-                                          micro_batches=micro_batches))
+    app = create_app(
+        trace,
+        build_summary(trace, details=False, throughput=throughput, findings_rules=rules, micro_batches=micro_batches),
+    )
     for line in [*trace.warnings, *trace.failures]:  # after the summary, which may add a warning
         echo_err(f"traceview: warning: {line}")
     try:
@@ -403,9 +596,12 @@ def serve(path: Path, host: str, port: int, open_browser: bool, tokens_per_step,
     except OSError as exc:
         raise TraceError(None, str(exc)) from None
     if not is_loopback(host):
-        click.echo(f"traceview: warning: --host {host}: the dashboard is reachable from the network, with no "
-                   "authentication: anyone who can reach this port sees the profile's kernel names and numbers "
-                   "(use the default --host 127.0.0.1, or an SSH tunnel, to keep it on this machine)", err=True)
+        click.echo(
+            f"traceview: warning: --host {host}: the dashboard is reachable from the network, with no "
+            "authentication: anyone who can reach this port sees the profile's kernel names and numbers "
+            "(use the default --host 127.0.0.1, or an SSH tunnel, to keep it on this machine)",
+            err=True,
+        )
     echo(f"Serving {path} at {url_for(host, port)} (Ctrl+C to stop)")
     run_server(app, host, port, open_browser)
 

@@ -15,7 +15,6 @@ import re
 import shutil
 import stat
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
@@ -81,21 +80,30 @@ def check_writable(out: Path, fmt: str, force: bool) -> Path:
             raise TraceError(None, f"cannot write {out}: no folder {out.parent} (create it, or pass -o elsewhere)")
         return out
     if stat.S_ISLNK(st.st_mode):
-        raise TraceError(None, f"{out} is a symbolic link: traceview writes no report through a link "
-                         f"(pass -o a new {noun} name)")
+        raise TraceError(
+            None, f"{out} is a symbolic link: traceview writes no report through a link (pass -o a new {noun} name)"
+        )
     if fmt in FOLDER_FORMATS:
         if not stat.S_ISDIR(st.st_mode):
-            raise TraceError(None, f"{out} exists and is not a folder: the {fmt} report is a folder of tables "
-                             "(pass -o a new folder name)")
+            raise TraceError(
+                None,
+                f"{out} exists and is not a folder: the {fmt} report is a folder of tables (pass -o a new folder name)",
+            )
         if written_files(out) is None:
-            raise TraceError(None, f"{out} is a folder traceview did not write (no {MANIFEST} in it): traceview "
-                             "never replaces it (pass -o a new folder name)")
+            raise TraceError(
+                None,
+                f"{out} is a folder traceview did not write (no {MANIFEST} in it): traceview "
+                "never replaces it (pass -o a new folder name)",
+            )
     elif stat.S_ISDIR(st.st_mode):
-        raise TraceError(None, f"{out} is a folder: the {fmt} report is one file "
-                         f"(pass -o a file name, e.g. -o {out / ('report.' + fmt)})")
+        raise TraceError(
+            None,
+            f"{out} is a folder: the {fmt} report is one file (pass -o a file name, e.g. -o {out / ('report.' + fmt)})",
+        )
     elif not stat.S_ISREG(st.st_mode):
-        raise TraceError(None, f"{out} exists and is not a regular file: traceview never replaces it "
-                         "(pass -o another path)")
+        raise TraceError(
+            None, f"{out} exists and is not a regular file: traceview never replaces it (pass -o another path)"
+        )
     if not force:
         raise TraceError(None, f"{out} exists: pass --force to overwrite it (or -o another path)")
     return out
@@ -180,35 +188,6 @@ def index_target(out_dir: Path, force: bool) -> Path:
     except OSError as exc:
         raise TraceError(None, f"cannot create {out_dir}: {exc.strerror or exc}") from None
     return check_writable(out_dir / "index.html", "html", force)
-
-
-@dataclass
-class BatchEntry:
-    """One profile of a batch: where its report went, its headline numbers, or why it failed."""
-
-    source: Path
-    output: Path | None = None
-    error: str | None = None
-    ranks: int | None = None
-    device: str | None = None
-    step_ms: float | None = None
-    exposed_comm_frac: float | None = None
-    findings: int = 0
-    failures: list[str] = field(default_factory=list)
-
-
-def headline(entry: BatchEntry, summary: dict) -> None:
-    """Fill `entry` from a summary: ranks, device, mean step time (ms), exposed communication share."""
-    ranks = summary.get("ranks", [])
-    steps = [s for r in ranks for s in r["steps"] if s.get("duration_us")]
-    entry.ranks = len(ranks)
-    entry.device = ", ".join(sorted({r["device"] for r in ranks if r.get("device")})) or None
-    if steps:
-        entry.step_ms = sum(s["duration_us"] for s in steps) / len(steps) / 1000
-        total = sum(s["duration_us"] for s in steps)
-        entry.exposed_comm_frac = sum(s.get("communication_not_overlapped_us") or 0 for s in steps) / total
-    entry.findings = len(summary.get("findings") or [])
-    entry.failures = list(summary.get("failures") or [])
 
 
 def unique_names(paths: list[Path]) -> list[str]:

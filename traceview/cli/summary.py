@@ -27,7 +27,9 @@ MAX_RANK_TABLES = 8
 
 
 def _ms(terms: dict) -> dict:
-    out = {k.removesuffix("_us") + "_ms": (None if v is None else v / 1000) for k, v in terms.items() if k.endswith("_us")}
+    out = {
+        k.removesuffix("_us") + "_ms": (None if v is None else v / 1000) for k, v in terms.items() if k.endswith("_us")
+    }
     dur = terms.get("duration_us")
     cno = terms.get("communication_not_overlapped_us")
     out["exposed_comm_pct"] = 100 * cno / dur if dur and cno is not None else None
@@ -45,8 +47,21 @@ IDLE_COLUMNS = [
 ]
 
 
-CLASS_COLUMNS = [("class", "class"), ("group", "group"), ("time_ms", "time ms"), ("pct", "% of device time"), ("count", "tasks")]
-KERNEL_COLUMNS = [("name", "kernel"), ("class", "class"), ("count", "count"), ("total_ms", "total ms"), ("mean_us", "mean us"), ("pct", "%")]
+CLASS_COLUMNS = [
+    ("class", "class"),
+    ("group", "group"),
+    ("time_ms", "time ms"),
+    ("pct", "% of device time"),
+    ("count", "tasks"),
+]
+KERNEL_COLUMNS = [
+    ("name", "kernel"),
+    ("class", "class"),
+    ("count", "count"),
+    ("total_ms", "total ms"),
+    ("mean_us", "mean us"),
+    ("pct", "%"),
+]
 NAME_WIDTH = 60
 
 
@@ -59,9 +74,16 @@ def _rank_details(r: dict) -> list[str]:
     out = []
     if r.get("compute_classes"):
         rows = [dict(c, time_ms=c["time_us"] / 1000, pct=100 * c["share"]) for c in r["compute_classes"]]
-        out += ["", f"  compute classes (unclassified {100 * r['unclassified_share']:.2f} %):", table(rows, CLASS_COLUMNS)]
+        out += [
+            "",
+            f"  compute classes (unclassified {100 * r['unclassified_share']:.2f} %):",
+            table(rows, CLASS_COLUMNS),
+        ]
     if r.get("top_kernels"):
-        rows = [dict(k, name=_short(k["name"]), total_ms=k["total_us"] / 1000, pct=100 * k["share"]) for k in r["top_kernels"]]
+        rows = [
+            dict(k, name=_short(k["name"]), total_ms=k["total_us"] / 1000, pct=100 * k["share"])
+            for k in r["top_kernels"]
+        ]
         out += ["", "  top kernels:", table(rows, KERNEL_COLUMNS)]
     if r.get("stream_idle"):
         rows = [
@@ -70,7 +92,10 @@ def _rank_details(r: dict) -> list[str]:
                 "tasks": s["tasks"],
                 "busy_ms": s["busy_us"] / 1000,
                 "idle_ms": s["idle_us"] / 1000,
-                **{f"{c}_pct": None if s[f"{c}_frac"] is None else 100 * s[f"{c}_frac"] for c in ("host_wait", "kernel_wait", "other")},
+                **{
+                    f"{c}_pct": None if s[f"{c}_frac"] is None else 100 * s[f"{c}_frac"]
+                    for c in ("host_wait", "kernel_wait", "other")
+                },
             }
             for s in r["stream_idle"]
         ]
@@ -89,11 +114,29 @@ def _rank_details(r: dict) -> list[str]:
     return out
 
 
-SKEW_COLUMNS = [("step", "step"), ("min_ms", "min ms"), ("max_ms", "max ms"), ("skew_pct", "skew %"), ("longest_step_rank", "longest step on rank")]
-COLL_COLUMNS = [("collective", "collective"), ("process_group", "group"), ("instances", "instances"),
-                ("transfer_ms", "transfer ms"), ("wait_ms", "wait ms (all ranks)"), ("busbw_gbps", "bus GB/s")]
-TPUT_COLUMNS = [("step", "step"), ("step_time_ms", "step ms"), ("tokens_per_s_per_device", "tokens/s/device"),
-                ("model_tflops_per_device", "TFLOP/s/device"), ("peak_tflops", "peak"), ("mfu_pct", "MFU %")]
+SKEW_COLUMNS = [
+    ("step", "step"),
+    ("min_ms", "min ms"),
+    ("max_ms", "max ms"),
+    ("skew_pct", "skew %"),
+    ("longest_step_rank", "longest step on rank"),
+]
+COLL_COLUMNS = [
+    ("collective", "collective"),
+    ("process_group", "group"),
+    ("instances", "instances"),
+    ("transfer_ms", "transfer ms"),
+    ("wait_ms", "wait ms (all ranks)"),
+    ("busbw_gbps", "bus GB/s"),
+]
+TPUT_COLUMNS = [
+    ("step", "step"),
+    ("step_time_ms", "step ms"),
+    ("tokens_per_s_per_device", "tokens/s/device"),
+    ("model_tflops_per_device", "TFLOP/s/device"),
+    ("peak_tflops", "peak"),
+    ("mfu_pct", "MFU %"),
+]
 
 
 def _cross_rank_text(cross: dict | None) -> list[str]:
@@ -105,13 +148,22 @@ def _cross_rank_text(cross: dict | None) -> list[str]:
     if straggler is not None:
         others = [r["mean_wait_us"] for k, r in waits.items() if k != straggler and r["mean_wait_us"] is not None]
         mean_other = sum(others) / len(others) if others else 0.0
-        out.append(f"  straggler: rank {straggler} (the others wait {mean_other / 1000:,.3f} ms per collective on average; it waits "
-                   f"{waits[straggler]['mean_wait_us'] / 1000:,.3f} ms)")
+        out.append(
+            f"  straggler: rank {straggler} (the others wait {mean_other / 1000:,.3f} ms per collective on average; it waits "
+            f"{waits[straggler]['mean_wait_us'] / 1000:,.3f} ms)"
+        )
     else:
         out.append("  straggler: none found (no matched collective with waits)")
     if cross.get("step_skew"):
-        rows = [dict(r, min_ms=r["min_us"] / 1000, max_ms=r["max_us"] / 1000,
-                     skew_pct=None if r["skew_frac"] is None else 100 * r["skew_frac"]) for r in cross["step_skew"]]
+        rows = [
+            dict(
+                r,
+                min_ms=r["min_us"] / 1000,
+                max_ms=r["max_us"] / 1000,
+                skew_pct=None if r["skew_frac"] is None else 100 * r["skew_frac"],
+            )
+            for r in cross["step_skew"]
+        ]
         out += ["  step time across ranks:", table(rows, SKEW_COLUMNS)]
     if cross.get("collectives"):
         rows = [dict(r, transfer_ms=r["transfer_us"] / 1000, wait_ms=r["wait_us"] / 1000) for r in cross["collectives"]]
@@ -122,8 +174,10 @@ def _cross_rank_text(cross: dict | None) -> list[str]:
 def _throughput_text(rows: list[dict] | None) -> list[str]:
     if not rows:
         return []
-    shown = [dict(r, step_time_ms=r["step_time_us"] / 1000, mfu_pct=None if r["mfu_frac"] is None else 100 * r["mfu_frac"])
-             for r in rows]
+    shown = [
+        dict(r, step_time_ms=r["step_time_us"] / 1000, mfu_pct=None if r["mfu_frac"] is None else 100 * r["mfu_frac"])
+        for r in rows
+    ]
     source = rows[0].get("peak_source") or "unknown device: give --peak-tflops"
     out = ["", f"Throughput (peak: {source}):", table(shown, TPUT_COLUMNS)]
     check = next((r["check"] for r in rows if r.get("check")), None)
