@@ -1,58 +1,33 @@
-"""Which device tasks are communication, and how host-event categories map to kinds.
-
-These are data tables, not code: an ordered list of case-insensitive regular expressions matched
-against kernel names, and a mapping from the profiler's `cat` to a host-event kind. The finer
-compute classes (gemm, attention, ...) live with the compute-class analysis.
+"""What each device task is, from the rule table `traceview/rules/task_kinds.toml` (data, not code):
+Kineto event categories -> kinds, the kernel names that are communication, and the ordered
+(field, regex, kind) rules of the Ascend and MindSpore readers. The finer compute classes (gemm,
+attention, ...) live with the compute-class analysis.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-#: A GPU kernel whose name matches any of these is communication (NCCL/RCCL/HCCL collectives and
-#: P2P, PyTorch custom all-reduce, symmetric-memory collectives).
-COMMUNICATION_KERNEL_PATTERNS: tuple[str, ...] = (
-    r"nccl",
-    r"rccl",
-    r"hccl",
-    r"^hcom_",
-    r"cross_device_reduce",
-    r"multimem_all_reduce",
-    # collective names, not inside a longer word (so `small_reduce_kernel` is no all-reduce)
-    r"(?:^|[^a-z])all_?reduce",
-    r"(?:^|[^a-z])all_?gather",
-    r"(?:^|[^a-z])reduce_?scatter",
-    r"(?:^|[^a-z])all_?to_?all",
-    r"sendrecv",
-)
+from traceview import rules
+
+_TABLE = rules.shipped("task_kinds")
+_KINETO = _TABLE["kineto"]
 
 #: Kineto X-event category (lower-cased) -> device task kind.
-DEVICE_CATEGORIES: dict[str, str] = {
-    "kernel": "kernel",
-    "gpu_memcpy": "memcpy",
-    "memcpy": "memcpy",
-    "gpu_memset": "memset",
-    "memset": "memset",
-}
-
+DEVICE_CATEGORIES: dict[str, str] = dict(_KINETO["device_categories"])
 #: Kineto X-event category (lower-cased) of GPU-side user annotations (ProfilerStep#N on the GPU).
-DEVICE_ANNOTATION_CATEGORIES: tuple[str, ...] = ("gpu_user_annotation",)
-
+DEVICE_ANNOTATION_CATEGORIES: tuple[str, ...] = tuple(_KINETO["annotation_categories"])
 #: Host X-event category (lower-cased) -> host event kind; anything else is "other".
-HOST_CATEGORIES: dict[str, str] = {
-    "cpu_op": "operator",
-    "operator": "operator",
-    "user_annotation": "annotation",
-    "python_function": "python",
-    "cuda_runtime": "runtime",
-    "runtime": "runtime",
-    "cuda_driver": "runtime",
-    "cuda_sync": "runtime",
-    "mtia_runtime": "runtime",
-}
-
+HOST_CATEGORIES: dict[str, str] = dict(_KINETO["host_categories"])
 #: Host categories that are the profiler's own bookkeeping, not program activity (not loaded).
-IGNORED_CATEGORIES: tuple[str, ...] = ("trace",)
+IGNORED_CATEGORIES: tuple[str, ...] = tuple(_KINETO["ignored_categories"])
+#: A GPU kernel whose name matches any of these (case-insensitive) is communication.
+COMMUNICATION_KERNEL_PATTERNS: tuple[str, ...] = tuple(r["pattern"] for r in _KINETO["communication"])
+
+
+def format_rules(fmt: str) -> tuple[tuple[str, str, str], ...]:
+    """The ordered (field, regex, kind) task-kind rules of a format (`ascend`, `mindspore`)."""
+    return tuple((r["field"], r["pattern"], r["kind"]) for r in _TABLE[fmt]["rule"])
 
 
 def communication_regex() -> str:
@@ -67,3 +42,13 @@ def device_kind(raw_kind: pl.Expr, name: pl.Expr) -> pl.Expr:
         .then(pl.lit("communication"))
         .otherwise(raw_kind)
     )
+
+
+def rule_kind(fields: dict[str, pl.Expr], rules_: tuple[tuple[str, str, str], ...], default: str = "kernel") -> pl.Expr:
+    """Kind from ordered (field, regex, kind) rules over the String expressions in `fields`
+    (first match wins; a null value matches nothing; no match -> `default`)."""
+    expr = None
+    for field, pattern, kind in rules_:
+        cond = fields[field].str.contains(pattern).fill_null(False)
+        expr = pl.when(cond).then(pl.lit(kind)) if expr is None else expr.when(cond).then(pl.lit(kind))
+    return pl.lit(default) if expr is None else expr.otherwise(pl.lit(default))

@@ -39,9 +39,9 @@ import polars as pl
 
 from traceview.errors import TraceError, Warnings
 from traceview.parsers import jsonio
-from traceview.parsers.ascend.kinds import rule_kind
 from traceview.parsers.ascend.text import texts
 from traceview.parsers.base import ParsedRank
+from traceview.parsers.kinds import format_rules, rule_kind
 from traceview.parsers.timeconv import us_text_to_ns
 
 TIMELINE_NAME = re.compile(r"(?:^|_)timeline_display_(\d+)\.json$")
@@ -51,19 +51,9 @@ NON_OP_PIDS: tuple[str, ...] = ("10000",)
 #: Process names (from process_name metadata, when present) of lanes that are not ops.
 NON_OP_PROCESSES: tuple[str, ...] = ("Scope Name", "Steps")
 
-#: Ordered task-kind rules (first match wins; no match -> "kernel"): (column, regex, kind).
-TASK_KIND_RULES: tuple[tuple[str, str, str], ...] = (
-    (
-        "op_type",
-        r"(?i)^(hcom\w*|allreduce|allgather|reducescatter|broadcast|send|receive|alltoall\w*|"
-        r"neighborexchange\w*|collectivescatter|collectivegather)$",
-        "communication",
-    ),
-    ("name", r"(?i)(^hcom_|nccl|hccl)", "communication"),
-    ("op_type", r"(?i)^memset", "memset"),
-    ("op_type", r"(?i)^memcpy", "memcpy"),
-    ("name", r"(?i)^memcpy", "memcpy"),
-)
+#: Ordered task-kind rules (first match wins; no match -> "kernel"): (column, regex, kind), the
+#: `mindspore` rules of traceview/rules/task_kinds.toml.
+TASK_KIND_RULES: tuple[tuple[str, str, str], ...] = format_rules("mindspore")
 
 
 def _input_shapes(args: dict) -> str | None:

@@ -136,7 +136,7 @@ def test_ascend_peak_is_marked_approximate():
 def test_peak_table_cites_a_source_for_every_entry():
     entries = load_device_peaks()
     assert len(entries) >= 10
-    blocks = PEAKS_FILE.read_text(encoding="utf-8").split("[[device]]")[1:]
+    blocks = PEAKS_FILE.read_text(encoding="utf-8").split("[[rule]]")[1:]
     assert len(blocks) == len(entries)
     for block, entry in zip(blocks, entries):
         comments = " ".join(line for line in block.splitlines() if line.lstrip().startswith("#"))

@@ -2,8 +2,8 @@
 the keys follow the code, no version number is bumped by hand.
 
 - `ingestion_digest()`: what a parsed rank depends on besides its files: the source of
-  traceview.parsers (every format, discovery, steps and task kinds), the canonical schema, the
-  shipped rule tables, and the polars major version (Parquet files and dtypes). Part of every
+  traceview.parsers (every format, discovery, steps), the task-kind rules and their loader, the
+  canonical schema, and the polars major version (Parquet files and dtypes). Part of every
   parse entry's key (`traceview.cache.key`) and compared between a Ray worker and its driver.
 - `analysis_digest()`: what the rank-local analyses cached with a rank depend on: all of
   traceview's code and rule tables, and the exact polars version (`traceview.cache.pack`).
@@ -32,14 +32,15 @@ def _hash_tree(h, name: str, roots) -> None:
 
 @functools.cache
 def ingestion_digest() -> str:
-    """Hex digest of the ingestion code, the schema, the rule tables and the polars major version."""
+    """Hex digest of the ingestion code, the task-kind rules, the schema and the polars major version."""
     import traceview.parsers
     import traceview.rules
     from traceview import schema
 
     h = hashlib.sha256(f"polars {pl.__version__.split('.')[0]}".encode())
     _hash_tree(h, "traceview.parsers", traceview.parsers.__path__)
-    _hash_tree(h, "traceview.rules", traceview.rules.__path__)
+    h.update(traceview.rules.shipped_path("task_kinds").read_bytes())
+    h.update(Path(traceview.rules.__file__).read_bytes())
     h.update(Path(schema.__file__).read_bytes())
     return h.hexdigest()[:16]
 

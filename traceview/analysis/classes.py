@@ -14,7 +14,7 @@ Every device task gets a fine class and its group (DESIGN.md §3):
 The rules are data (`traceview/rules/compute_classes.toml`, extendable by a user's file): first the
 `[kinds]` table maps a task `kind` that already says what the task is (communication, memcpy,
 memset) to its class; every other task (kind "kernel") takes the class of the first rule of the
-ordered `[[rules]]` list whose conditions all hold, or "other" when none does. A rule's conditions:
+ordered `[[rule]]` list whose conditions all hold, or "other" when none does. A rule's conditions:
 
 - `name`: regex searched in the device task name (GPU kernel name, Ascend op name);
 - `launch_op`: regex searched in the launching host operator (see below; null never matches);
@@ -44,13 +44,10 @@ from pathlib import Path
 
 import polars as pl
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+from traceview import rules as rule_tables
 
 #: The shipped rule table.
-RULES_FILE = Path(__file__).resolve().parent.parent / "rules" / "compute_classes.toml"
+RULES_FILE = rule_tables.shipped_path("compute_classes")
 
 #: Fine classes, in report order.
 CLASSES: tuple[str, ...] = (
@@ -150,7 +147,7 @@ def _check_regex(pattern: object, where: str, key: str) -> str:
 
 def _parse_rules(raw_rules: object, path: str, classes: set[str]) -> list[Rule]:
     if not isinstance(raw_rules, list):
-        raise ValueError(f"{path}: 'rules' must be an array of tables ([[rules]] entries)")
+        raise ValueError(f"{path}: 'rule' must be an array of tables ([[rule]] entries)")
     out: list[Rule] = []
     for i, raw in enumerate(raw_rules, start=1):
         where = f"{path}: {_rule_label(i, raw)}"
@@ -179,48 +176,32 @@ def _parse_rules(raw_rules: object, path: str, classes: set[str]) -> list[Rule]:
     return out
 
 
-def _read_toml(path: Path) -> dict:
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise ValueError(f"cannot read rules file {path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read rules file {path}: {exc}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"cannot read rules file {path}: invalid TOML: {exc}") from None
-
-
 def load_rules(extra: str | Path | None = None) -> Rules:
     """The shipped rule table, with a user's rules file (if given) placed first so its rules win.
 
     The shipped file has `[kinds]` (task kind -> class), `[groups]` (class -> group) and the ordered
-    `[[rules]]` list. A user's file holds `[[rules]]` only, with the same keys (see the module
-    docstring). Raises ValueError naming the file and the rule for an unreadable file, invalid
-    TOML, an unknown key or class, a rule without conditions, or an invalid regex.
+    `[[rule]]` list. A user's file holds `[[rule]]` entries only (`[[rules]]`, the old spelling,
+    too), with the same keys (see the module docstring). Raises ValueError naming the file and the
+    rule for an unreadable file, invalid TOML, an unknown key or class, a rule without conditions,
+    or an invalid regex (files are read by `traceview.rules`).
     """
     base_path = RULES_FILE
-    base = _read_toml(base_path)
+    base = rule_tables.shipped("compute_classes")
     groups = base.get("groups")
     kinds = base.get("kinds", {})
     if not isinstance(groups, dict) or set(groups) != set(CLASSES) or not set(groups.values()) <= set(GROUPS):
         raise ValueError(f"{base_path}: [groups] must map each of {', '.join(CLASSES)} to one of {', '.join(GROUPS)}")
     if not isinstance(kinds, dict) or not set(kinds.values()) <= set(CLASSES):
         raise ValueError(f"{base_path}: [kinds] must map task kinds to classes ({', '.join(CLASSES)})")
-    rules = _parse_rules(base.get("rules", []), str(base_path), set(CLASSES))
+    rules = _parse_rules(
+        rule_tables.entries(base, base_path, allowed=("kinds", "groups")), str(base_path), set(CLASSES)
+    )
     sources = [str(base_path)]
     if extra is not None:
         extra_path = Path(extra)
-        user = _read_toml(extra_path)
-        unknown = sorted(set(user) - {"rules"})
-        if unknown:
-            raise ValueError(
-                f"{extra_path}: unknown top-level key(s) {', '.join(unknown)} (a rules file holds [[rules]] tables only)"
-            )
-        if "rules" not in user:
-            raise ValueError(f"{extra_path}: no [[rules]] tables found")
-        rules = _parse_rules(user["rules"], str(extra_path), set(CLASSES)) + rules
+        user = rule_tables.read(extra_path)
+        key = "rules" if "rules" in user and "rule" not in user else "rule"
+        rules = _parse_rules(rule_tables.entries(user, extra_path, key=key), str(extra_path), set(CLASSES)) + rules
         sources.insert(0, str(extra_path))
     return Rules(rules=tuple(rules), kinds=dict(kinds), groups=dict(groups), sources=tuple(sources))
 

@@ -37,12 +37,12 @@ from pathlib import Path
 
 import polars as pl
 
+from traceview import rules as rule_tables
 from traceview.analysis import gaps
-from traceview.analysis.classes import _read_toml
 from traceview.analysis.conditions import parse_condition
 
 #: The shipped rules.
-RULES_FILE = Path(__file__).resolve().parent.parent / "rules" / "findings.toml"
+RULES_FILE = rule_tables.shipped_path("findings")
 
 #: Severities, least to most severe.
 SEVERITIES: tuple[str, ...] = ("info", "warning", "critical")
@@ -649,17 +649,8 @@ def _make_rule(raw: dict, where: str) -> Rule:
 
 
 def _rule_tables(doc: dict, path: Path) -> list[dict]:
-    unknown = sorted(set(doc) - {"rule"})
-    if unknown:
-        raise ValueError(
-            f"{path}: unknown top-level key(s) {', '.join(unknown)} (a findings file holds [[rule]] tables)"
-        )
-    tables = doc.get("rule")
-    if not isinstance(tables, list) or not tables:
-        raise ValueError(f"{path}: no [[rule]] tables found")
+    tables = rule_tables.entries(doc, path)
     for i, raw in enumerate(tables, start=1):
-        if not isinstance(raw, dict):
-            raise ValueError(f"{path}: rule {i}: each rule must be a table")
         if not isinstance(raw.get("id"), str):
             raise ValueError(f"{path}: rule {i}: missing 'id'")
     return tables
@@ -675,13 +666,13 @@ def load_rules(extra: str | Path | None = None) -> tuple[Rule, ...]:
     and the rule for an unreadable file, invalid TOML, an unknown key, severity or fact, a missing
     or double threshold, a bad template or an invalid `when` condition.
     """
-    shipped = _rule_tables(_read_toml(RULES_FILE), RULES_FILE)
+    shipped = _rule_tables(rule_tables.shipped("findings"), RULES_FILE)
     merged: dict[str, dict] = {}
     for raw in shipped:
         merged[raw["id"]] = dict(raw)
     if extra is not None:
         path = Path(extra)
-        for raw in _rule_tables(_read_toml(path), path):
+        for raw in _rule_tables(rule_tables.read(path), path):
             base = merged.get(raw["id"])
             if base is not None and ("above" in raw or "below" in raw):
                 base = {k: v for k, v in base.items() if k not in ("above", "below", "critical")}

@@ -29,12 +29,9 @@ from pathlib import Path
 
 import polars as pl
 
-try:  # Python >= 3.11
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+from traceview import rules as rule_tables
 
-PEAKS_FILE = Path(__file__).resolve().parent.parent / "rules" / "device_peaks.toml"
+PEAKS_FILE = rule_tables.shipped_path("device_peaks")
 
 THROUGHPUT_SCHEMA = pl.Schema(
     {
@@ -56,16 +53,17 @@ THROUGHPUT_SCHEMA = pl.Schema(
 
 @functools.lru_cache(maxsize=4)
 def load_device_peaks(path: str | None = None) -> tuple[dict, ...]:
-    """The device peak table (`[[device]]` entries of device_peaks.toml, in order).
+    """The device peak table (`[[rule]]` entries of device_peaks.toml, in order).
 
     Each entry: name, match (regex), peak_tflops (per datasheet product), optional
     devices_per_package (default 1), dtype, approximate (default False).
     """
     file = Path(path) if path else PEAKS_FILE
-    entries = tomllib.loads(file.read_text(encoding="utf-8")).get("device", [])
+    doc = rule_tables.read(file) if path else rule_tables.shipped("device_peaks")
+    entries = rule_tables.entries(doc, file)
     for e in entries:
         if not {"name", "match", "peak_tflops"} <= set(e):
-            raise ValueError(f"{file}: a [[device]] entry needs name, match and peak_tflops: {e}")
+            raise ValueError(f"{file}: a [[rule]] entry needs name, match and peak_tflops: {e}")
         re.compile(e["match"])
     return tuple(entries)
 

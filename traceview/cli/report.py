@@ -15,6 +15,8 @@ import re
 import shutil
 import stat
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -199,3 +201,83 @@ def unique_names(paths: list[Path]) -> list[str]:
         seen[stem] = seen.get(stem, 0) + 1
         names.append(stem if seen[stem] == 1 else f"{stem}-{seen[stem]}")
     return names
+
+
+@dataclass
+class ReportJob:
+    """`traceview report`'s work: load each profile, build its summary (with the diff against
+    `base` when given), write the report; for a batch, check every target first and write the
+    index last. `load` loads a path (`LoadOptions.load`); `echo`/`echo_err` print a line."""
+
+    fmt: str
+    force: bool
+    top: int
+    classes: str | None
+    throughput: dict | None
+    summary_args: dict
+    load: Callable
+    echo: Callable[[str], None]
+    echo_err: Callable[[str], None]
+    base: object = None
+
+    def one(self, path: Path, output: Path | None) -> bool:
+        """Write one report (to `output`, else beside the profile); True if a rank failed."""
+        out = check_writable(output or default_output(path, self.fmt), self.fmt, self.force)  # before the load
+        return bool(self._write(path, out))
+
+    def batch(self, paths: tuple[Path, ...], out_dir: Path) -> bool:
+        """One report per profile in `out_dir` and its index page; True if any failed. Every
+        target, the index included, is checked before anything is loaded or written: a batch never
+        overwrites without --force."""
+        from traceview.dashboards import batch_index as batch
+
+        index = index_target(out_dir, self.force)
+        targets = [index.parent / fit_name(name, SUFFIX[self.fmt]) for name in unique_names(list(paths))]
+        for out in targets:
+            check_writable(out, self.fmt, self.force)
+        entries = []
+        for path, out in zip(paths, targets):
+            entry = batch.BatchEntry(source=path)
+            entries.append(entry)
+            try:
+                self._write(path, out, entry)
+                entry.output = out
+            except TraceError as exc:
+                entry.error = str(exc)
+                self.echo_err(f"traceview: error: {exc}")
+        write_output(index, "html", lambda: batch.index_html(entries, index.parent), force=True)
+        self.echo(f"Wrote {index}")
+        return any(e.error or e.failures for e in entries)
+
+    def _write(self, path: Path, out: Path, entry=None) -> list[str]:
+        """Load `path`, write its report to `out`; returns the failed-rank lines."""
+        from traceview.summary import build_summary
+
+        check_writable(out, self.fmt, self.force)
+        trace = self.load(path)
+        doc = build_summary(trace, classes=self.classes, top=self.top, throughput=self.throughput, **self.summary_args)
+        run_diff = None
+        if self.base is not None:
+            from traceview.run_diff import diff as compare
+
+            run_diff = compare(self.base, trace, classes=self.classes).to_dict()
+            doc = {**doc, "diff": run_diff}
+        if entry is not None:
+            from traceview.dashboards.batch_index import headline
+
+            headline(entry, doc)
+
+        def render():
+            if self.fmt != "html":
+                return doc
+            from traceview.dashboards.report import report_html
+
+            return report_html(trace, doc, diff=run_diff)
+
+        write_output(out, self.fmt, render, self.force)
+        for line in trace.warnings:
+            self.echo_err(f"traceview: warning: {line}")
+        for line in trace.failures:
+            self.echo_err(f"traceview: error: {line}")
+        self.echo(f"Wrote {out}")
+        return list(trace.failures)

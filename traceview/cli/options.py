@@ -1,0 +1,253 @@
+"""The CLI's option groups: each a dataclass that a command receives as one parameter.
+
+`@LoadOptions.options` adds --jobs, --no-cache, --cache-dir, --quiet, --executor, --address,
+--ranks and --steps to a command and hands it `load: LoadOptions`; `@ModelOptions.options` the
+model/job options that give throughput and MFU (`model: ModelOptions`); `@ClassOptions.options`
+the user's compute-class rules (`classes`); `@AdviceOptions.options` the findings rules and
+--micro-batches (`advice`). A command states which groups it takes; the values travel together
+(both runs of `diff` load with the same `load`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+
+def _group(cls, name: str, options: list):
+    """A decorator adding `options` to a command and passing their values as one `cls` named `name`."""
+    fields = [f.name for f in dataclasses.fields(cls)]
+
+    def decorate(command):
+        @functools.wraps(command)
+        def run(*args, **kwargs):
+            kwargs[name] = cls(**{f: kwargs.pop(f) for f in fields})
+            return command(*args, **kwargs)
+
+        for option in reversed(options):
+            run = option(run)
+        return run
+
+    return decorate
+
+
+def _spec(ctx: click.Context, param: click.Parameter, value: str | None):
+    """A --ranks/--steps SPEC as a Selection (a bad one is a usage error, exit 2)."""
+    if value is None:
+        return None
+    from traceview.selection import Selection
+
+    try:
+        return Selection.parse(value, param.name)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How a command loads its profiles (`traceview.load`'s options)."""
+
+    jobs: int | None = None
+    no_cache: bool = False
+    cache_dir: Path | None = None
+    quiet: bool = False
+    executor: str = "local"
+    address: str | None = None
+    ranks: object = None  # a Selection
+    steps: object = None  # a Selection
+
+    def load(self, path: Path, analyse: bool = True):
+        """`traceview.load` of `path` with the progress display (`analyse`: where ranks are parsed,
+        their rank-local analyses too; every command but `info` analyses)."""
+        from traceview.cli.progress import LoadProgress
+        from traceview.loader import load
+
+        with LoadProgress(path.name or str(path), quiet=self.quiet) as progress:
+            return load(
+                path,
+                cache_dir=self.cache_dir,
+                use_cache=not self.no_cache,
+                jobs=self.jobs,
+                progress=progress,
+                executor=self.executor,
+                ray_address=self.address,
+                ranks=self.ranks,
+                steps=self.steps,
+                analyse=analyse,
+            )
+
+
+LoadOptions.options = _group(
+    LoadOptions,
+    "load",
+    [
+        click.option(
+            "--jobs", "-j", type=click.IntRange(min=1), default=None, help="Parallel parse processes (default: CPUs)."
+        ),
+        click.option("--no-cache", is_flag=True, help="Do not read or write the Parquet cache."),
+        click.option(
+            "--cache-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="Cache folder (default: ~/.cache/traceview or $TRACEVIEW_CACHE_DIR).",
+        ),
+        click.option("--quiet", "-q", is_flag=True, help="No progress display."),
+        click.option(
+            "--executor",
+            type=click.Choice(["local", "ray"]),
+            default="local",
+            show_default=True,
+            help="Where ranks are parsed (and, with ray, their rank-local analyses run): local processes or "
+            "Ray tasks (pip install 'traceview[ray]').",
+        ),
+        click.option(
+            "--address", default=None, help="Ray cluster for --executor ray (default: $RAY_ADDRESS, else a local Ray)."
+        ),
+        click.option(
+            "--ranks",
+            metavar="SPEC",
+            default=None,
+            callback=_spec,
+            help="Load only these ranks, e.g. 0-7,12,16-19 (the others are not parsed).",
+        ),
+        click.option(
+            "--steps",
+            metavar="SPEC",
+            default=None,
+            callback=_spec,
+            help="Keep only these steps, e.g. 3-5,8 (ProfilerStep#N / Step Id).",
+        ),
+    ],
+)
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """The model and job: what turns step times into tokens/s, model TFLOP/s and MFU."""
+
+    tokens_per_step: float | None = None
+    seq_len: int | None = None
+    global_batch: int | None = None
+    params: float | None = None
+    flops_per_token: float | None = None
+    recompute: bool = False
+    devices: int | None = None
+    peak_tflops: float | None = None
+
+    def throughput(self) -> dict | None:
+        """Keyword arguments of `Trace.throughput` (None when no option was given)."""
+        if (self.seq_len is None) != (self.global_batch is None):
+            raise click.UsageError("give --seq-len and --global-batch together (or --tokens-per-step)")
+        given = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "recompute"}
+        given = {k: v for k, v in given.items() if v is not None}
+        return {**given, "recompute": self.recompute} if given else None
+
+
+_POSITIVE = click.FloatRange(min=0, min_open=True)
+ModelOptions.options = _group(
+    ModelOptions,
+    "model",
+    [
+        click.option("--tokens-per-step", type=_POSITIVE, help="Tokens per step, whole job (for throughput/MFU)."),
+        click.option(
+            "--seq-len",
+            type=click.IntRange(min=1),
+            help="Sequence length (with --global-batch, instead of --tokens-per-step).",
+        ),
+        click.option("--global-batch", type=click.IntRange(min=1), help="Sequences per step, whole job."),
+        click.option("--params", type=_POSITIVE, help="Model parameters (model FLOPs = 6 x params x tokens)."),
+        click.option("--flops-per-token", type=_POSITIVE, help="Model FLOPs per token (instead of --params)."),
+        click.option("--recompute", is_flag=True, help="Full activation recomputation (8 x params x tokens)."),
+        click.option(
+            "--devices", type=click.IntRange(min=1), help="Devices in the job (default: recorded world size)."
+        ),
+        click.option(
+            "--peak-tflops", type=_POSITIVE, help="Dense peak TFLOP/s per device (default: from the device name)."
+        ),
+    ],
+)
+
+
+@dataclass(frozen=True)
+class ClassOptions:
+    """The user's compute-class rules file, tried before the shipped rules."""
+
+    classes: Path | None = None
+
+    def check(self) -> None:
+        """Read the file before the (longer) load: TraceError (one line) if it is bad."""
+        from traceview.analysis.classes import load_rules
+
+        _check(self.classes, load_rules)
+
+    @property
+    def file(self) -> str | None:
+        return str(self.classes) if self.classes else None
+
+
+ClassOptions.options = _group(
+    ClassOptions,
+    "classes",
+    [
+        click.option(
+            "--classes",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help="Extra compute-class rules (TOML), tried before the shipped ones.",
+        ),
+    ],
+)
+
+
+@dataclass(frozen=True)
+class AdviceOptions:
+    """What the findings need from the user: extra rules, and the pipeline's micro-batches."""
+
+    findings_rules: Path | None = None
+    micro_batches: int | None = None
+
+    def check(self) -> None:
+        """Read the rules file before the (longer) load: TraceError (one line) if it is bad."""
+        from traceview.analysis.findings import load_rules
+
+        _check(self.findings_rules, load_rules)
+
+    def summary_args(self) -> dict:
+        """The keyword arguments of `build_summary` these options set."""
+        return dict(
+            findings_rules=str(self.findings_rules) if self.findings_rules else None, micro_batches=self.micro_batches
+        )
+
+
+AdviceOptions.options = _group(
+    AdviceOptions,
+    "advice",
+    [
+        click.option(
+            "--findings-rules",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help="Extra findings rules (TOML): add rules or change shipped ones by id.",
+        ),
+        click.option(
+            "--micro-batches",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Micro-batches per pipeline step (compares the bubble with (p-1)/(m+p-1)).",
+        ),
+    ],
+)
+
+
+def _check(path: Path | None, load_rules) -> None:
+    from traceview.errors import TraceError
+
+    if path is not None:
+        try:
+            load_rules(path)
+        except (ValueError, OSError) as exc:
+            raise TraceError(None, str(exc)) from None
