@@ -319,7 +319,7 @@ def test_fatal_diff(name):
 @pytest.fixture
 def fake_server(monkeypatch):
     """`traceview serve` builds its app and, instead of binding a port, fetches its pages."""
-    from traceview import dashboards
+    from traceview.dashboards import server
 
     served: list[tuple[int, int]] = []
 
@@ -327,7 +327,7 @@ def fake_server(monkeypatch):
         client = app.server.test_client()
         served.append((client.get("/").status_code, client.get("/_dash-layout").status_code))
 
-    monkeypatch.setattr(dashboards.server, "serve", serve)
+    monkeypatch.setattr(server, "serve", serve)
     return served
 
 

@@ -22,6 +22,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, ROOT, SAMPLES, SHARED_TRACES, needs_shared
+from traceview.analysis import facts as facts_mod
 from traceview.analysis import findings as F
 from traceview.cli.summary import _rank_ranges, render_summary
 from traceview.parsers.kineto import parse_kineto
@@ -184,7 +185,7 @@ def test_host_bound_fires_when_every_gap_waits_for_a_launch(tmp_path):
     trace = load(str(write_kineto(tmp_path / "host.json", host_bound_steps())))
     got = fired(trace, "host_bound")
     assert got[0]["value"] == pytest.approx(1.0)
-    facts = F.facts(
+    facts = facts_mod.facts(
         trace.step_breakdown(),
         trace.trace_breakdown(),
         trace.classified_tasks(),
@@ -205,7 +206,7 @@ def test_host_bound_silent_when_the_queue_is_full(tmp_path):
 
 def test_host_bound_needs_idle_time():
     trace = sample("pp4_1f1b")  # the last stage's compute stream waits for launches, but is never idle
-    facts = F.facts(
+    facts = facts_mod.facts(
         trace.step_breakdown(), trace.trace_breakdown(), trace.classified_tasks(), stream_idle=trace.stream_idle()
     )
     rank3 = facts.filter(pl.col("rank") == 3).row(0, named=True)
@@ -243,7 +244,7 @@ def test_tiny_kernels_fire_on_many_short_kernels(tmp_path):
 
 def test_tiny_kernels_need_enough_kernels_per_step(tmp_path):
     trace = load(str(write_kineto(tmp_path / "few.json", queued_steps([5.0] * 240 + [50.0] * 60))))
-    facts = F.facts(trace.step_breakdown(), trace.trace_breakdown(), trace.classified_tasks())
+    facts = facts_mod.facts(trace.step_breakdown(), trace.trace_breakdown(), trace.classified_tasks())
     assert facts["tiny_kernel_frac"][0] == pytest.approx(0.8) and facts["kernels_per_step"][0] == 300
     assert fired(trace, "tiny_kernels") == {}
     assert fired(sample("dp4_nccl"), "tiny_kernels") == {}
@@ -305,7 +306,7 @@ def test_gemm_dims_take_k_from_the_shared_dim():
     }
     got = {
         r["input_shapes"]: (r["m"], r["n"], r["k"], r["gemm_aligned"])
-        for r in F.gemm_dims(pl.Series(list(shapes))).to_dicts()
+        for r in facts_mod.gemm_dims(pl.Series(list(shapes))).to_dicts()
     }
     assert got == shapes
 
@@ -436,7 +437,7 @@ def test_shipped_rules_and_facts_are_documented():
     for rule in rules:
         assert f"`{rule.id}`" in doc, f"rule {rule.id} missing from docs/findings.md"
         assert f"{rule.threshold:g}" in doc
-    for fact in F.FACTS:
+    for fact in facts_mod.FACTS:
         assert f"`{fact}`" in doc, f"fact {fact} missing from docs/findings.md"
 
 

@@ -102,7 +102,7 @@ def test_deep_nesting_with_a_lone_surrogate_is_a_trace_error(tmp_path):
 
 
 def test_deep_nesting_in_an_event_field_loads_quickly(tmp_path):
-    """kineto._chunk: polars took minutes to reject a list nested 1,000 deep in `pid` (the fuzz's
+    """kineto_events.chunk_frames: polars took minutes to reject a list nested 1,000 deep in `pid` (the fuzz's
     hang); such chunks now take the slow path directly and the value is read as missing."""
     deep = "[" * 1000 + "1" + "]" * 1000
     doc = json.dumps(_doc())
@@ -164,7 +164,7 @@ def test_deep_nesting_in_ascend_trace_view_loads_quickly(tmp_path):
     ],
 )
 def test_huge_numbers_in_event_fields(tmp_path, field, value):
-    """kineto._chunk slow path: 'could not append value: 1000...0 of type i128' escaped from polars."""
+    """kineto_events.chunk_frames slow path: 'could not append value: 1000...0 of type i128' escaped from polars."""
     doc = _doc()
     doc["traceEvents"].append(
         {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 300.0, "dur": 1.0, "args": {"stream": 7}}
@@ -203,7 +203,7 @@ def _replace_last(text: str, field: str, value: str) -> str:
     ],
 )
 def test_odd_values_in_kernel_args(tmp_path, key, token):
-    """kineto._chunk: args with -inf / NaN / 1e300 in an Int64 column failed the args slow path
+    """kineto_events.chunk_frames: args with -inf / NaN / 1e300 in an Int64 column failed the args slow path
     (ComputeError: could not append value: -inf of type f64)."""
     doc = _doc()
     doc["traceEvents"].append(

@@ -253,10 +253,11 @@ class Trace:
         `details=False` skips the costly idle-per-stream, launch-call and pipeline-stage analyses
         (the host-wait rule, the launch cost and the stage count then stay silent); `micro_batches`:
         the run's micro-batch count, for the ideal-bubble rule. See `traceview.analysis.findings`."""
+        from traceview.analysis import facts as fact_table
         from traceview.analysis import findings
 
         def compute() -> pl.DataFrame:
-            facts = findings.facts(
+            facts = fact_table.facts(
                 self.step_breakdown(),
                 self.trace_breakdown(),
                 self.classified_tasks(classes),

@@ -1,0 +1,478 @@
+"""The facts the findings read: one row per rank (and one profile-wide row when throughput was
+given) condensing the analysis frames a `Trace` memoises. Every column is defined in `FACTS`
+(name -> dtype, definition); docs/findings.md has the same table. The rules that read them are in
+`traceview.analysis.findings`.
+
+Conventions. "Per step" values are totals over the rank's measured steps divided by their number;
+a rank without steps is measured over its whole trace, which then counts as one step (`window` says
+which). Times are ms (`_ms`), µs (`_us`) where the quantity is small, fractions are 0-1 (`_frac`).
+A fact that cannot be computed is null, and a rule never fires on a null.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceview.analysis import gaps
+
+#: A kernel shorter than this is "tiny" (µs): below the 5-20 µs a CPU launch costs, per HTA.
+TINY_KERNEL_US = 10.0
+#: GEMM dims must be multiples of this (elements) for fp16/bf16 tensor cores to run at full speed.
+GEMM_ALIGNMENT = 8
+
+#: Kineto memcpy names: "Memcpy HtoD (Pageable -> Device)"; the pageable ones go through a staging copy.
+_KINETO_MEMCPY = r"^Memcpy \w+ \("
+_PAGEABLE = r"\(Pageable"
+
+#: The facts frame: column -> (dtype, definition). Order is the column order.
+FACTS: dict[str, tuple[pl.DataType, str]] = {
+    "rank": (pl.Int64, "Rank; null on the profile-wide row."),
+    "window": (
+        pl.String,
+        "What was measured: 'steps' (the rank's step windows) or 'trace' (no steps: the whole trace).",
+    ),
+    "steps": (pl.Int64, "Steps measured (1 for window 'trace')."),
+    "step_ms": (pl.Float64, "Mean step length (step breakdown duration), ms."),
+    "computing_ms": (pl.Float64, "Computing abs(U(COMP)) per step, ms."),
+    "comm_ms": (pl.Float64, "Communication abs(U(COMM)) per step, ms."),
+    "exposed_comm_ms": (
+        pl.Float64,
+        "Exposed communication per step, ms: communication_not_overlapped_exclude_receive, i.e. abs(U(COMM) − "
+        "U(COMP)) without pipeline receives / exposed P2P, which the bubble facts cover.",
+    ),
+    "exposed_comm_frac": (pl.Float64, "Σ exposed communication / Σ step length over the steps."),
+    "comm_overlap_frac": (pl.Float64, "Σ overlapped / Σ communication (HTA's overlap %); null without communication."),
+    "exposed_memcpy_ms": (pl.Float64, "Exposed memcpy abs(U(MEM) − U(COMP) − U(COMM)) per step, ms."),
+    "exposed_memcpy_frac": (pl.Float64, "Σ exposed memcpy / Σ step length."),
+    "memcpy_pageable_frac": (
+        pl.Float64,
+        "Share of memcpy time whose Kineto name says pageable host memory ('(Pageable -> Device)'); null "
+        "without memcpy or without Kineto memcpy names.",
+    ),
+    "device_idle_ms": (pl.Float64, "Device idle per step (window − abs(U(busy)), the breakdown's idle), ms."),
+    "device_idle_frac": (pl.Float64, "Σ device idle / Σ step length."),
+    "host_wait_frac": (
+        pl.Float64,
+        "Share of the idle time of the streams that run compute (kernels, memsets) that is host_wait (HTA's "
+        "rule: the next task's launch started after the previous task ended). Whole trace; null without "
+        "idle or when idle per stream was not computed (summary without details).",
+    ),
+    "launch_us": (
+        pl.Float64,
+        "Mean duration of the launch calls of the rank's kernels, µs; null without launch calls.",
+    ),
+    "kernels_per_step": (pl.Float64, "Kernels (kind 'kernel': no communication, memcpy, memset) per step."),
+    "tiny_kernels_per_step": (pl.Float64, "Kernels shorter than 10 µs per step."),
+    "tiny_kernel_frac": (pl.Float64, "Tiny kernels / kernels (a count share); null without kernels."),
+    "tiny_kernel_ms": (pl.Float64, "Device time of the tiny kernels per step (sum of durations), ms."),
+    "bubble_ms": (pl.Float64, "Pipeline bubble per step (step breakdown bubble), ms; null on non-pipeline ranks."),
+    "bubble_frac": (
+        pl.Float64,
+        "Σ bubble / Σ (stage + bubble): the share of the pipeline step the rank computes nothing (GPU rule) or "
+        "waits in receives (Ascend rule); null on non-pipeline ranks.",
+    ),
+    "pipeline_stages": (pl.Int64, "Stages p of the rank's pipeline, when inferred (see pipeline_stages)."),
+    "equivalent_micro_batches": (
+        pl.Float64,
+        "The micro-batch count m for which an ideal 1F1B schedule has this bubble: (p − 1)(1 − bubble_frac) / "
+        "bubble_frac.",
+    ),
+    "ideal_bubble_frac": (pl.Float64, "(p − 1)/(m + p − 1) when the micro-batch count m was given."),
+    "bubble_excess_frac": (pl.Float64, "bubble_frac − ideal_bubble_frac."),
+    "gemm_ms": (pl.Float64, "GEMM-class (compute_class 'gemm') device time per step, ms."),
+    "gemm_shaped_frac": (pl.Float64, "Share of GEMM time whose input shapes are known (see gemm_dims)."),
+    "gemm_unaligned_frac": (
+        pl.Float64,
+        "Share of the shaped GEMM time whose M, N or K is not a multiple of 8 (see gemm_dims); null without "
+        "shaped GEMMs.",
+    ),
+    "gemm_unaligned_ms": (pl.Float64, "Device time of those unaligned GEMMs per step, ms."),
+    "gemm_unaligned_mnk": (
+        pl.String,
+        "'M=.., N=.., K=..' of the unaligned GEMM (shapes and operator) with the most time.",
+    ),
+    "gemm_unaligned_shapes": (pl.String, "Its input shapes (input_shapes text)."),
+    "gemm_unaligned_op": (pl.String, "Its launching operator (launch_op); null when unknown."),
+    "is_straggler": (pl.Boolean, "The rank the others wait for in collectives (stragglers)."),
+    "others_wait_ms": (
+        pl.Float64,
+        "Straggler only: mean over the other ranks of their collective wait per step (Σ wait / their steps), ms.",
+    ),
+    "straggler_cost_frac": (
+        pl.Float64,
+        "Straggler only: what waiting for it costs the others, mean over the other ranks of (their exposed_comm_ms "
+        "− the straggler's, floored at 0) / their step_ms. The straggler never waits, so its exposed communication "
+        "is the transfer alone; the others' excess is waiting that compute did not hide.",
+    ),
+    "compute_ratio": (pl.Float64, "Straggler only: its computing_ms / the median computing_ms of the other ranks."),
+    "worst_step": (pl.Int64, "The rank's longest step (window 'steps' only)."),
+    "worst_step_ms": (pl.Float64, "Its length, ms."),
+    "median_step_ms": (pl.Float64, "Median step length of the rank, ms."),
+    "worst_step_ratio": (pl.Float64, "worst_step_ms / median_step_ms."),
+    "worst_step_why": (pl.String, "The term that grew most in the worst step against the median step (long_steps)."),
+    "mfu_frac": (pl.Float64, "Profile-wide row: mean MFU over the steps (throughput); null when not computed."),
+    "model_tflops": (pl.Float64, "Profile-wide row: mean model TFLOP/s per device."),
+    "peak_tflops": (pl.Float64, "Profile-wide row: the dense peak TFLOP/s per device used for MFU."),
+}
+
+# --- facts -------------------------------------------------------------------------------------
+
+
+def _frac(num: str | pl.Expr, den: str | pl.Expr) -> pl.Expr:
+    num = pl.col(num) if isinstance(num, str) else num
+    den = pl.col(den) if isinstance(den, str) else den
+    return pl.when(den > 0).then(num.cast(pl.Float64) / den)
+
+
+def gemm_dims(shapes: pl.Series, alignment: int = GEMM_ALIGNMENT) -> pl.DataFrame:
+    """M, N, K of each GEMM from its input_shapes text, and whether all are multiples of `alignment`.
+
+    input_shapes (docs/schema.md): one ';'-separated entry per input, a tensor's dims joined by ','
+    ("8192,4096;4096,4096"; "1024;8944,1024;1024,1024;;" for addmm, bias first). The matrix
+    operands A and B are the first two inputs with at least 2 dims. The shared dim K must appear in
+    both, which also tells the layout (shapes as stored: Ascend writes transposed operands as such):
+
+    - B has 2 dims and A's last dim is one of B's (mm, addmm, linear over [..., K]):
+      K = A[-1], M = the product of A's other dims (the rows cuBLAS sees), N = B's other dim;
+    - both have 2 dims and A's first dim is one of B's (A stored transposed): K = A[0], M = A[1];
+    - both have the same number d >= 3 of dims and share a dim among their last two (bmm,
+      baddbmm): M, K, N are those last two dims (leading dims are the batch);
+    - anything else (no shared dim, other ranks): unknown.
+
+    With K shared, "M, N and K are multiples of `alignment`" is "M and the last two dims of B, and
+    K, all are". Returns input_shapes (the distinct non-null values), m, n, k (Int64, null when
+    unknown) and gemm_aligned (Boolean, null when unknown).
+    """
+    distinct = pl.DataFrame({"input_shapes": shapes}).drop_nulls().unique().with_row_index("_s")
+    operands = (
+        distinct.with_columns(pl.col("input_shapes").str.split(";").alias("_in"))
+        .explode("_in")
+        .filter(pl.col("_in").str.contains(","))
+        .with_columns(pl.int_range(pl.len()).over("_s").alias("_j"))
+        .filter(pl.col("_j") < 2)
+        .with_columns(
+            pl.col("_in")
+            .str.split(",")
+            .list.eval(pl.element().str.strip_chars().cast(pl.Int64, strict=False))
+            .alias("_d")
+        )
+        .sort("_s", "_j")
+        .group_by("_s")
+        .agg(pl.col("_d").first().alias("_a"), pl.col("_d").last().alias("_b"), pl.len().alias("_n"))
+    )
+    a, b = pl.col("_a"), pl.col("_b")
+    ra, rb = a.list.len(), b.list.len()
+    a_first, a_prev, a_last = a.list.first(), a.list.get(-2), a.list.get(-1)
+    b_prev, b_last = b.list.get(-2), b.list.get(-1)
+    in_b = pl.concat_list(b_prev, b_last)  # B's last two dims
+    rows_m = a.list.slice(0, ra - 1).list.eval(pl.element().product()).list.first()
+    linear = (rb == 2) & (ra >= 2) & a_last.is_in(in_b)
+    transposed = ~linear & (ra == 2) & (rb == 2) & a_first.is_in(in_b)
+    batched = ~linear & ~transposed & (ra == rb) & (ra >= 3) & (a_prev.is_in(in_b) | a_last.is_in(in_b))
+    k = (
+        pl.when(linear)
+        .then(a_last)
+        .when(transposed)
+        .then(a_first)
+        .when(batched)
+        .then(pl.when(a_last.is_in(in_b)).then(a_last).otherwise(a_prev))
+    )
+    m = (
+        pl.when(linear)
+        .then(rows_m)
+        .when(transposed)
+        .then(a_last)
+        .when(batched)
+        .then(pl.when(k == a_last).then(a_prev).otherwise(a_last))
+    )
+    n = pl.when(k.is_null()).then(None).when(k == b_prev).then(b_last).otherwise(b_prev)
+    dims = operands.filter(pl.col("_n") == 2).with_columns(k.alias("k")).with_columns(m.alias("m"), n.alias("n"))
+    aligned = (pl.col("m") % alignment == 0) & (pl.col("n") % alignment == 0) & (pl.col("k") % alignment == 0)
+    return distinct.join(dims.select("_s", "m", "n", "k"), on="_s", how="left").select(
+        "input_shapes", "m", "n", "k", pl.when(pl.col("k").is_not_null()).then(aligned).alias("gemm_aligned")
+    )
+
+
+#: Step breakdown terms summed per rank by `_windows` (µs).
+_BREAKDOWN_TERMS = (
+    "duration_us",
+    "computing_us",
+    "communication_us",
+    "overlapped_us",
+    "communication_not_overlapped_exclude_receive_us",
+    "exposed_memcpy_us",
+    "idle_us",
+    "stage_us",
+    "bubble_us",
+)
+
+
+def _windows(step_breakdown: pl.DataFrame, trace_breakdown: pl.DataFrame) -> pl.DataFrame:
+    """Per rank: the breakdown totals of its steps, or of its whole trace when it has no steps."""
+    steps = step_breakdown.select(
+        "rank",
+        "step",
+        pl.lit("steps").alias("window"),
+        pl.col("bubble_rule").fill_null("none"),
+        *_BREAKDOWN_TERMS,
+    )
+    whole = trace_breakdown.join(steps.select("rank").unique(), on="rank", how="anti").select(
+        "rank",
+        pl.lit(None, pl.Int64).alias("step"),
+        pl.lit("trace").alias("window"),
+        pl.when(pl.col("bubble_us") > 0).then(pl.lit("receive")).otherwise(pl.lit("none")).alias("bubble_rule"),
+        *_BREAKDOWN_TERMS,
+    )
+    rows = pl.concat([steps, whole], how="vertical_relaxed").filter(pl.col("duration_us") > 0)
+    pipe = pl.col("bubble_rule") != "none"
+    return rows.group_by("rank").agg(
+        pl.col("window").first(),
+        pl.len().cast(pl.Int64).alias("steps"),
+        *[pl.col(c).fill_null(0).sum().alias(c) for c in _BREAKDOWN_TERMS],
+        pl.col("bubble_us").filter(pipe).sum().alias("_bubble_us"),
+        (pl.col("stage_us") + pl.col("bubble_us")).filter(pipe).sum().alias("_pipe_us"),
+        pipe.any().alias("_pipeline"),
+    )
+
+
+def _task_facts(tasks: pl.DataFrame, windows: pl.DataFrame, tiny_kernel_us: float, alignment: int) -> pl.DataFrame:
+    """Kernel, memcpy and GEMM totals per rank over the measured tasks (ns / counts, not yet per step).
+
+    Measured tasks: those of a step on ranks measured by steps, all tasks on ranks measured by their
+    whole trace. Name and shape work touches the memcpy and GEMM tasks only."""
+    trace_ranks = windows.filter(pl.col("window") == "trace")["rank"].implode()
+    columns = ("rank", "step", "kind", "dur_ns", "compute_class", "name", "input_shapes", "launch_op")
+    measured = tasks.select(columns).filter(
+        pl.col("rank").is_in(windows["rank"].implode())
+        & (pl.col("step").is_not_null() | pl.col("rank").is_in(trace_ranks))
+    )
+    dur = pl.col("dur_ns")
+    tiny = dur < int(round(tiny_kernel_us * 1000))
+    kernels = (
+        measured.filter(pl.col("kind") == "kernel")
+        .group_by("rank")
+        .agg(pl.len().alias("_kernels"), tiny.sum().alias("_tiny"), dur.filter(tiny).sum().alias("_tiny_ns"))
+    )
+    memcpy = (
+        measured.filter(pl.col("kind") == "memcpy")
+        .group_by("rank")
+        .agg(
+            dur.sum().alias("_memcpy_ns"),
+            dur.filter(pl.col("name").str.contains(_PAGEABLE)).sum().alias("_pageable_ns"),
+            pl.col("name").str.contains(_KINETO_MEMCPY).any().alias("_kineto_memcpy"),
+        )
+    )
+    gemm = measured.filter(pl.col("compute_class") == "gemm")
+    dims = gemm_dims(gemm["input_shapes"], alignment).select(
+        "input_shapes", "gemm_aligned", pl.format("M={}, N={}, K={}", "m", "n", "k").alias("_mnk")
+    )
+    gemm = gemm.join(dims, on="input_shapes", how="left")
+    unaligned = pl.col("gemm_aligned") == False  # noqa: E712 (null stays null)
+    gemms = gemm.group_by("rank").agg(
+        dur.sum().alias("_gemm_ns"),
+        dur.filter(pl.col("gemm_aligned").is_not_null()).sum().alias("_shaped_ns"),
+        dur.filter(unaligned).sum().alias("_unaligned_ns"),
+    )
+    worst = (
+        gemm.filter(unaligned)
+        .group_by("rank", "launch_op", "input_shapes", "_mnk")
+        .agg(dur.sum().alias("_t"))
+        .sort(["rank", "_t", "input_shapes"], descending=[False, True, False])
+        .group_by("rank", maintain_order=True)
+        .first()
+        .select(
+            "rank",
+            pl.col("_mnk").alias("gemm_unaligned_mnk"),
+            pl.col("input_shapes").alias("gemm_unaligned_shapes"),
+            pl.col("launch_op").alias("gemm_unaligned_op"),
+        )
+    )
+    out = windows.select("rank")
+    for part in (kernels, memcpy, gemms, worst):
+        out = out.join(part, on="rank", how="left")
+    return out.with_columns(pl.col("_kernels", "_tiny", "_tiny_ns", "_memcpy_ns", "_gemm_ns").fill_null(0))
+
+
+def _launch_us(tasks: pl.DataFrame, launch_calls: pl.DataFrame | None) -> pl.DataFrame:
+    """rank, launch_us: mean launch-call duration of the rank's kernels (µs)."""
+    if launch_calls is None or launch_calls.is_empty():
+        return pl.DataFrame(schema={"rank": pl.Int64, "launch_us": pl.Float64})
+    return (
+        tasks.filter(pl.col("kind") == "kernel")
+        .select("rank", "correlation")
+        .join(launch_calls, on=["rank", "correlation"], how="inner")
+        .group_by("rank")
+        .agg(((pl.col("launch_end_ns") - pl.col("launch_start_ns")).mean() / 1000.0).alias("launch_us"))
+    )
+
+
+def _host_wait(tasks: pl.DataFrame, stream_idle: pl.DataFrame | None) -> pl.DataFrame:
+    """rank, host_wait_frac over the streams that run compute (kernels or memsets)."""
+    if stream_idle is None or stream_idle.is_empty():
+        return pl.DataFrame(schema={"rank": pl.Int64, "host_wait_frac": pl.Float64})
+    compute_streams = tasks.filter(pl.col("kind").is_in(("kernel", "memset"))).select("rank", "stream").unique()
+    return (
+        stream_idle.join(compute_streams, on=["rank", "stream"], how="semi", nulls_equal=True)
+        .group_by("rank")
+        .agg(pl.col("host_wait_us").sum().alias("_hw"), pl.col("idle_us").sum().alias("_idle"))
+        .select("rank", _frac("_hw", "_idle").alias("host_wait_frac"))
+    )
+
+
+def _straggler(per: pl.DataFrame, stragglers: pl.DataFrame | None) -> pl.DataFrame:
+    """rank, is_straggler, and on the straggler others_wait_ms, straggler_cost_frac, compute_ratio."""
+    schema = {
+        "rank": pl.Int64,
+        "is_straggler": pl.Boolean,
+        "others_wait_ms": pl.Float64,
+        "straggler_cost_frac": pl.Float64,
+        "compute_ratio": pl.Float64,
+    }
+    if stragglers is None or stragglers.is_empty():
+        return pl.DataFrame(schema=schema)
+    ranks = stragglers.select("rank", "total_wait_us", pl.col("is_straggler").fill_null(False)).join(
+        per.select("rank", "steps", "step_ms", "computing_ms", "exposed_comm_ms"), on="rank", how="inner"
+    )
+    straggler = ranks.filter(pl.col("is_straggler"))
+    others = ranks.filter(~pl.col("is_straggler"))
+    if straggler.is_empty() or others.is_empty():
+        return ranks.select("rank", pl.col("is_straggler").alias("is_straggler"))
+    extra = (others["exposed_comm_ms"] - straggler["exposed_comm_ms"][0]).clip(lower_bound=0) / others["step_ms"]
+    values = {
+        "others_wait_ms": (others["total_wait_us"] / others["steps"] / 1000.0).mean(),
+        "straggler_cost_frac": extra.mean(),
+        "compute_ratio": straggler["computing_ms"][0] / median if (median := others["computing_ms"].median()) else None,
+    }
+    return ranks.select(
+        "rank",
+        pl.col("is_straggler").alias("is_straggler"),
+        *[pl.when(pl.col("is_straggler")).then(pl.lit(v, pl.Float64)).alias(k) for k, v in values.items()],
+    )
+
+
+def _worst_steps(step_breakdown: pl.DataFrame) -> pl.DataFrame:
+    """rank, worst_step, worst_step_ms, median_step_ms, worst_step_ratio, worst_step_why."""
+    every = gaps.long_steps(step_breakdown, factor=0.0)  # every step, with what grew against the median
+    return (
+        every.sort(["rank", "duration_us", "step"], descending=[False, True, False])
+        .group_by("rank", maintain_order=True)
+        .first()
+        .select(
+            "rank",
+            pl.col("step").alias("worst_step"),
+            (pl.col("duration_us") / 1000.0).alias("worst_step_ms"),
+            (pl.col("median_duration_us") / 1000.0).alias("median_step_ms"),
+            pl.col("slowdown_ratio").alias("worst_step_ratio"),
+            pl.col("why").alias("worst_step_why"),
+        )
+    )
+
+
+def facts(
+    step_breakdown: pl.DataFrame,
+    trace_breakdown: pl.DataFrame,
+    tasks: pl.DataFrame,
+    *,
+    stream_idle: pl.DataFrame | None = None,
+    launch_calls: pl.DataFrame | None = None,
+    pipeline_stages: pl.DataFrame | None = None,
+    stragglers: pl.DataFrame | None = None,
+    throughput: pl.DataFrame | None = None,
+    micro_batches: int | None = None,
+    tiny_kernel_us: float = TINY_KERNEL_US,
+    gemm_alignment: int = GEMM_ALIGNMENT,
+) -> pl.DataFrame:
+    """The facts frame: one row per rank with device tasks, plus a profile-wide row (rank null) when
+    `throughput` is given. Columns and their definitions: `FACTS`.
+
+    Inputs (none is modified): `step_breakdown` / `trace_breakdown` (traceview.analysis.breakdown),
+    `tasks` = classified device tasks (traceview.analysis.classes.classify: kind, compute_class,
+    launch_op, input_shapes, dur_ns, step, stream, correlation, name). Optional, their facts are null
+    when absent: `stream_idle` (gaps.stream_idle, whole trace), `launch_calls` (gaps.launch_calls),
+    `pipeline_stages` (bubbles.pipeline_stages), `stragglers` (collectives.stragglers), `throughput`
+    (throughput.throughput), `micro_batches` (the run's m, for the ideal bubble).
+    `tiny_kernel_us`: the tiny-kernel bound (µs); `gemm_alignment`: the GEMM dim multiple.
+    """
+    windows = _windows(step_breakdown, trace_breakdown)
+    n = pl.col("steps")
+
+    def per_step_ms(col: str) -> pl.Expr:
+        return pl.col(col) / n / 1000.0
+
+    per = windows.select(
+        "rank",
+        "window",
+        "steps",
+        per_step_ms("duration_us").alias("step_ms"),
+        per_step_ms("computing_us").alias("computing_ms"),
+        per_step_ms("communication_us").alias("comm_ms"),
+        per_step_ms("communication_not_overlapped_exclude_receive_us").alias("exposed_comm_ms"),
+        _frac("communication_not_overlapped_exclude_receive_us", "duration_us").alias("exposed_comm_frac"),
+        _frac("overlapped_us", "communication_us").alias("comm_overlap_frac"),
+        per_step_ms("exposed_memcpy_us").alias("exposed_memcpy_ms"),
+        _frac("exposed_memcpy_us", "duration_us").alias("exposed_memcpy_frac"),
+        per_step_ms("idle_us").alias("device_idle_ms"),
+        _frac("idle_us", "duration_us").alias("device_idle_frac"),
+        pl.when("_pipeline").then(per_step_ms("_bubble_us")).alias("bubble_ms"),
+        pl.when("_pipeline").then(_frac("_bubble_us", "_pipe_us")).alias("bubble_frac"),
+    )
+    t = _task_facts(tasks, windows, tiny_kernel_us, gemm_alignment).join(per.select("rank", "steps"), on="rank")
+
+    def ns_per_step_ms(col: str) -> pl.Expr:
+        return pl.col(col) / n / 1e6
+
+    t = t.select(
+        "rank",
+        (pl.col("_kernels") / n).alias("kernels_per_step"),
+        (pl.col("_tiny") / n).alias("tiny_kernels_per_step"),
+        _frac("_tiny", "_kernels").alias("tiny_kernel_frac"),
+        ns_per_step_ms("_tiny_ns").alias("tiny_kernel_ms"),
+        pl.when("_kineto_memcpy").then(_frac("_pageable_ns", "_memcpy_ns")).alias("memcpy_pageable_frac"),
+        ns_per_step_ms("_gemm_ns").alias("gemm_ms"),
+        _frac("_shaped_ns", "_gemm_ns").alias("gemm_shaped_frac"),
+        _frac("_unaligned_ns", "_shaped_ns").alias("gemm_unaligned_frac"),
+        ns_per_step_ms("_unaligned_ns").alias("gemm_unaligned_ms"),
+        "gemm_unaligned_mnk",
+        "gemm_unaligned_shapes",
+        "gemm_unaligned_op",
+    )
+    out = (
+        per.join(t, on="rank", how="left")
+        .join(_launch_us(tasks, launch_calls), on="rank", how="left")
+        .join(_host_wait(tasks, stream_idle), on="rank", how="left")
+        .join(_straggler(per, stragglers), on="rank", how="left")
+        .join(_worst_steps(step_breakdown), on="rank", how="left")
+    )
+    out = _with_pipeline(out, pipeline_stages, micro_batches)
+    out = out.with_columns(pl.col("is_straggler").fill_null(False))
+    rows = [out]
+    if throughput is not None and throughput.height:
+        rows.append(
+            throughput.select(
+                pl.col("mfu_frac").mean(),
+                pl.col("model_tflops_per_device").mean().alias("model_tflops"),
+                pl.col("peak_tflops").drop_nulls().first(),
+            )
+        )
+    return _conform(pl.concat(rows, how="diagonal_relaxed") if len(rows) > 1 else out).sort("rank", nulls_last=True)
+
+
+def _with_pipeline(out: pl.DataFrame, stages: pl.DataFrame | None, micro_batches: int | None) -> pl.DataFrame:
+    """Add pipeline_stages, equivalent_micro_batches, ideal_bubble_frac, bubble_excess_frac."""
+    if stages is not None and stages.height:
+        out = out.join(stages.select("rank", pl.col("n_stages").alias("pipeline_stages")), on="rank", how="left")
+    else:
+        out = out.with_columns(pl.lit(None, pl.Int64).alias("pipeline_stages"))
+    p = pl.col("pipeline_stages").cast(pl.Float64)
+    b = pl.col("bubble_frac")
+    ideal = (p - 1) / (pl.lit(micro_batches, pl.Float64) + p - 1)
+    return out.with_columns(
+        pl.when((b > 0) & (p >= 2)).then((p - 1) * (1 - b) / b).alias("equivalent_micro_batches"),
+        pl.when(b.is_not_null() & (p >= 2)).then(ideal).alias("ideal_bubble_frac"),
+    ).with_columns((b - pl.col("ideal_bubble_frac")).alias("bubble_excess_frac"))
+
+
+def _conform(df: pl.DataFrame) -> pl.DataFrame:
+    return df.select(
+        pl.col(c).cast(dtype) if c in df.columns else pl.lit(None, dtype).alias(c) for c, (dtype, _) in FACTS.items()
+    )
