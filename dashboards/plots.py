@@ -72,12 +72,12 @@ class TracePlots:
     def _summary(self, classes: str | None = None) -> dict:
         from traceview.summary import build_summary
 
-        return self._trace._cached(
+        return self._trace.memoised(
             ("plot_summary", classes), lambda: build_summary(self._trace, classes=classes, details=False)
         )
 
     def _timeline_data(self) -> TimelineData:
-        return self._trace._cached("plot_timeline_data", lambda: TimelineData.from_trace(self._trace))
+        return self._trace.memoised("plot_timeline_data", lambda: TimelineData.from_trace(self._trace))
 
     def _ranks(self, ranks) -> list[int] | None:
         return _checked("rank", _as_list(ranks), self._trace.ranks["rank"].to_list())

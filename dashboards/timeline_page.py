@@ -107,7 +107,7 @@ class TimelineData:
         """The device tasks, classified, with launch_delay_ns = task start − its launch call's end
         (null without a launch call; see `traceview.analysis.gaps.launch_delays`)."""
         tasks = trace.classified_tasks()
-        launches = trace._launch_calls() if hasattr(trace, "_launch_calls") else None
+        launches = trace.launch_calls() if hasattr(trace, "launch_calls") else None
         if launches is not None and launches.height and "correlation" in tasks.columns:
             tasks = tasks.join(
                 launches.select("rank", "correlation", "launch_end_ns"),

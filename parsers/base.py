@@ -91,7 +91,7 @@ class ParsedRank:
     `frames` must hold every table of `schema.TABLES` except `ranks`; `meta` holds the columns of the
     `ranks` table (rank, world_size, format, source, device_name, device_type); `warnings` holds
     one line per kind of recoverable oddity (see `traceview.errors.Warnings`). `analyses`: the
-    rank-local analyses computed where the rank was parsed (`traceview.analysis.per_rank`), or None.
+    rank-local analyses computed where the rank was parsed (`traceview.per_rank`), or None.
     `packed`: the cache-entry files this rank was read from (`traceview.cache.unpack`), or None.
     """
 

@@ -252,7 +252,7 @@ def test_unknown_executor_is_refused():
         executors.get("dask")
 
 
-# ---- rank-local analyses (traceview.analysis.per_rank) ----------------------------------------
+# ---- rank-local analyses (traceview.per_rank) ----------------------------------------
 
 from tests.conftest import SHARED_TRACES  # noqa: E402
 
@@ -272,7 +272,7 @@ def _sorted(frame):
 def test_rank_local_analyses_equal_the_whole_profile_ones(profile):
     """Each analysis declared rank-local, run on every rank alone and concatenated, equals the
     same analysis run on all ranks at once: what makes running them in the Ray tasks correct."""
-    from traceview.analysis import per_rank
+    from traceview import per_rank, registry
     from traceview.assemble import one_rank_trace
     from traceview.parsers import discover, parse_source
 
@@ -282,27 +282,28 @@ def test_rank_local_analyses_equal_the_whole_profile_ones(profile):
     results = [per_rank.compute(one_rank_trace(s, parse_source(s))) for s in discover(profile)]
     seeded = tv.load(profile, use_cache=False)
     assert per_rank.seed(seeded, results)
-    for name, (key, run) in per_rank.ANALYSES.items():
-        expected = whole.classified_tasks() if name == "classified" else run(whole)
+    for name in per_rank.ANALYSES:
+        expected = whole.run(name)
         try:
             # float sums may differ in the last bits (summation order), never more
-            assert_frame_equal(_sorted(seeded._memo[key]), _sorted(expected), rel_tol=1e-12, abs_tol=1e-9)
+            got = seeded._memo[registry.memo_key(name, {})]
+            assert_frame_equal(_sorted(got), _sorted(expected), rel_tol=1e-12, abs_tol=1e-9)
         except AssertionError as exc:
             raise AssertionError(f"{name}: {exc}") from None
     assert not per_rank.seed(seeded, results[:-1] + [None])  # a rank without results: nothing seeded
 
 
 def test_ray_runs_the_rank_local_analyses_and_the_summary_matches_local(local_ray, tmp_path):
-    from traceview.analysis import per_rank
+    from traceview import per_rank, registry
     from traceview.summary import build_summary
 
     local = tv.load(SAMPLES / "dp4_nccl", use_cache=False)
     remote = tv.load(SAMPLES / "dp4_nccl", executor="ray", analyse=True, cache_dir=tmp_path / "cache")
-    assert all(key in remote._memo for key, _ in per_rank.ANALYSES.values())
+    assert all(registry.memo_key(n, {}) in remote._memo for n in per_rank.ANALYSES)
     assert build_summary(remote) == build_summary(local)
     # a second load reads the ranks and their analyses from the cache
     again = tv.load(SAMPLES / "dp4_nccl", executor="ray", analyse=True, cache_dir=tmp_path / "cache")
-    assert all(key in again._memo for key, _ in per_rank.ANALYSES.values())
+    assert all(registry.memo_key(n, {}) in again._memo for n in per_rank.ANALYSES)
     assert build_summary(again) == build_summary(local)
 
 
@@ -310,7 +311,7 @@ def test_ray_runs_the_rank_local_analyses_and_the_summary_matches_local(local_ra
 def test_local_analyse_caches_the_rank_local_analyses(tmp_path, monkeypatch, workers):
     """analyse=True: the process that parses a rank computes its rank-local analyses and caches
     them; the first and the second open hold them ready, and the summary is the plain one."""
-    from traceview.analysis import per_rank
+    from traceview import per_rank, registry
     from traceview.summary import build_summary
 
     monkeypatch.setattr(executors, "ANALYSE_MIN_BYTES", 0)  # the samples' ranks are small
@@ -318,7 +319,7 @@ def test_local_analyse_caches_the_rank_local_analyses(tmp_path, monkeypatch, wor
         monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)
     cache_dir = tmp_path / "cache"
     plain = build_summary(tv.load(SAMPLES / "dp4_nccl", use_cache=False))
-    keys = [key for key, _ in per_rank.ANALYSES.values()]
+    keys = [registry.memo_key(n, {}) for n in per_rank.ANALYSES]
     for _ in range(2):  # parsed, then cached
         trace = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, analyse=True)
         assert all(key in trace._memo for key in keys)
@@ -343,7 +344,7 @@ def test_cached_analyses_of_other_code_or_damaged_are_recomputed(tmp_path, monke
     assert not stale._memo and build_summary(stale) == plain
     monkeypatch.undo()
     entry = next(cache_dir.iterdir())
-    (entry / f"{cache.PREFIX}classified.parquet").write_bytes(b"PAR1 not parquet")
+    (entry / f"{cache.PREFIX}classified_tasks.parquet").write_bytes(b"PAR1 not parquet")
     damaged = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir)
     assert not damaged._memo and build_summary(damaged) == plain
 

@@ -190,7 +190,7 @@ def test_host_bound_fires_when_every_gap_waits_for_a_launch(tmp_path):
         trace.trace_breakdown(),
         trace.classified_tasks(),
         stream_idle=trace.stream_idle(),
-        launch_calls=trace._launch_calls(),
+        launch_calls=trace.launch_calls(),
     )
     assert facts["device_idle_frac"][0] == pytest.approx(28 / 48, rel=0.01)
     assert facts["launch_us"][0] == pytest.approx(4.0)

@@ -45,7 +45,7 @@ def assemble(
     }
     trace = Trace(path_text(source), ranks_df, combined, warnings, failures)
     if any(p.analyses for _, p in ranks):
-        from traceview.analysis import per_rank
+        from traceview import per_rank
 
         per_rank.seed(trace, [p.analyses for _, p in ranks])
     return trace

@@ -3,7 +3,7 @@
 Layout: `<root>/<key>/<table>.parquet` for each canonical table plus `meta.json` (the rank's
 metadata and warnings, and the entry's manifest), and the rank-local analyses when they were
 computed where the rank was parsed (`analysis.<name>.parquet` + `analysis.json`, used only by the
-same code: `traceview.analysis.per_rank`). Only Parquet and JSON are written: never pickle.
+same code: `traceview.per_rank`). Only Parquet and JSON are written: never pickle.
 
 Key (`key`): a hash of the ingestion code (`traceview.digest.ingestion_digest`: the parsers, the
 schema, the rule tables, the polars major version), the source's format and path, and for every
@@ -37,8 +37,7 @@ from pathlib import Path
 import orjson
 import polars as pl
 
-from traceview import digest, schema
-from traceview.analysis import per_rank
+from traceview import digest, per_rank, schema
 from traceview.parsers.base import ParsedRank
 from traceview.parsers.detect import Source, input_files
 from traceview.sizes import parse_size

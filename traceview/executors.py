@@ -12,7 +12,7 @@ workers die with the driver and leave Ctrl-C to it (`traceview.subprocesses`); R
 running when the driver stops are cancelled.
 
 With `analyse=True`, the process that parses a rank (a Ray task, or a local worker process)
-also runs the rank-local analyses on it (`traceview.analysis.per_rank`) and stores them in the
+also runs the rank-local analyses on it (`traceview.per_rank`) and stores them in the
 rank's cache entry with its frames, so the driver only combines small per-rank results and runs
 the cross-rank steps, and a second open reads them back.
 """
@@ -229,8 +229,8 @@ def received(answer: tuple, source: Source, where: str = "the worker process") -
 
 
 def rank_analyses(source: Source, parsed: ParsedRank) -> dict[str, bytes]:
-    """The rank-local analyses of one parsed rank (`traceview.analysis.per_rank.compute`)."""
-    from traceview.analysis import per_rank
+    """The rank-local analyses of one parsed rank (`traceview.per_rank.compute`)."""
+    from traceview import per_rank
     from traceview.assemble import one_rank_trace
 
     return per_rank.compute(one_rank_trace(source, parsed))

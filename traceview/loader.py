@@ -76,7 +76,7 @@ def load(
     exist raise TraceError naming those that do; some missing: a warning in `Trace.warnings`.
 
     `analyse=True`: where a rank is parsed (a local worker process, a Ray task, or this process
-    when the rank goes to the cache) its rank-local analyses (`traceview.analysis.per_rank`) are
+    when the rank goes to the cache) its rank-local analyses (`traceview.per_rank`) are
     computed too and cached with it. The Trace holds them ready when every rank brings them (from
     the parse or from the cache, whatever `analyse`); otherwise it computes them itself on first
     use. Same numbers either way.
@@ -129,7 +129,7 @@ def load(
     else:
         trace = _assemble_selected(path_text(path), sources, parsed, skipped, rank_sel, failures, first_error)
     if store and store.problem:
-        trace.warnings.append(store.problem)
+        trace.load_warnings.append(store.problem)
     return select_steps(trace, step_sel) if step_sel is not None else trace
 
 

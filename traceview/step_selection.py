@@ -19,7 +19,7 @@ def select_steps(trace, steps):
         raise TraceError(
             None, f"no {sel.describe('step')} in this profile", f"{trace.source} has {listing('step', present)}"
         )
-    warnings = list(trace.warnings)
+    warnings = list(trace.load_warnings)
     missing = sel.missing(present)
     if missing is not None:
         warnings.append(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import polars as pl
 
@@ -15,7 +15,8 @@ class Trace:
     Frames (all ranks concatenated, schema in `traceview.schema` / docs/schema.md):
     `ranks`, `device_tasks`, `host_events`, `device_annotations`, `steps`,
     `ascend_step_trace`, `ascend_communication`.
-    `warnings`: one line per kind of recoverable oddity, naming the file.
+    `load_warnings`: one line per kind of recoverable oddity met while loading, naming the file;
+    `warnings`: those plus the ones the analyses derive (see the property).
     `failures`: one line per rank source that could not be read (the others loaded).
     """
 
@@ -30,15 +31,9 @@ class Trace:
         self.source = source
         self.ranks = ranks
         self._frames = frames
-        self.warnings = warnings
+        self.load_warnings = warnings
         self.failures = failures
         self._memo: dict = {}
-
-    def _cached(self, key, compute):
-        """Analyses are pure functions of the frames: compute each (with its parameters) once."""
-        if key not in self._memo:
-            self._memo[key] = compute()
-        return self._memo[key]
 
     device_tasks = property(lambda self: self._frames["device_tasks"], doc="Device tasks of all ranks.")
     host_events = property(lambda self: self._frames["host_events"], doc="Host events of all ranks.")
@@ -81,145 +76,114 @@ class Trace:
 
         return plots(self)
 
-    # ---- analyses (definitions in each function's docstring; units in column names) ----
+    # ---- analyses: rows of `traceview.registry` (definitions in each function's docstring) ----
+
+    def run(self, name: str, **params) -> pl.DataFrame:
+        """Analysis `name` of the registry (`traceview.registry.REGISTRY`) with `params`, computed
+        once per distinct parameters (lists and dicts work as parameters: the memo key is
+        `registry.memo_key`). The methods below call this; it is also how a view iterates them."""
+        from traceview import registry
+
+        key = registry.memo_key(name, params)
+        if key not in self._memo:
+            entry = registry.REGISTRY[name]
+            self._memo[key] = entry.run(self, **entry.bind(params))
+        return self._memo[key]
+
+    def memoised(self, key: str | tuple, compute):
+        """`compute()` once per `key` for this trace: for what a view derives from the analyses
+        (a plot's summary, the timeline's data); kept apart from the analyses' memo keys."""
+        key = ("view", key)
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line per kind of recoverable oddity: those of the load (`load_warnings`, naming the
+        file) and those the analyses derive (`registry.Analysis.notes`: the ranks' clocks
+        disagreeing), the same whatever was called before. Reading it on a multi-rank trace with
+        communication matches the collectives (memoised)."""
+        from traceview import registry
+
+        derived = [line for a in registry.REGISTRY.values() if a.notes for line in a.notes(self)]
+        return [*self.load_warnings, *(line for line in derived if line not in self.load_warnings)]
 
     def step_breakdown(self) -> pl.DataFrame:
         """Per rank and step: computing, communication, overlapped, exposed communication, exposed
         memcpy, free, idle, busy, stage, bubble, preparing, duration (µs) and the window rule.
         See `traceview.analysis.breakdown` for the definitions."""
-        from traceview.analysis import breakdown
-
-        return self._cached(
-            "step_breakdown", lambda: breakdown.step_breakdown(self.device_tasks, self.steps, self.bubbles())
-        )
+        return self.run("step_breakdown")
 
     def trace_breakdown(self) -> pl.DataFrame:
         """The same terms as `step_breakdown` over each rank's whole trace (first to last device task)."""
-        from traceview.analysis import breakdown
-
-        return self._cached("trace_breakdown", lambda: breakdown.trace_breakdown(self.device_tasks))
+        return self.run("trace_breakdown")
 
     def classified_tasks(self, classes: str | None = None) -> pl.DataFrame:
         """device_tasks with compute_class, compute_group and launch_op columns.
 
         `classes`: a user's rules file (TOML) whose rules come before the shipped ones.
         See `traceview.analysis.classes`."""
-        from traceview.analysis import classes as cls
+        return self.run("classified_tasks", classes=classes)
 
-        return self._cached(
-            ("classified", classes),
-            lambda: cls.classify(self.device_tasks, self.host_events, cls.load_rules(classes)),
-        )
-
-    def compute_classes(self, classes: str | None = None, by: tuple[str, ...] = ("rank",)) -> pl.DataFrame:
+    def compute_classes(self, classes: str | None = None, by: Sequence[str] = ("rank",)) -> pl.DataFrame:
         """Per rank (or `by`) and compute class: time_us, share of device time, count."""
-        from traceview.analysis import classes as cls
-
-        return self._cached(
-            ("class_summary", classes, by), lambda: cls.class_summary(self.classified_tasks(classes), by)
-        )
+        return self.run("compute_classes", classes=classes, by=tuple(by))
 
     def unclassified_share(self, classes: str | None = None) -> pl.DataFrame:
         """Per rank: device time no compute-class rule matched, and its share of all device time."""
-        from traceview.analysis import classes as cls
+        return self.run("unclassified_share", classes=classes)
 
-        return self._cached(("unclassified", classes), lambda: cls.unclassified_share(self.classified_tasks(classes)))
-
-    def top_kernels(self, n: int = 10, classes: str | None = None, by: tuple[str, ...] = ("rank",)) -> pl.DataFrame:
+    def top_kernels(self, n: int = 10, classes: str | None = None, by: Sequence[str] = ("rank",)) -> pl.DataFrame:
         """The `n` kernels with the most device time per rank (or `by`): count, total, mean, share."""
-        from traceview.analysis import classes as cls
-
-        return self._cached(
-            ("top_kernels", n, classes, by), lambda: cls.top_kernels(self.classified_tasks(classes), n, by)
-        )
+        return self.run("top_kernels", n=n, classes=classes, by=tuple(by))
 
     def iteration_gaps(self) -> pl.DataFrame:
         """Per rank and step: host and device step length and the device gap before the step (µs).
         See `traceview.analysis.gaps.step_times`."""
-        from traceview.analysis import gaps
+        return self.run("iteration_gaps")
 
-        return self._cached("step_times", lambda: gaps.step_times(self.steps, self.device_tasks))
-
-    def _launch_calls(self) -> pl.DataFrame:
-        """Launch call (start, end) of each (rank, correlation): shared by the idle and delay analyses."""
-        from traceview.analysis import gaps
-
-        return self._cached("launch_calls", lambda: gaps.launch_calls(self.host_events))
+    def launch_calls(self) -> pl.DataFrame:
+        """Per rank and correlation id: the launch call's start and end (ns), shared by the idle and
+        delay analyses. See `traceview.analysis.gaps.launch_calls`."""
+        return self.run("launch_calls")
 
     def stream_idle(self, kernel_wait_threshold_us: float = 30.0, by_step: bool = False) -> pl.DataFrame:
         """Per rank and stream: idle time split into host_wait / kernel_wait / other (HTA's rule).
         See `traceview.analysis.gaps.stream_idle`."""
-        from traceview.analysis import gaps
-
-        return self._cached(
-            ("stream_idle", kernel_wait_threshold_us, by_step),
-            lambda: gaps.stream_idle(
-                self.device_tasks, self.host_events, kernel_wait_threshold_us, by_step, self._launch_calls()
-            ),
-        )
+        return self.run("stream_idle", kernel_wait_threshold_us=kernel_wait_threshold_us, by_step=by_step)
 
     def launch_delays(self) -> pl.DataFrame:
         """Per rank: launch delay (task start − launch call end) statistics, µs."""
-        from traceview.analysis import gaps
-
-        return self._cached(
-            "launch_delays",
-            lambda: gaps.launch_delay_stats(self.device_tasks, self.host_events, self._launch_calls()),
-        )
+        return self.run("launch_delays")
 
     def long_steps(self, factor: float = 1.2) -> pl.DataFrame:
         """Steps longer than `factor` × the rank's median step, with the term that grew most."""
-        from traceview.analysis import gaps
-
-        return self._cached(("long_steps", factor), lambda: gaps.long_steps(self.step_breakdown(), factor))
+        return self.run("long_steps", factor=factor)
 
     def bubbles(self) -> pl.DataFrame:
         """Per rank and step: GPU pipeline bubble, pipeline step, exposed P2P (µs).
         See `traceview.analysis.bubbles` (Ascend's receive-op bubble is in `step_breakdown`)."""
-        from traceview.analysis import bubbles
-
-        return self._cached("bubbles", lambda: bubbles.gpu_bubbles(self.device_tasks, self.steps))
+        return self.run("bubbles")
 
     def pipeline_stages(self) -> pl.DataFrame:
         """Per rank: pipeline group and stage when the trace allows inferring them (else null)."""
-        from traceview.analysis import bubbles
-
-        return self._cached(
-            "pipeline_stages", lambda: bubbles.pipeline_stages(self.device_tasks, self.host_events, self.ranks)
-        )
+        return self.run("pipeline_stages")
 
     def collectives(self) -> pl.DataFrame:
         """One row per collective instance and rank, matched across ranks: transfer (min duration
         over ranks), wait, start skew, bandwidths. See `traceview.analysis.collectives`. When the ranks'
         clocks disagree (`collectives.clock_offsets`), start skew is computed on aligned clocks and
-        a line naming the offsets is added to `warnings`."""
-        from traceview.analysis import collectives
-
-        def compute() -> pl.DataFrame:
-            matched = collectives.match_collectives(self.device_tasks)
-            offsets = collectives.clock_offsets(matched)
-            if offsets is None:
-                return matched
-            note = f"{self.source}: {collectives.clock_warning(offsets)}"
-            if note not in self.warnings:
-                self.warnings.append(note)
-            return collectives.align_start_skew(matched, offsets)
-
-        return self._cached("collectives", compute)
+        `warnings` names the offsets."""
+        return self.run("collectives")
 
     def stragglers(self) -> pl.DataFrame:
         """Per rank: waits in collectives and `is_straggler` for the rank the others wait for."""
-        from traceview.analysis import collectives
-
-        return self._cached("stragglers", lambda: collectives.stragglers(self.collectives()))
+        return self.run("stragglers")
 
     def step_skew(self) -> pl.DataFrame:
         """Per step: spread of step duration over ranks and the rank with the longest step."""
-        from traceview.analysis import collectives
-
-        return self._cached(
-            "step_skew", lambda: collectives.step_skew(self.step_breakdown().select("rank", "step", "duration_us"))
-        )
+        return self.run("step_skew")
 
     def throughput(self, **kwargs) -> pl.DataFrame:
         """Tokens/s per device, model TFLOP/s per device and MFU per step.
@@ -228,14 +192,7 @@ class Trace:
         seq_len + global_batch; params or flops_per_token; recompute; peak_tflops; devices).
         Defaults: devices = the recorded world size (else the ranks loaded), device_name = the
         first rank's device."""
-        from traceview.analysis import throughput
-
-        world = self.ranks["world_size"].drop_nulls()
-        kwargs.setdefault("devices", int(world.max()) if world.len() else self.ranks.height)
-        names = self.ranks["device_name"].drop_nulls()
-        kwargs.setdefault("device_name", names[0] if names.len() else None)
-        durations = self.step_breakdown().select("rank", "step", "duration_us")
-        return throughput.throughput(durations, **kwargs)
+        return self.run("throughput", **kwargs)
 
     def findings(
         self,
@@ -253,25 +210,14 @@ class Trace:
         `details=False` skips the costly idle-per-stream, launch-call and pipeline-stage analyses
         (the host-wait rule, the launch cost and the stage count then stay silent); `micro_batches`:
         the run's micro-batch count, for the ideal-bubble rule. See `traceview.analysis.findings`."""
-        from traceview.analysis import facts as fact_table
-        from traceview.analysis import findings
-
-        def compute() -> pl.DataFrame:
-            facts = fact_table.facts(
-                self.step_breakdown(),
-                self.trace_breakdown(),
-                self.classified_tasks(classes),
-                stream_idle=self.stream_idle() if details else None,
-                launch_calls=self._launch_calls() if details else None,
-                pipeline_stages=self.pipeline_stages() if details else None,
-                stragglers=self.stragglers(),
-                throughput=self.throughput(**throughput) if throughput else None,
-                micro_batches=micro_batches,
-            )
-            return findings.evaluate(facts, findings.load_rules(rules))
-
-        key = ("findings", tuple(sorted((throughput or {}).items())), rules, classes, details, micro_batches)
-        return self._cached(key, compute)
+        return self.run(
+            "findings",
+            throughput=dict(throughput) if throughput else None,
+            rules=rules,
+            classes=classes,
+            details=details,
+            micro_batches=micro_batches,
+        )
 
     def info(self) -> pl.DataFrame:
         """One row per rank: what was loaded.
@@ -334,7 +280,7 @@ class Trace:
         return (
             f"<Trace {self.source!r}: {n} rank{'s' if n != 1 else ''} ({fmts}), "
             f"{self.device_tasks.height:,} device tasks, {self.steps['step'].n_unique()} steps, "
-            f"{len(self.warnings)} warnings>"
+            f"{len(self.load_warnings)} load warnings>"
         )
 
     def _repr_html_(self) -> str:

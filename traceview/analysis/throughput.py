@@ -144,6 +144,11 @@ def throughput(
     step's numbers are impossible and which input is probably wrong: see the module docstring).
     Values that cannot be computed (no tokens, no FLOPs, unknown device, step time <= 0) are null.
     """
+    given = {"tokens_per_step": tokens_per_step, "seq_len": seq_len, "global_batch": global_batch}
+    given |= {"params": params, "flops_per_token": flops_per_token, "peak_tflops": peak_tflops}
+    for name, value in given.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+            raise TypeError(f"{name} must be a number, got {value!r}")
     times, ranks = _step_times(step_durations_us)
     if devices is None:
         devices = ranks

@@ -273,7 +273,7 @@ def serve(
     advice.check()
     trace = load.load(path)
     app = create_app(trace, build_summary(trace, details=False, throughput=throughput, **advice.summary_args()))
-    for line in [*trace.warnings, *trace.failures]:  # after the summary, which may add a warning
+    for line in [*trace.warnings, *trace.failures]:
         echo_err(f"traceview: warning: {line}")
     try:
         port = pick_port(host, port)

@@ -1,0 +1,74 @@
+"""Rank-local analyses: computed where a rank is parsed (a Ray task or a worker process), handed to
+the driver's Trace.
+
+Which analyses are rank-local is the registry's `scope` (`traceview.registry.RANK_LOCAL`): a rank's
+rows depend on that rank's frames only, so running it on each rank alone and concatenating the
+results gives what it gives on all ranks at once (`tests/test_executors.py` checks this equality
+on real multi-rank profiles). They run with their default parameters; `classified_tasks` keeps only
+the columns it adds (`registry.CLASS_COLUMNS`). Results travel as Parquet bytes, a few KB per rank
+except `classified_tasks` and `launch_calls` (a few small columns per device task / launch).
+
+Where they are computed (`load(..., analyse=True)`, which every CLI command but `info` asks for):
+in the Ray task that parses the rank, and in the local executor's worker process when the ranks
+are large (`traceview.executors.ANALYSE_MIN_BYTES`; smaller ones are cheaper on the driver). They
+are stored in the rank's cache entry (`traceview.cache`), so a second open of the profile reads
+them instead of recomputing them, while the code that computed them is the same
+(`traceview.digest.analysis_digest`).
+"""
+
+from __future__ import annotations
+
+import io
+
+import polars as pl
+
+from traceview import registry
+
+#: The analyses cached with a rank, in registry order.
+ANALYSES = registry.RANK_LOCAL
+
+
+def _stored(name: str, frame: pl.DataFrame) -> pl.DataFrame:
+    columns = registry.REGISTRY[name].stored_columns
+    return frame if columns is None else frame.select(columns)
+
+
+def compute(trace) -> dict[str, bytes]:
+    """Every rank-local analysis of a one-rank `trace`, as Parquet bytes by name."""
+    out = {}
+    for name in ANALYSES:
+        buf = io.BytesIO()
+        _stored(name, trace.run(name)).write_parquet(buf)
+        out[name] = buf.getvalue()
+    return out
+
+
+def seed(trace, per_rank: list[dict[str, bytes] | None]) -> bool:
+    """Fill `trace`'s memo with the per-rank results (one entry per row of `trace.ranks`, in
+    order); each result's `rank` column becomes the rank's number in `trace`. Nothing is seeded
+    unless every rank has its results (a rank cached without them, e.g. by `traceview info`, has
+    none) and all of them read back (a damaged cache file: the Trace computes them). True if seeded."""
+    if not per_rank or any(r is None or set(r) != set(ANALYSES) for r in per_rank):
+        return False
+    numbers = trace.ranks["rank"].to_list()
+    memo = {}
+    try:
+        for name in ANALYSES:
+            frames = [_renumbered(pl.read_parquet(io.BytesIO(r[name])), n) for r, n in zip(per_rank, numbers)]
+            frame = pl.concat(frames, how="diagonal_relaxed")
+            columns = registry.REGISTRY[name].stored_columns
+            if columns is not None:
+                if frame.height != trace.device_tasks.height or frame.columns != list(columns):
+                    return False
+                frame = trace.device_tasks.hstack(frame)
+            memo[registry.memo_key(name, {})] = frame
+    except (OSError, ValueError, pl.exceptions.PolarsError):
+        return False
+    trace._memo.update(memo)
+    return True
+
+
+def _renumbered(frame: pl.DataFrame, rank: int) -> pl.DataFrame:
+    if "rank" not in frame.columns:
+        return frame
+    return frame.with_columns(pl.lit(rank, dtype=frame.schema["rank"]).alias("rank"))

@@ -1,0 +1,247 @@
+"""The analysis registry: every analysis a `Trace` offers, in one table.
+
+Each row (`Analysis`) says how to compute the analysis from a Trace (its frames and other
+analyses), its parameters with their defaults, its scope and the columns that identify a row:
+
+- scope "rank": a rank's rows depend on that rank's frames only, so the analysis run on each rank
+  alone and concatenated equals the analysis on all ranks (`tests/test_executors.py` checks it on
+  real multi-rank profiles). These are computed where a rank is parsed, with their default
+  parameters, and cached with the rank (`traceview.per_rank`).
+- scope "profile": needs several ranks at once (the pipeline bubble's step is the longest compute
+  span over a pipeline group; collective matching; whatever reads those).
+
+`Trace.run(name, **params)` computes an analysis once per distinct parameters: the memo key is
+`memo_key(name, params)`, the parameters bound to the defaults and frozen (lists and tuples alike,
+dicts by sorted items), so `by=["rank"]` and `by=("rank",)` are one entry and unhashable values
+work. A row's `notes` derives warning lines from the analysis (the clock-offset warning of the
+collective matching): `Trace.warnings` is the load's warnings plus every row's notes, whatever was
+called before.
+
+The definitions and units of each analysis are in its function's docstring (`module`). Adding a
+metric is one function in `traceview.analysis` plus one row here (docs/ARCHITECTURE.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from traceview.analysis import breakdown, bubbles, collectives, facts, findings, gaps, throughput
+from traceview.analysis import classes as cls
+
+#: Marks an analysis that takes free keyword arguments (checked by the analysis itself).
+ANY_KEYWORDS = None
+
+#: The columns `traceview.analysis.classes.classify` adds to device_tasks (what a rank caches of
+#: `classified_tasks`: the rest are the device tasks themselves).
+CLASS_COLUMNS = ("launch_op", "compute_class", "compute_group", "classified")
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One registry row (see the module docstring)."""
+
+    name: str
+    run: Callable[..., pl.DataFrame | None]
+    module: str
+    scope: str = "profile"
+    defaults: Mapping[str, object] | None = field(default_factory=dict)
+    #: the output columns that say what a row is for (its group-by columns)
+    keys: tuple[str, ...] = ("rank",)
+    notes: Callable | None = None
+    #: the columns a rank's cache keeps (None: all of them)
+    stored_columns: tuple[str, ...] | None = None
+
+    def bind(self, params: Mapping[str, object]) -> dict[str, object]:
+        """`params` over the defaults; TypeError naming an unknown parameter."""
+        if self.defaults is ANY_KEYWORDS:
+            return dict(params)
+        unknown = sorted(set(params) - set(self.defaults))
+        if unknown:
+            raise TypeError(f"{self.name}() got an unexpected keyword argument {unknown[0]!r}")
+        return {**self.defaults, **params}
+
+
+def freeze(value):
+    """A hashable form of a parameter value: lists and tuples as tuples, dicts and sets sorted."""
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, dict):
+        return ("__dict__", tuple(sorted((str(k), freeze(v)) for k, v in value.items())))
+    if isinstance(value, (set, frozenset)):
+        return ("__set__", tuple(sorted(map(freeze, value), key=repr)))
+    return value
+
+
+def memo_key(name: str, params: Mapping[str, object]) -> tuple:
+    """The memo key of analysis `name` with `params` (bound to the defaults, then frozen)."""
+    bound = REGISTRY[name].bind(params)
+    return (name, freeze(bound))
+
+
+# ---- how each analysis reads a Trace -----------------------------------------------------------
+
+
+def _clock_offsets(t) -> pl.DataFrame | None:
+    if t.ranks.height < 2 or not t.device_tasks["kind"].eq("communication").any():
+        return None
+    return collectives.clock_offsets(t.run("matched_collectives"))
+
+
+def _collectives(t) -> pl.DataFrame:
+    matched = t.run("matched_collectives")
+    offsets = t.run("clock_offsets")
+    return matched if offsets is None else collectives.align_start_skew(matched, offsets)
+
+
+def _clock_notes(t) -> list[str]:
+    offsets = t.run("clock_offsets")
+    return [] if offsets is None else [f"{t.source}: {collectives.clock_warning(offsets)}"]
+
+
+def _throughput(t, **kwargs) -> pl.DataFrame:
+    world = t.ranks["world_size"].drop_nulls()
+    kwargs.setdefault("devices", int(world.max()) if world.len() else t.ranks.height)
+    names = t.ranks["device_name"].drop_nulls()
+    kwargs.setdefault("device_name", names[0] if names.len() else None)
+    durations = t.run("step_breakdown").select("rank", "step", "duration_us")
+    return throughput.throughput(durations, **kwargs)
+
+
+def _findings(t, throughput, rules, classes, details, micro_batches) -> pl.DataFrame:
+    table = facts.facts(
+        t.run("step_breakdown"),
+        t.run("trace_breakdown"),
+        t.run("classified_tasks", classes=classes),
+        stream_idle=t.run("stream_idle") if details else None,
+        launch_calls=t.run("launch_calls") if details else None,
+        pipeline_stages=t.run("pipeline_stages") if details else None,
+        stragglers=t.run("stragglers"),
+        throughput=t.run("throughput", **throughput) if throughput else None,
+        micro_batches=micro_batches,
+    )
+    return findings.evaluate(table, findings.load_rules(rules))
+
+
+_ROWS = [
+    Analysis(
+        "step_breakdown",
+        lambda t: breakdown.step_breakdown(t.device_tasks, t.steps, t.run("bubbles")),
+        "traceview.analysis.breakdown",
+        keys=("rank", "step"),
+    ),
+    Analysis(
+        "trace_breakdown", lambda t: breakdown.trace_breakdown(t.device_tasks), "traceview.analysis.breakdown", "rank"
+    ),
+    Analysis(
+        "classified_tasks",
+        lambda t, classes: cls.classify(t.device_tasks, t.host_events, cls.load_rules(classes)),
+        "traceview.analysis.classes",
+        "rank",
+        {"classes": None},
+        keys=("rank", "stream", "start_ns"),
+        stored_columns=CLASS_COLUMNS,
+    ),
+    Analysis(
+        "compute_classes",
+        lambda t, classes, by: cls.class_summary(t.run("classified_tasks", classes=classes), by),
+        "traceview.analysis.classes",
+        "rank",
+        {"classes": None, "by": ("rank",)},
+        keys=("rank", "class"),
+    ),
+    Analysis(
+        "unclassified_share",
+        lambda t, classes: cls.unclassified_share(t.run("classified_tasks", classes=classes)),
+        "traceview.analysis.classes",
+        "rank",
+        {"classes": None},
+    ),
+    Analysis(
+        "top_kernels",
+        lambda t, n, classes, by: cls.top_kernels(t.run("classified_tasks", classes=classes), n, by),
+        "traceview.analysis.classes",
+        "rank",
+        {"n": 10, "classes": None, "by": ("rank",)},
+        keys=("rank", "name"),
+    ),
+    Analysis(
+        "iteration_gaps",
+        lambda t: gaps.step_times(t.steps, t.device_tasks),
+        "traceview.analysis.gaps",
+        "rank",
+        keys=("rank", "step"),
+    ),
+    Analysis(
+        "launch_calls",
+        lambda t: gaps.launch_calls(t.host_events),
+        "traceview.analysis.gaps",
+        "rank",
+        keys=("rank", "correlation"),
+    ),
+    Analysis(
+        "stream_idle",
+        lambda t, kernel_wait_threshold_us, by_step: gaps.stream_idle(
+            t.device_tasks, t.host_events, kernel_wait_threshold_us, by_step, t.run("launch_calls")
+        ),
+        "traceview.analysis.gaps",
+        "rank",
+        {"kernel_wait_threshold_us": 30.0, "by_step": False},
+        keys=("rank", "stream"),
+    ),
+    Analysis(
+        "launch_delays",
+        lambda t: gaps.launch_delay_stats(t.device_tasks, t.host_events, t.run("launch_calls")),
+        "traceview.analysis.gaps",
+        "rank",
+    ),
+    Analysis(
+        "long_steps",
+        lambda t, factor: gaps.long_steps(t.run("step_breakdown"), factor),
+        "traceview.analysis.gaps",
+        defaults={"factor": 1.2},
+        keys=("rank", "step"),
+    ),
+    Analysis(
+        "bubbles",
+        lambda t: bubbles.gpu_bubbles(t.device_tasks, t.steps),
+        "traceview.analysis.bubbles",
+        keys=("rank", "step"),
+    ),
+    Analysis(
+        "pipeline_stages",
+        lambda t: bubbles.pipeline_stages(t.device_tasks, t.host_events, t.ranks),
+        "traceview.analysis.bubbles",
+    ),
+    Analysis(
+        "matched_collectives",
+        lambda t: collectives.match_collectives(t.device_tasks),
+        "traceview.analysis.collectives",
+        keys=("collective_id", "rank"),
+    ),
+    Analysis("clock_offsets", _clock_offsets, "traceview.analysis.collectives", notes=_clock_notes),
+    Analysis("collectives", _collectives, "traceview.analysis.collectives", keys=("collective_id", "rank")),
+    Analysis("stragglers", lambda t: collectives.stragglers(t.run("collectives")), "traceview.analysis.collectives"),
+    Analysis(
+        "step_skew",
+        lambda t: collectives.step_skew(t.run("step_breakdown").select("rank", "step", "duration_us")),
+        "traceview.analysis.collectives",
+        keys=("step",),
+    ),
+    Analysis("throughput", _throughput, "traceview.analysis.throughput", defaults=ANY_KEYWORDS, keys=("step",)),
+    Analysis(
+        "findings",
+        _findings,
+        "traceview.analysis.findings",
+        defaults={"throughput": None, "rules": None, "classes": None, "details": True, "micro_batches": None},
+        keys=("rule", "rank"),
+    ),
+]
+
+#: name -> Analysis, in the order above (dependencies before what reads them).
+REGISTRY: dict[str, Analysis] = {a.name: a for a in _ROWS}
+
+#: The rank-local analyses, computed and cached with each rank (with their default parameters).
+RANK_LOCAL: tuple[str, ...] = tuple(a.name for a in _ROWS if a.scope == "rank")
