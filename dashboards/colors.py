@@ -6,6 +6,8 @@ compute classes of `traceview.analysis.classes` (see docs/metrics.md).
 
 from __future__ import annotations
 
+from traceview.analysis.breakdown import TERM_LABELS as _LABELS
+
 TERM_COLORS: dict[str, str] = {
     "computing": "#4C78A8",  # blue: useful device work not hidden behind anything
     "overlapped": "#72B7B2",  # teal: compute and communication at the same time
@@ -15,13 +17,13 @@ TERM_COLORS: dict[str, str] = {
     "bubble": "#B279A2",  # purple: pipeline bubble
 }
 
+#: Legend of the stacked step bars: the terms' labels (`traceview.analysis.breakdown.TERM_LABELS`),
+#: plus what the bar shows of computing (computing − overlapped: the overlapped part has its own bar)
+#: and where the bubble is drawn.
 TERM_LABELS: dict[str, str] = {
-    "computing": "computing (not overlapped)",
-    "overlapped": "overlapped (compute ∥ communication)",
-    "communication_not_overlapped": "exposed communication",
-    "exposed_memcpy": "exposed memcpy",
-    "free": "free",
-    "bubble": "bubble (inside the bars)",
+    **{t: _LABELS[t] for t in TERM_COLORS},
+    "computing": f"{_LABELS['computing']} (not overlapped)",
+    "bubble": f"{_LABELS['bubble']} (inside the bars)",
 }
 
 CLASS_COLORS: dict[str, str] = {

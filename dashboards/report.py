@@ -23,6 +23,7 @@ import orjson
 import plotly.graph_objects as go
 import polars as pl
 
+from traceview.analysis.breakdown import TERM_LABELS
 from traceview.dashboards import figures
 from traceview.dashboards.timeline_page import TimelineData
 from traceview.safe_text import json_text, one_line
@@ -34,15 +35,18 @@ KERNELS_PER_RANK = 20
 FIGURE_HEIGHT = 450  # px, when a figure does not set its own
 
 STEP_TERMS = [
-    ("duration_us", "step"),
-    ("computing_us", "computing"),
-    ("communication_us", "communication"),
-    ("overlapped_us", "overlapped"),
-    ("communication_not_overlapped_us", "exposed comm"),
-    ("exposed_memcpy_us", "exposed memcpy"),
-    ("free_us", "free"),
-    ("bubble_us", "bubble"),
-    ("preparing_us", "preparing"),
+    (f"{term}_us", TERM_LABELS[term])
+    for term in (
+        "duration",
+        "computing",
+        "communication",
+        "overlapped",
+        "communication_not_overlapped",
+        "exposed_memcpy",
+        "free",
+        "bubble",
+        "preparing",
+    )
 ]
 
 CSS = """

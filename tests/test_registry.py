@@ -3,6 +3,7 @@ parameter value, warnings that do not depend on what was called first."""
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -95,3 +96,30 @@ def test_warnings_do_not_depend_on_call_order():
     # a step selection keeps the load warnings and derives its own
     chosen = after.select_steps(after.steps["step"].unique().sort().to_list()[:1])
     assert chosen.warnings.count(next(w for w in first if "clocks disagree" in w)) <= 1
+
+
+def test_one_label_one_number_for_exposed_communication():
+    """The summary's "exposed comm" (communication_not_overlapped) and the exclude-receive term have a
+    name each, in the facts and in the labels; on the pipeline sample they differ (20-27 % vs 0)."""
+    from traceview.analysis import breakdown, facts
+
+    trace = tv.load(SAMPLES / "pp4_1f1b", use_cache=False)
+    got = facts.facts(trace.step_breakdown(), trace.trace_breakdown(), trace.classified_tasks()).sort("rank")
+    per_rank = (
+        trace.step_breakdown()
+        .group_by("rank")
+        .agg(
+            (pl.col("communication_not_overlapped_us").sum() / pl.col("duration_us").sum()).alias("exposed"),
+            (pl.col("communication_not_overlapped_exclude_receive_us").sum() / pl.col("duration_us").sum()).alias(
+                "excl"
+            ),
+        )
+        .sort("rank")
+    )
+    ranks = got.filter(pl.col("rank").is_not_null())
+    assert ranks["exposed_comm_frac"].to_list() == pytest.approx(per_rank["exposed"].to_list(), rel=1e-9)
+    assert ranks["exposed_comm_excl_recv_frac"].to_list() == pytest.approx(per_rank["excl"].to_list(), abs=1e-12)
+    assert min(per_rank["exposed"]) > 0.15 and max(per_rank["excl"]) < 0.01
+    labels = breakdown.TERM_LABELS
+    assert len(set(labels.values())) == len(labels)  # no label names two terms
+    assert labels["communication_not_overlapped_exclude_receive"] != labels["communication_not_overlapped"]

@@ -68,6 +68,25 @@ TERMS = [
     "start",
 ]
 
+#: The label of each term wherever a view shows it (CLI text, report, dashboard, diff): one label,
+#: one number. The exclude-receive term has its own label ("exposed comm excl. receives").
+TERM_LABELS: dict[str, str] = {
+    "computing": "computing",
+    "communication": "communication",
+    "overlapped": "overlapped comm",
+    "communication_not_overlapped": "exposed comm",
+    "exposed_memcpy": "exposed memcpy",
+    "free": "free",
+    "idle": "idle",
+    "busy": "busy",
+    "stage": "stage",
+    "bubble": "bubble",
+    "communication_not_overlapped_exclude_receive": "exposed comm excl. receives",
+    "preparing": "preparing",
+    "duration": "step time",
+    "start": "start",
+}
+
 _BUSY = pl.col("comp") | pl.col("comm") | pl.col("mem")
 _MEASURES = {
     "computing": pl.col("comp"),

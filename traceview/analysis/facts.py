@@ -37,10 +37,20 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
     "comm_ms": (pl.Float64, "Communication abs(U(COMM)) per step, ms."),
     "exposed_comm_ms": (
         pl.Float64,
-        "Exposed communication per step, ms: communication_not_overlapped_exclude_receive, i.e. abs(U(COMM) − "
-        "U(COMP)) without pipeline receives / exposed P2P, which the bubble facts cover.",
+        "Exposed communication per step, ms: communication_not_overlapped, abs(U(COMM) − U(COMP)) (the summary's "
+        "'exposed comm').",
     ),
     "exposed_comm_frac": (pl.Float64, "Σ exposed communication / Σ step length over the steps."),
+    "exposed_comm_excl_recv_ms": (
+        pl.Float64,
+        "Exposed communication excluding receives per step, ms: communication_not_overlapped_exclude_receive, "
+        "exposed communication minus the pipeline receive time (Ascend bubble / GPU exposed P2P), which the "
+        "bubble facts cover.",
+    ),
+    "exposed_comm_excl_recv_frac": (
+        pl.Float64,
+        "Σ exposed communication excluding receives / Σ step length over the steps.",
+    ),
     "comm_overlap_frac": (pl.Float64, "Σ overlapped / Σ communication (HTA's overlap %); null without communication."),
     "exposed_memcpy_ms": (pl.Float64, "Exposed memcpy abs(U(MEM) − U(COMP) − U(COMM)) per step, ms."),
     "exposed_memcpy_frac": (pl.Float64, "Σ exposed memcpy / Σ step length."),
@@ -100,8 +110,8 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
     ),
     "straggler_cost_frac": (
         pl.Float64,
-        "Straggler only: what waiting for it costs the others, mean over the other ranks of (their exposed_comm_ms "
-        "− the straggler's, floored at 0) / their step_ms. The straggler never waits, so its exposed communication "
+        "Straggler only: what waiting for it costs the others, mean over the other ranks of (their "
+        "exposed_comm_excl_recv_ms − the straggler's, floored at 0) / their step_ms. The straggler never waits, so its exposed communication "
         "is the transfer alone; the others' excess is waiting that compute did not hide.",
     ),
     "compute_ratio": (pl.Float64, "Straggler only: its computing_ms / the median computing_ms of the other ranks."),
@@ -199,6 +209,7 @@ _BREAKDOWN_TERMS = (
     "computing_us",
     "communication_us",
     "overlapped_us",
+    "communication_not_overlapped_us",
     "communication_not_overlapped_exclude_receive_us",
     "exposed_memcpy_us",
     "idle_us",
@@ -331,13 +342,14 @@ def _straggler(per: pl.DataFrame, stragglers: pl.DataFrame | None) -> pl.DataFra
     if stragglers is None or stragglers.is_empty():
         return pl.DataFrame(schema=schema)
     ranks = stragglers.select("rank", "total_wait_us", pl.col("is_straggler").fill_null(False)).join(
-        per.select("rank", "steps", "step_ms", "computing_ms", "exposed_comm_ms"), on="rank", how="inner"
+        per.select("rank", "steps", "step_ms", "computing_ms", "exposed_comm_excl_recv_ms"), on="rank", how="inner"
     )
     straggler = ranks.filter(pl.col("is_straggler"))
     others = ranks.filter(~pl.col("is_straggler"))
     if straggler.is_empty() or others.is_empty():
         return ranks.select("rank", pl.col("is_straggler").alias("is_straggler"))
-    extra = (others["exposed_comm_ms"] - straggler["exposed_comm_ms"][0]).clip(lower_bound=0) / others["step_ms"]
+    exposed = "exposed_comm_excl_recv_ms"
+    extra = (others[exposed] - straggler[exposed][0]).clip(lower_bound=0) / others["step_ms"]
     values = {
         "others_wait_ms": (others["total_wait_us"] / others["steps"] / 1000.0).mean(),
         "straggler_cost_frac": extra.mean(),
@@ -406,8 +418,10 @@ def facts(
         per_step_ms("duration_us").alias("step_ms"),
         per_step_ms("computing_us").alias("computing_ms"),
         per_step_ms("communication_us").alias("comm_ms"),
-        per_step_ms("communication_not_overlapped_exclude_receive_us").alias("exposed_comm_ms"),
-        _frac("communication_not_overlapped_exclude_receive_us", "duration_us").alias("exposed_comm_frac"),
+        per_step_ms("communication_not_overlapped_us").alias("exposed_comm_ms"),
+        _frac("communication_not_overlapped_us", "duration_us").alias("exposed_comm_frac"),
+        per_step_ms("communication_not_overlapped_exclude_receive_us").alias("exposed_comm_excl_recv_ms"),
+        _frac("communication_not_overlapped_exclude_receive_us", "duration_us").alias("exposed_comm_excl_recv_frac"),
         _frac("overlapped_us", "communication_us").alias("comm_overlap_frac"),
         per_step_ms("exposed_memcpy_us").alias("exposed_memcpy_ms"),
         _frac("exposed_memcpy_us", "duration_us").alias("exposed_memcpy_frac"),

@@ -7,6 +7,8 @@ import re
 
 import orjson
 
+from traceview.analysis import breakdown
+from traceview.analysis.diff import DIFF_TERMS
 from traceview.cli.text import bullet_list, table
 from traceview.run_diff import BASE, NEW, int_ranges
 from traceview.safe_text import json_text, one_line_strings
@@ -17,20 +19,10 @@ NAME_WIDTH = 60
 
 #: term -> label in the text output, in the order of `traceview.analysis.diff.DIFF_TERMS`.
 TERM_LABELS = {
-    "duration": "step time",
-    "computing": "computing",
-    "communication_not_overlapped": "exposed comm",
-    "exposed_memcpy": "exposed memcpy",
-    "idle": "idle",
-    "free": "  of which free (between tasks)",
-    "busy": "busy",
-    "busy_span": "busy span (first to last task)",
-    "communication": "communication",
-    "overlapped": "overlapped comm",
-    "bubble": "bubble",
-    "stage": "stage",
-    "communication_not_overlapped_exclude_receive": "exposed comm excl. receive",
-    "preparing": "preparing",
+    term: {"free": "  of which free (between tasks)", "busy_span": "busy span (first to last task)"}.get(
+        term, breakdown.TERM_LABELS.get(term)
+    )
+    for term in DIFF_TERMS
 }
 #: The terms whose deltas add up to the step-time delta (see docs/diff.md).
 IDENTITY = ("computing", "communication_not_overlapped", "exposed_memcpy", "idle")

@@ -6,6 +6,7 @@ import textwrap
 
 import orjson
 
+from traceview.analysis.breakdown import TERM_LABELS
 from traceview.cli.text import bullet_list, table
 from traceview.safe_text import json_text, one_line_strings
 
@@ -13,14 +14,19 @@ from traceview.safe_text import json_text, one_line_strings
 STEP_COLUMNS = [
     ("step", "step"),
     ("duration_ms", "step ms"),
-    ("computing_ms", "computing"),
-    ("communication_not_overlapped_ms", "exposed comm"),
-    ("overlapped_ms", "overlapped"),
-    ("exposed_memcpy_ms", "exposed memcpy"),
-    ("free_ms", "free"),
-    ("bubble_ms", "bubble"),
-    ("preparing_ms", "preparing"),
-    ("exposed_comm_pct", "exposed comm %"),
+    *(
+        (f"{term}_ms", TERM_LABELS[term])
+        for term in (
+            "computing",
+            "communication_not_overlapped",
+            "overlapped",
+            "exposed_memcpy",
+            "free",
+            "bubble",
+            "preparing",
+        )
+    ),
+    ("exposed_comm_pct", f"{TERM_LABELS['communication_not_overlapped']} %"),
 ]
 #: Above this many ranks the text output shows one row per rank instead of per-rank step tables.
 MAX_RANK_TABLES = 8
