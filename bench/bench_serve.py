@@ -26,7 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import traceview as tv  # noqa: E402
-from traceview.dashboards.app import create_app  # noqa: E402
+from traceview.dashboards.app import app_for  # noqa: E402
+from traceview.dashboards.overview import update_overview  # noqa: E402
+from traceview.dashboards.state import DashboardState  # noqa: E402
+from traceview.dashboards.timeline_view import update_timeline  # noqa: E402
 from traceview.summary import build_summary  # noqa: E402
 
 NAMES = [
@@ -135,11 +138,12 @@ def main() -> None:
     t_load = time.perf_counter() - t0
     t0 = time.perf_counter()
     summary = build_summary(trace, details=False)  # what `traceview serve` builds
-    app = create_app(trace, summary)
-    app.traceview_update_overview("")
+    state = DashboardState(trace, summary)
+    app_for(state)
+    update_overview(state, "")
     t_first = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fig, note = app.traceview_update_timeline("/timeline", "", None, None, 0, trigger="url")
+    fig, note = update_timeline(state, "/timeline", "", None, None, 0, trigger="url")
     t_timeline = time.perf_counter() - t0
     print(f"tasks: {trace.device_tasks.height:,} on {trace.ranks.height} ranks")
     print(
@@ -149,18 +153,16 @@ def main() -> None:
     print(f"timeline page, first open (sorts the tasks once): {t_timeline:.2f} s; {note}")
 
     step = trace.steps.sort("step").row(50, named=True)
-    data = app.traceview_timeline_data()
+    data = state.timeline_data()
     origin = data.t0_ns
 
     def zoom(start_ns, end_ns):
         relayout = {"xaxis.range[0]": (start_ns - origin) / 1e6, "xaxis.range[1]": (end_ns - origin) / 1e6}
-        return app.traceview_update_timeline("/timeline", "", relayout, None, 0, trigger="tl-graph")
+        return update_timeline(state, "/timeline", "", relayout, None, 0, trigger="tl-graph")
 
     t_step, (f_step, n_step) = timed(lambda: zoom(step["device_start_ns"], step["device_end_ns"]))
     t_ms, (f_ms, n_ms) = timed(lambda: zoom(step["device_start_ns"], step["device_start_ns"] + 1_000_000))
-    t_full, (f_full, n_full) = timed(
-        lambda: app.traceview_update_timeline("/timeline", "", None, None, 1, trigger="tl-reset")
-    )
+    t_full, (f_full, n_full) = timed(lambda: update_timeline(state, "/timeline", "", None, None, 1, trigger="tl-reset"))
 
     def raw_points(fig):
         return sum(len(t.x) for t in fig.data if getattr(t, "type", "") == "scattergl" and t.x is not None) // 3

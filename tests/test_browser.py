@@ -11,6 +11,7 @@ writes docs/screenshots/{overview,timeline,compare}.png from these same pages.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -123,7 +124,7 @@ def test_overview_shows_the_api_numbers(server_for, browser):
     url = server_for(ROOT / "sample_traces" / "dp4_nccl")
     page, errors = _open(browser, url + "/")
     traces = _figure_data(page, "fig-breakdown")
-    exposed = next(t for t in traces if t["name"] and t["name"].startswith("exposed communication"))
+    exposed = next(t for t in traces if t["name"] and t["name"].startswith("exposed comm"))
     api = tv.load(ROOT / "sample_traces" / "dp4_nccl").step_breakdown().sort("rank", "step")
     assert _ms(exposed["y"]) == pytest.approx((api["communication_not_overlapped_us"] / 1000).to_list(), abs=1e-6)
     assert "Straggler: rank 2" in page.inner_text("#findings")
@@ -132,6 +133,61 @@ def test_overview_shows_the_api_numbers(server_for, browser):
     if os.environ.get("TRACEVIEW_SCREENSHOTS"):
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / "overview.png"), full_page=True)
+    assert errors == []
+    page.close()
+
+
+def _grid_rows(page, count: int | None = None) -> list[dict]:
+    """The kernel table's displayed rows (dash-ag-grid), as the browser shows them: col-id -> text."""
+    page.wait_for_selector("#kernel-table .ag-center-cols-container .ag-row", timeout=20_000)
+    if count is not None:
+        page.wait_for_function(
+            f"() => document.querySelectorAll('#kernel-table .ag-center-cols-container .ag-row').length >= {count}",
+            timeout=20_000,
+        )
+    return page.evaluate(
+        """() => [...document.querySelectorAll('#kernel-table .ag-center-cols-container .ag-row')]
+            .sort((a, b) => Number(a.getAttribute('row-index')) - Number(b.getAttribute('row-index')))
+            .map(r => Object.fromEntries([...r.querySelectorAll('.ag-cell')]
+                .map(c => [c.getAttribute('col-id'), c.textContent])))"""
+    )
+
+
+def test_kernel_table_shows_the_api_rows_and_sorts(server_for, browser):
+    """The kernel table (dash-ag-grid) lists the top kernels by total time, as `Trace.top_kernels`
+    has them, 20 rows per page; a click on a header sorts by that column; no CSP or console error."""
+    url = server_for(ROOT / "sample_traces" / "dp4_nccl")
+    page, errors = _open(browser, url + "/?rank=1")
+    rows = _grid_rows(page, 20)
+    api = tv.load(ROOT / "sample_traces" / "dp4_nccl").top_kernels(50).filter(pl.col("rank") == 1)
+    api = api.sort("total_us", descending=True)
+    assert len(rows) == 20
+    assert [r["name"] for r in rows[:5]] == api["name"].head(5).to_list()
+    assert float(rows[0]["total_ms"]) == pytest.approx(api["total_us"][0] / 1000, rel=1e-6)
+    page.click("#kernel-table .ag-header-cell[col-id='count']")
+    page.wait_for_function(
+        "() => document.querySelector(\"#kernel-table .ag-header-cell[col-id='count']\").getAttribute('aria-sort')"
+        " === 'ascending'",
+        timeout=10_000,
+    )
+    counts = [int(r["count"]) for r in _grid_rows(page)]
+    assert counts == sorted(counts) and counts[0] == api["count"].min()
+    assert errors == []
+    page.close()
+
+
+def test_hostile_kernel_name_is_text_in_the_table(server_for, browser, tmp_path):
+    hostile = "<img src=x id=pwned onerror=\"document.title='pwned'\">"
+    doc = json.loads((ROOT / "tests" / "data" / "kineto_minimal.json").read_text())
+    for event in doc["traceEvents"]:
+        if event.get("cat") == "kernel" and event["name"].startswith("sm90"):
+            event["name"] = hostile
+    (tmp_path / "rank0.pt.trace.json").write_text(json.dumps(doc))
+    url = server_for(tmp_path / "rank0.pt.trace.json")
+    page, errors = _open(browser, url + "/")
+    names = [r["name"] for r in _grid_rows(page)]
+    assert hostile in names
+    assert page.query_selector("#pwned") is None and page.title() == "traceview"
     assert errors == []
     page.close()
 
@@ -330,6 +386,9 @@ def test_the_timeline_loads_drawn_when_the_server_is_slow(server_for, browser):
     relayout of the first (empty) draw always happens while the first request is in flight."""
     url = server_for(ROOT / "sample_traces" / "dp4_nccl") + "/timeline"
     page, errors = _open(browser, url)
+    # the first load's own figure request must be over before counting: "networkidle" can come
+    # between the page's scripts and its first callback on a loaded machine
+    page.wait_for_function(TIMELINE_DRAWN, timeout=20_000)
     requests: list[str] = []
 
     def slow(route):
@@ -341,8 +400,10 @@ def test_the_timeline_loads_drawn_when_the_server_is_slow(server_for, browser):
 
     page.route("**/_dash-update-component*", slow)
     assert _timeline_loads(page, url, 3) == 3
-    figure_requests = [b for b in requests if "tl-graph.figure" in b]
-    assert len(figure_requests) == 3, "one figure request per load: plotly's own relayouts stay in the browser"
+    figure_requests = [json.loads(b)["changedPropIds"] for b in requests if "tl-graph.figure" in b]
+    assert len(figure_requests) == 3, (
+        f"one figure request per load, plotly's own relayouts stay in the browser: {figure_requests}"
+    )
     assert errors == []
     page.close()
 

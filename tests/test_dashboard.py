@@ -21,9 +21,12 @@ import pytest
 import traceview as tv
 from tests.conftest import DATA, ROOT, SAMPLES
 from traceview.dashboards import figures
-from traceview.dashboards.app import FILTER_WIDGETS, create_app, make_query, parse_compare, parse_filters, parse_query
+from traceview.dashboards.app import app_for, create_app
 from traceview.dashboards.colors import CLASS_COLORS, TERM_COLORS
+from traceview.dashboards.overview import update_overview
+from traceview.dashboards.query import FILTER_WIDGETS, make_query, parse_compare, parse_filters, parse_query
 from traceview.dashboards.server import pick_port, port_is_free
+from traceview.dashboards.state import DashboardState
 from traceview.summary import build_summary
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"
@@ -36,8 +39,13 @@ def dp4(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def dp4_app(dp4):
-    return create_app(*dp4)
+def dp4_state(dp4):
+    return DashboardState(*dp4)
+
+
+@pytest.fixture(scope="module")
+def dp4_app(dp4_state):
+    return app_for(dp4_state)
 
 
 def by_meta(fig, meta):
@@ -168,9 +176,12 @@ def test_create_app_layout(dp4_app, dp4):
     assert dp4_app.config.serve_locally is True
 
 
-def test_overview_callback_follows_the_query(dp4_app, dp4):
+def test_overview_callback_follows_the_query(dp4_state, dp4):
     _, doc = dp4
-    update = dp4_app.traceview_update_overview
+
+    def update(search):
+        return update_overview(dp4_state, search)
+
     everything = update("")
     picked = update("?rank=1&step=4")
     assert len(everything[0].data[0].y) == 12 and len(picked[0].data[0].y) == 1
@@ -227,7 +238,7 @@ def test_overview_callback_over_http(dp4_app):
     assert resp.status_code == 200, resp.data[:500]
     body = orjson.loads(resp.data)["response"]
     assert body["fig-breakdown"]["figure"]["data"][0]["x"] == [["rank 3"], ["step 5"]]
-    assert {r["rank"] for r in body["kernel-table"]["data"]} == {3}
+    assert {r["rank"] for r in body["kernel-table"]["rowData"]} == {3}
 
 
 @pytest.fixture()
@@ -244,16 +255,19 @@ def hostile_trace(tmp_path):
 def test_hostile_kernel_name_is_only_data(hostile_trace):
     doc = build_summary(hostile_trace)
     assert any(k["name"] == HOSTILE for r in doc["ranks"] for k in r["top_kernels"])
-    app = create_app(hostile_trace, doc)
+    state = DashboardState(hostile_trace, doc)
+    app = app_for(state)
     client = app.server.test_client()
     assert HOSTILE.encode() not in client.get("/").data and b"onerror" not in client.get("/").data
-    rows = app.traceview_update_overview("")[4]
+    rows = update_overview(state, "")[4]
     assert HOSTILE in [r["name"] for r in rows]  # passed as table data, a text cell
-    table_column = next(c for c in app.layout["kernel-table"].columns if c["id"] == "name")
-    assert table_column.get("presentation") in (None, "input")  # never markdown/HTML
+    grid = app.layout["kernel-table"]
+    for column in grid.columnDefs:  # the grid's default renderer sets text; nothing renders HTML
+        assert not {"cellRenderer", "cellRendererSelector"} & set(column), column
+    assert not getattr(grid, "dangerously_allow_code", False)
     # over the wire the name is a JSON string value (application/json), never markup in HTML
     deps = orjson.loads(client.get("/_dash-dependencies").data)
-    (dep,) = [d for d in deps if "kernel-table.data" in d["output"]]
+    (dep,) = [d for d in deps if "kernel-table.rowData" in d["output"]]
     payload = {
         "output": dep["output"],
         "outputs": [
@@ -264,7 +278,7 @@ def test_hostile_kernel_name_is_only_data(hostile_trace):
     }
     resp = client.post("/_dash-update-component", json=payload)
     assert resp.status_code == 200 and resp.content_type.startswith("application/json")
-    assert HOSTILE in [r["name"] for r in orjson.loads(resp.data)["response"]["kernel-table"]["data"]]
+    assert HOSTILE in [r["name"] for r in orjson.loads(resp.data)["response"]["kernel-table"]["rowData"]]
 
 
 # ---- the command ----
@@ -402,10 +416,9 @@ def test_filters_and_url_stay_in_sync(dp4_app):
     assert body["tl-host"]["value"] == ["host"]
 
 
-def test_class_and_name_filters_narrow_the_classes_and_the_kernels(dp4_app, dp4):
+def test_class_and_name_filters_narrow_the_classes_and_the_kernels(dp4_state, dp4):
     _, doc = dp4
-    update = dp4_app.traceview_update_overview
-    out = update("?class=gemm,communication&q=NCCL")
+    out = update_overview(dp4_state, "?class=gemm,communication&q=NCCL")
     assert {t.meta for t in out[3].data} == {"gemm", "communication"}
     rows = out[4]
     assert rows and all(r["class"] in ("gemm", "communication") and "nccl" in r["name"].lower() for r in rows)

@@ -16,18 +16,39 @@ import traceview as tv
 from tests.conftest import SAMPLES, timeline_segments
 from tests.test_dashboard import HOSTILE, hostile_trace  # noqa: F401  (fixture)
 from traceview.analysis import timeline as tl
-from traceview.dashboards.app import create_app
+from traceview.dashboards.app import app_for
 from traceview.dashboards.colors import CLASS_COLORS
+from traceview.dashboards.state import DashboardState
 from traceview.dashboards.timeline_page import LIMIT, X_TITLE, TimelineData, hover_safe
+from traceview.dashboards.timeline_view import timeline_details, update_timeline
 from traceview.summary import build_summary
 
 T = "/timeline"
 
 
+class Dashboard:
+    """One dashboard as the tests drive it: its state, the Dash app over it, and the timeline's
+    module-level callbacks bound to that state."""
+
+    def __init__(self, trace, summary: dict):
+        self.state = DashboardState(trace, summary)
+        self.app = app_for(self.state)
+        self.server = self.app.server
+
+    def update_timeline(self, *args, **kwargs):
+        return update_timeline(self.state, *args, **kwargs)
+
+    def timeline_data(self):
+        return self.state.timeline_data()
+
+    def timeline_details(self, click):
+        return timeline_details(self.state, click)
+
+
 @pytest.fixture(scope="module")
 def dp4(tmp_path_factory):
     trace = tv.load(SAMPLES / "dp4_nccl", cache_dir=tmp_path_factory.mktemp("cache"))
-    return trace, create_app(trace, build_summary(trace))
+    return trace, Dashboard(trace, build_summary(trace))
 
 
 class FakeTrace:
@@ -85,7 +106,7 @@ def big_app():
             for r in range(ranks)
         ],
     }
-    return create_app(FakeTrace(tasks, steps), summary), tasks
+    return Dashboard(FakeTrace(tasks, steps), summary), tasks
 
 
 def segments(fig):
@@ -99,7 +120,7 @@ def segments(fig):
 
 def test_full_range_of_a_big_profile_is_binned(big_app):
     app, tasks = big_app
-    fig, note = app.traceview_update_timeline(T, "", {"xaxis.autorange": True}, None, 0, trigger="tl-graph")
+    fig, note = app.update_timeline(T, "", {"xaxis.autorange": True}, None, 0, trigger="tl-graph")
     (heat,) = fig.data
     assert heat.type == "heatmap" and heat.zmin == 0 and heat.zmax == 1
     assert list(heat.y) == ["rank 0 · stream 7", "rank 0 · stream 8", "rank 1 · stream 7", "rank 1 · stream 8"]
@@ -114,7 +135,7 @@ def test_full_range_of_a_big_profile_is_binned(big_app):
     )
     # the same window through an explicit relayout range, and the rank filter from the query string
     full_ms = fig.layout.xaxis.range[1]
-    fig, _ = app.traceview_update_timeline(
+    fig, _ = app.update_timeline(
         T, "?rank=1", {"xaxis.range[0]": 0, "xaxis.range[1]": full_ms}, None, 0, trigger="tl-graph"
     )
     # one rank holds 15,000 tasks, under the limit: the same window is now drawn raw, rank 1 only
@@ -124,9 +145,7 @@ def test_full_range_of_a_big_profile_is_binned(big_app):
 
 def test_zoomed_big_profile_is_raw_and_never_over_the_limit(big_app):
     app, tasks = big_app
-    fig, note = app.traceview_update_timeline(
-        T, "", {"xaxis.range[0]": 100, "xaxis.range[1]": 101}, None, 0, trigger="tl-graph"
-    )
+    fig, note = app.update_timeline(T, "", {"xaxis.range[0]": 100, "xaxis.range[1]": 101}, None, 0, trigger="tl-graph")
     t0 = int(tasks["start_ns"].min())
     want = tasks.filter((pl.col("start_ns") < t0 + 101_000_000) & (pl.col("end_ns") > t0 + 100_000_000)).height
     assert 0 < segments(fig) == want <= LIMIT and note.startswith(f"raw: {want:,} tasks")
@@ -136,14 +155,12 @@ def test_zoomed_big_profile_is_raw_and_never_over_the_limit(big_app):
 
 def test_narrow_range_on_dp4_draws_each_task(dp4):
     trace, app = dp4
-    data = app.traceview_timeline_data()
+    data = app.timeline_data()
     tasks = tl.sort_tasks(trace.classified_tasks())
     t0 = int(tasks["start_ns"].min())
     assert data.t0_ns == t0 and data.tasks.height == tasks.height
     lo, hi = 50.0, 52.5  # ms from the first task start
-    fig, note = app.traceview_update_timeline(
-        T, "", {"xaxis.range[0]": lo, "xaxis.range[1]": hi}, None, 0, trigger="tl-graph"
-    )
+    fig, note = app.update_timeline(T, "", {"xaxis.range[0]": lo, "xaxis.range[1]": hi}, None, 0, trigger="tl-graph")
     s, e = t0 + int(lo * 1e6), t0 + int(hi * 1e6)
     want = tasks.filter(
         (pl.col("start_ns") < e)
@@ -157,24 +174,24 @@ def test_narrow_range_on_dp4_draws_each_task(dp4):
     assert tuple(fig.layout.xaxis.range) == pytest.approx((lo, hi))
     assert list(fig.layout.yaxis.categoryarray) == tl.lanes(tasks)["label"].to_list()
     # whole trace (initial load, reset): 1,608 tasks are few enough to be raw
-    fig, note = app.traceview_update_timeline(T, "", None, None, 1, trigger="tl-reset")
+    fig, note = app.update_timeline(T, "", None, None, 1, trigger="tl-reset")
     assert segments(fig) == tasks.height and fig.layout.xaxis.range[0] == 0
     # a relayout that does not move x (e.g. autosize) changes nothing
     with pytest.raises(PreventUpdate):
-        app.traceview_update_timeline(T, "", {"autosize": True}, None, 0, trigger="tl-graph")
+        app.update_timeline(T, "", {"autosize": True}, None, 0, trigger="tl-graph")
     with pytest.raises(PreventUpdate):
-        app.traceview_update_timeline("/", "", None, None, 0, trigger="url")  # overview: no timeline work
+        app.update_timeline("/", "", None, None, 0, trigger="url")  # overview: no timeline work
 
 
 def test_jump_to_step_sets_the_step_window(dp4):
     trace, app = dp4
-    data = app.traceview_timeline_data()
+    data = app.timeline_data()
     rows = trace.steps.filter(pl.col("step") == 4)
-    fig, _ = app.traceview_update_timeline(T, "", None, 4, 0, trigger="tl-step")
+    fig, _ = app.update_timeline(T, "", None, 4, 0, trigger="tl-step")
     want = (data.to_ms(int(rows["device_start_ns"].min())), data.to_ms(int(rows["device_end_ns"].max())))
     assert tuple(fig.layout.xaxis.range) == pytest.approx(want)
     one = rows.filter(pl.col("rank") == 2)
-    fig, _ = app.traceview_update_timeline(T, "?rank=2", None, 4, 0, trigger="tl-step")
+    fig, _ = app.update_timeline(T, "?rank=2", None, 4, 0, trigger="tl-step")
     assert tuple(fig.layout.xaxis.range) == pytest.approx(
         (data.to_ms(int(one["device_start_ns"][0])), data.to_ms(int(one["device_end_ns"][0])))
     )
@@ -183,12 +200,12 @@ def test_jump_to_step_sets_the_step_window(dp4):
 
 def test_details_of_a_clicked_task(dp4):
     trace, app = dp4
-    fig, _ = app.traceview_update_timeline(
+    fig, _ = app.update_timeline(
         T, "?rank=3", {"xaxis.range[0]": 20, "xaxis.range[1]": 21}, None, 0, trigger="tl-graph"
     )
     gemm = next(t for t in fig.data if t.name == "gemm") if any(t.name == "gemm" for t in fig.data) else fig.data[0]
     key = gemm.customdata[0]
-    panel = app.traceview_timeline_details({"points": [{"curveNumber": 0, "pointNumber": 0, "customdata": key}]})
+    panel = app.timeline_details({"points": [{"curveNumber": 0, "pointNumber": 0, "customdata": key}]})
     text = {td.id.removeprefix("tl-detail-"): td.children for td in _cells(panel)}
     rank, stream, start, end = key.split("|")
     (row,) = (
@@ -207,7 +224,7 @@ def test_details_of_a_clicked_task(dp4):
     assert text["launch_op"] == str(row["launch_op"]) and str(row["start_ns"]) in text["start"]
     assert text["duration"] == f"{row['dur_ns'] / 1000:.3f} µs"
     assert all(isinstance(v, str) for v in text.values())
-    assert "Click a task" in str(app.traceview_timeline_details(None))
+    assert "Click a task" in str(app.timeline_details(None))
 
 
 def _cells(children):
@@ -280,13 +297,13 @@ def test_timeline_page_over_http(dp4):
 
 
 def test_hostile_kernel_name_stays_text(hostile_trace):  # noqa: F811
-    app = create_app(hostile_trace, build_summary(hostile_trace))
-    fig, _ = app.traceview_update_timeline(T, "", None, None, 0, trigger="url")
+    app = Dashboard(hostile_trace, build_summary(hostile_trace))
+    fig, _ = app.update_timeline(T, "", None, None, 0, trigger="url")
     texts = [h for t in fig.data for h in t.hovertext if h]
     assert any(hover_safe(HOSTILE) in h for h in texts)
     assert not any("<img" in h or "</script>" in h for h in texts)  # entities only in the hover label
     key = next(c for t in fig.data for c, h in zip(t.customdata, t.hovertext) if h and hover_safe(HOSTILE) in h)
-    panel = app.traceview_timeline_details({"points": [{"customdata": key}]})
+    panel = app.timeline_details({"points": [{"customdata": key}]})
     (name,) = [c for c in _cells(panel) if c.id == "tl-detail-name"]
     assert name.children == HOSTILE  # a text child of a <td>: React renders it as text
     dumped = json.dumps([c.to_plotly_json() for c in panel], cls=plotly.utils.PlotlyJSONEncoder)
@@ -318,7 +335,7 @@ def test_whole_trace_view_is_memoised_per_rank_selection(big_app):
     """Zooming back out reuses the whole-trace bins of that rank selection; other windows and
     other selections are computed afresh and give what timeline.view gives."""
     app, tasks = big_app
-    data = app.traceview_timeline_data()
+    data = app.timeline_data()
     data._full_views.clear()  # the app is shared with earlier tests of this module
     first, note1, mode1 = data.figure(*data.full_window())
     again, note2, _ = data.figure(*data.full_window())
@@ -338,8 +355,8 @@ def test_compare_two_ranks_one_above_the_other(dp4):
     """?compare=2,0: rank 2's lanes in the top panel, rank 0's below, one x axis; each panel draws
     exactly its rank's tasks in the window, and a zoom on either panel moves both."""
     trace, app = dp4
-    data = app.traceview_timeline_data()
-    fig, note = app.traceview_update_timeline(T, "?compare=2,0&rank=1", None, None, 0, trigger="url")
+    data = app.timeline_data()
+    fig, note = app.update_timeline(T, "?compare=2,0&rank=1", None, None, 0, trigger="url")
     assert note.startswith("rank 2 above rank 0")
     top, bottom = list(fig.layout.yaxis.categoryarray), list(fig.layout.yaxis2.categoryarray)
     assert {_rank_of(y) for y in top} == {2} and {_rank_of(y) for y in bottom} == {0}
@@ -350,7 +367,7 @@ def test_compare_two_ranks_one_above_the_other(dp4):
     assert sum(1 for t in fig.data if t.showlegend is not False) == len({t.name for t in fig.data})
     tasks = data.tasks
     lo, hi = 40.0, 45.0
-    fig, note = app.traceview_update_timeline(
+    fig, note = app.update_timeline(
         T, "?compare=2,0", {"xaxis2.range[0]": lo, "xaxis2.range[1]": hi}, None, 0, trigger="tl-graph"
     )
     s, e = data.t0_ns + int(lo * 1e6), data.t0_ns + int(hi * 1e6)
@@ -359,7 +376,7 @@ def test_compare_two_ranks_one_above_the_other(dp4):
         assert want > 0 and sum(len(timeline_segments(t)) for t in fig.data if t.yaxis == axis) == want
     assert tuple(fig.layout.xaxis.range) == pytest.approx((lo, hi))
     # jump to a step: the window spans both ranks' step
-    fig, _ = app.traceview_update_timeline(T, "?compare=2,0", None, 4, 0, trigger="tl-step")
+    fig, _ = app.update_timeline(T, "?compare=2,0", None, 4, 0, trigger="tl-step")
     rows = trace.steps.filter((pl.col("step") == 4) & pl.col("rank").is_in([0, 2]))
     assert tuple(fig.layout.xaxis.range) == pytest.approx(
         (data.to_ms(int(rows["device_start_ns"].min())), data.to_ms(int(rows["device_end_ns"].max())))
@@ -368,10 +385,10 @@ def test_compare_two_ranks_one_above_the_other(dp4):
 
 def test_compare_view_of_a_big_profile_stays_under_the_limit(big_app):
     app, tasks = big_app
-    fig, note = app.traceview_update_timeline(T, "?compare=1,0", None, None, 0, trigger="url")
+    fig, note = app.update_timeline(T, "?compare=1,0", None, None, 0, trigger="url")
     assert [t.type for t in fig.data] == ["heatmap", "heatmap"] and "binned" in note
     assert [t.showscale for t in fig.data] == [True, False]  # one colour bar for both panels
-    fig, note = app.traceview_update_timeline(
+    fig, note = app.update_timeline(
         T, "?compare=1,0", {"xaxis.range[0]": 50, "xaxis.range[1]": 150}, None, 0, trigger="tl-graph"
     )
     drawn = sum(len(timeline_segments(t)) for t in fig.data if t.type == "scattergl")
@@ -416,8 +433,8 @@ def test_step_picker_clears_after_a_zoom_so_the_same_step_can_be_picked_again(dp
 
 def test_class_and_name_filters_keep_only_matching_tasks(dp4):
     trace, app = dp4
-    data = app.traceview_timeline_data()
-    fig, note = app.traceview_update_timeline(T, "?class=gemm&q=XMMA", None, None, 0, trigger="url")
+    data = app.timeline_data()
+    fig, note = app.update_timeline(T, "?class=gemm&q=XMMA", None, None, 0, trigger="url")
     want = data.tasks.filter((pl.col("compute_class") == "gemm") & pl.col("name").str.contains("xmma"))
     assert 0 < segments(fig) == want.height < data.tasks.height and {t.name for t in fig.data} == {"gemm"}
     assert "filtered: classes gemm, name contains 'XMMA'" in note
@@ -427,8 +444,8 @@ def test_class_and_name_filters_keep_only_matching_tasks(dp4):
 
 def test_host_thread_lanes_above_the_device_lanes(dp4):
     trace, app = dp4
-    data = app.traceview_timeline_data()
-    fig, note = app.traceview_update_timeline(T, "?host=1&rank=1", None, None, 0, trigger="url")
+    data = app.timeline_data()
+    fig, note = app.update_timeline(T, "?host=1&rank=1", None, None, 0, trigger="url")
     host_labels, dev_labels = list(fig.layout.yaxis.categoryarray), list(fig.layout.yaxis2.categoryarray)
     tids = trace.host_events.filter(pl.col("rank") == 1)["tid"].unique().sort().to_list()
     assert host_labels == [f"rank 1 · thread {t}" for t in tids]
@@ -439,7 +456,7 @@ def test_host_thread_lanes_above_the_device_lanes(dp4):
         fig.layout.xaxis.range[0] == pytest.approx(data.to_ms(first)) and first < data.first_ns
     )  # host events included
     lo, hi = 30.0, 31.0
-    fig, _ = app.traceview_update_timeline(
+    fig, _ = app.update_timeline(
         T, "?host=1&rank=1", {"xaxis2.range[0]": lo, "xaxis2.range[1]": hi}, None, 0, trigger="tl-graph"
     )
     s, e = data.t0_ns + int(lo * 1e6), data.t0_ns + int(hi * 1e6)
@@ -452,19 +469,19 @@ def test_host_thread_lanes_above_the_device_lanes(dp4):
     assert key.startswith("host:")
     cells = {
         c.id.removeprefix("tl-detail-"): c.children
-        for c in _cells(app.traceview_timeline_details({"points": [{"customdata": key}]}))
+        for c in _cells(app.timeline_details({"points": [{"customdata": key}]}))
     }
     assert cells["thread"] in {str(t) for t in tids} and cells["name"] == host_trace.hovertext[0].split("<br>")[0]
 
 
 def test_hover_and_details_show_the_launch_delay(dp4):
     trace, app = dp4
-    data = app.traceview_timeline_data()
+    data = app.timeline_data()
     from traceview.analysis.gaps import launch_delays
 
     row = launch_delays(trace.device_tasks, trace.host_events).filter(pl.col("rank") == 0).row(10, named=True)
     lo = data.to_ms(row["start_ns"]) - 0.001
-    fig, _ = app.traceview_update_timeline(
+    fig, _ = app.update_timeline(
         T, "?rank=0", {"xaxis.range[0]": lo, "xaxis.range[1]": lo + 0.01}, None, 0, trigger="tl-graph"
     )
     texts = [h for t in fig.data for h in t.hovertext if h]
@@ -477,6 +494,6 @@ def test_hover_and_details_show_the_launch_delay(dp4):
     )
     cells = {
         c.id.removeprefix("tl-detail-"): c.children
-        for c in _cells(app.traceview_timeline_details({"points": [{"customdata": key}]}))
+        for c in _cells(app.timeline_details({"points": [{"customdata": key}]}))
     }
     assert cells["launch delay"] == f"{row['launch_delay_us']:.3f} µs"

@@ -71,7 +71,7 @@ def test_errors_and_warnings_with_such_names_are_one_line(tmp_path):
 
 
 def test_html_shows_bidi_and_controls_visibly(hostile, tmp_path):
-    from traceview.dashboards.app import kernel_rows
+    from traceview.dashboards.overview import kernel_rows
     from traceview.dashboards.report import report_html
 
     trace = tv.load(hostile, use_cache=False)

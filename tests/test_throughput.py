@@ -179,7 +179,7 @@ def test_impossible_throughput_is_flagged_everywhere_with_the_probable_input(tmp
 
     import traceview as tv
     from tests.conftest import SAMPLES, run_cli
-    from traceview.dashboards.app import _throughput
+    from traceview.dashboards.overview import _throughput
     from traceview.dashboards.report import throughput_section
     from traceview.summary import build_summary
 

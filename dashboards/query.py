@@ -1,0 +1,89 @@
+"""The dashboard's view state in the URL: the query string (`?rank=0,2&step=4&class=gemm&q=nccl`)
+holds the filters, so a view can be shared by its address. Parsing drops what the profile does not
+have; `make_query` is the inverse."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlencode
+
+TIMELINE_PATH = "/timeline"
+#: The widgets whose values live in the query string, and the property holding each value.
+FILTER_WIDGETS = {
+    "rank-select": "value",
+    "step-select": "value",
+    "tl-compare-a": "value",
+    "tl-compare-b": "value",
+    "class-select": "value",
+    "name-search": "value",
+    "tl-host": "value",
+}
+
+
+def _query(search: str | None) -> dict[str, list[str]]:
+    return parse_qs((search or "").lstrip("?"))
+
+
+def _integer(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if text.lstrip("-").isdigit() else None
+
+
+def parse_query(search: str | None, ranks: list[int], steps: list[int]) -> tuple[list[int] | None, int | None]:
+    """(`rank` list or None for all, `step` or None for all) from a query string; unknown values dropped."""
+    query = _query(search)
+    picked: list[int] = []
+    for part in ",".join(query.get("rank", [])).split(","):
+        value = _integer(part)
+        if value is not None and value in ranks and value not in picked:
+            picked.append(value)
+    step = _integer((query.get("step") or [""])[0])
+    return (sorted(picked) or None), (step if step in steps else None)
+
+
+def parse_compare(search: str | None, ranks: list[int]) -> list[int]:
+    """The ranks (at most two, distinct, known) of the query's `compare=a,b`, in the given order."""
+    picked: list[int] = []
+    for part in ",".join(_query(search).get("compare", [])).split(","):
+        value = _integer(part)
+        if value is not None and value in ranks and value not in picked and len(picked) < 2:
+            picked.append(value)
+    return picked
+
+
+def parse_filters(search: str | None, classes: list[str]) -> tuple[list[str] | None, str | None, bool]:
+    """(`class` list of known classes or None for all, `q` name search or None, `host` lanes on)."""
+    query = _query(search)
+    picked = [c for c in ",".join(query.get("class", [])).split(",") if c in classes]
+    text = (query.get("q") or [""])[0].strip()[:200]
+    host = (query.get("host") or [""])[0] in ("1", "true", "yes")
+    return (sorted(set(picked)) or None), (text or None), host
+
+
+def is_timeline(pathname: str | None) -> bool:
+    return (pathname or "/").rstrip("/").endswith(TIMELINE_PATH)
+
+
+def make_query(
+    ranks: list[int] | None,
+    step: int | None,
+    compare: list[int | None] | None = None,
+    classes: list[str] | None = None,
+    query: str | None = None,
+    host: bool = False,
+) -> str:
+    """The query string of a view (the inverse of `parse_query`, `parse_compare`, `parse_filters`)."""
+    params = {}
+    if ranks:
+        params["rank"] = ",".join(str(r) for r in sorted(ranks))
+    if step is not None:
+        params["step"] = str(step)
+    compare = [r for r in (compare or []) if r is not None]
+    if compare:
+        params["compare"] = ",".join(str(r) for r in compare)
+    if classes:
+        params["class"] = ",".join(sorted(classes))
+    if query and query.strip():
+        params["q"] = query.strip()
+    if host:
+        params["host"] = "1"
+    return ("?" + urlencode(params)) if params else ""
