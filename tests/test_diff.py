@@ -12,19 +12,22 @@
 
 from __future__ import annotations
 
+import copy
 import gzip
-import importlib.util
 import json
 import statistics
 import subprocess
 import sys
 from collections import defaultdict
+from contextlib import contextmanager
 
 import orjson
 import polars as pl
 import pytest
 
 import traceview as tv
+from sample_traces.samplegen import dp4 as gen_dp4
+from sample_traces.samplegen import kernels as gen_kernels
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
 from tests.test_breakdown import close
 from traceview.analysis import diff as d
@@ -33,17 +36,25 @@ NEW_FLASH_FWD = "void flash_fwd_v3_kernel<Flash_fwd_kernel_traits<128, 128, 64, 
 FASTER = 0.6  # the new flash backward kernel takes 60 % of the base duration
 
 
-def _generator():
-    """A fresh instance of sample_traces/generate.py (module state is per instance)."""
-    spec = importlib.util.spec_from_file_location("traceview_sample_generate", SAMPLES / "generate.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+@contextmanager
+def _changed_generator():
+    """The dp4_nccl generator's inputs changed for the "new" run, restored after: the flash backward
+    kernel takes FASTER of its duration, the flash forward kernel is renamed, the bus is twice as fast."""
+    saved_dp, saved_fwd = copy.deepcopy(gen_dp4.DP), gen_kernels.KSPEC["flash_fwd"]
+    gen_dp4.DP["dur"]["flash_bwd_dq"] = int(gen_dp4.DP["dur"]["flash_bwd_dq"] * FASTER)
+    gen_kernels.KSPEC["flash_fwd"] = dict(saved_fwd, name=NEW_FLASH_FWD)
+    gen_dp4.DP["busbw_bytes_per_ns"] *= 2
+    try:
+        yield
+    finally:  # in place: the generator's modules share these objects
+        gen_dp4.DP.clear()
+        gen_dp4.DP.update(saved_dp)
+        gen_kernels.KSPEC["flash_fwd"] = saved_fwd
 
 
-def _reference(gen, ranks) -> dict:
+def _reference(ranks) -> dict:
     """Expected per rank-step values, from the generator's task list and interval functions."""
-    steps = gen.DP["steps"]
+    steps = gen_dp4.DP["steps"]
     n = len(ranks) * len(steps)
     kernels: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     classes: dict[str, int] = defaultdict(int)
@@ -55,7 +66,7 @@ def _reference(gen, ranks) -> dict:
             classes[t["cls"]] += t["end"] - t["start"]
         windows[R.rank] = []
         for s in steps:
-            b = gen.gpu_breakdown(R, s)
+            b = gen_dp4.gpu_breakdown(R, s)
             windows[R.rank].append(b["window_ns"])
             span = b["last_busy_end_ns"] - b["first_busy_start_ns"]
             for key, value in (
@@ -86,15 +97,13 @@ def _reference(gen, ranks) -> dict:
 def pair(tmp_path_factory):
     """(base folder, new folder, base reference, new reference, generator module of the new run)."""
     root = tmp_path_factory.mktemp("diff_pair")
-    base_gen, new_gen = _generator(), _generator()
-    new_gen.DP["dur"]["flash_bwd_dq"] = int(new_gen.DP["dur"]["flash_bwd_dq"] * FASTER)
-    new_gen.KSPEC["flash_fwd"] = dict(new_gen.KSPEC["flash_fwd"], name=NEW_FLASH_FWD)
-    new_gen.DP["busbw_bytes_per_ns"] *= 2
     out = {}
-    for label, gen in (("base", base_gen), ("new", new_gen)):
-        ranks, _, _ = gen.write_dp4(root / label)
-        out[label] = _reference(gen, ranks)
-    return root / "base", root / "new", out["base"], out["new"], new_gen
+    ranks, _, _ = gen_dp4.write_dp4(root / "base")
+    out["base"] = _reference(ranks)
+    with _changed_generator():
+        ranks, _, _ = gen_dp4.write_dp4(root / "new")
+        out["new"] = _reference(ranks)
+    return root / "base", root / "new", out["base"], out["new"], gen_dp4
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +157,7 @@ def test_terms_match_the_generator_and_explain_the_step_delta(pair, result):
 
 
 def test_kernels_show_exactly_the_changes_made(pair, result):
-    _, _, base, new, gen = pair
+    _, _, base, new, _ = pair
     k = result.kernels
     names = set(base["kernels"]) | set(new["kernels"])
     assert set(k["name"]) == names
@@ -158,11 +167,12 @@ def test_kernels_show_exactly_the_changes_made(pair, result):
         assert (row["base_count_total"], row["new_count_total"]) == (bc, nc), row["name"]
         assert row["base_us"] == pytest.approx(bus, abs=1e-6) and row["new_us"] == pytest.approx(nus, abs=1e-6)
         assert row["delta_us"] == pytest.approx(nus - bus, abs=1e-6)
-    old_fwd, bwd, nccl = _generator().KSPEC["flash_fwd"]["name"], gen.KSPEC["flash_bwd_dq"]["name"], gen.NCCL_ALLREDUCE
+    old_fwd, bwd = gen_kernels.KSPEC["flash_fwd"]["name"], gen_kernels.KSPEC["flash_bwd_dq"]["name"]
+    nccl = gen_kernels.NCCL_ALLREDUCE
     assert _row(k, name=old_fwd)["status"] == "removed" and _row(k, name=NEW_FLASH_FWD)["status"] == "added"
     # renamed, same durations: what the old name lost the new one gained, 4 launches per rank-step
     assert _row(k, name=NEW_FLASH_FWD)["new_us"] == pytest.approx(_row(k, name=old_fwd)["base_us"], abs=1e-6)
-    assert _row(k, name=NEW_FLASH_FWD)["new_count"] == gen.DP["layers"] == 4
+    assert _row(k, name=NEW_FLASH_FWD)["new_count"] == gen_dp4.DP["layers"] == 4
     changed = set(k.filter((pl.col("status") == "both") & (pl.col("delta_us") != 0))["name"])
     assert changed == {bwd, nccl}  # every other kernel kept its exact durations (same random draws)
     faster = _row(k, name=bwd)
@@ -189,7 +199,7 @@ def test_collectives_exposed_time(pair, result):
     (row,) = result.collectives.to_dicts()
     assert (row["collective"], row["process_group"], row["status"]) == ("allreduce", "0", "both")
     assert row["base_count"] == row["new_count"] == 4.0  # 4 DDP buckets per step
-    nccl = base["kernels"][_generator().NCCL_ALLREDUCE][1]
+    nccl = base["kernels"][gen_kernels.NCCL_ALLREDUCE][1]
     assert row["base_us"] == pytest.approx(nccl, abs=1e-6)
     # only one collective: its exposed time is the step's exposed communication
     assert row["base_exposed_us"] == pytest.approx(base["terms_us"]["communication_not_overlapped"], abs=1e-6)

@@ -1,0 +1,1 @@
+"""The sample-trace generator behind sample_traces/generate.py, one module per job (see generate.py)."""
