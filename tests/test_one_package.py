@@ -4,11 +4,16 @@ wheel installs `traceview` alone at the top level."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
 
+import pytest
+
 from tests.conftest import ROOT, SAMPLES
+
+pytestmark = pytest.mark.integration
 
 SCRIPT = f"""
 import sys
@@ -78,3 +83,18 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
         "traceview/rules/findings.toml",
     ):
         assert module in names
+
+
+def test_a_checkout_imports_its_own_subpackages_whatever_is_installed(tmp_path):
+    """A second checkout (a copy of traceview/, parsers/ and dashboards/ with no install of its own)
+    imported from its folder uses its own parsers/ and dashboards/, not those of the checkout or
+    wheel the environment has installed."""
+    for name in ("traceview", "parsers", "dashboards"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    probe = (
+        "import traceview, traceview.parsers, traceview.dashboards.app as app;"
+        "print(traceview.__file__); print(traceview.parsers.__file__); print(app.__file__)"
+    )
+    res = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert all(line.startswith(str(tmp_path)) for line in res.stdout.splitlines()), res.stdout
