@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from traceview.dashboards.report import esc
+from traceview.dashboards.html_page import esc
 
 
 @dataclass

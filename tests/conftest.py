@@ -1,4 +1,21 @@
-"""Shared test fixtures: where the real-trace corpus and the shipped samples are, and a CLI runner."""
+"""Shared test fixtures: where the real-trace corpus and the shipped samples are, a CLI runner, and
+the test sets.
+
+Every test belongs to one set, a marker of the same name (pyproject.toml lists them):
+
+- `unit`: fast tests of one function or one load of a small input (the default);
+- `integration`: whole commands in fresh processes, servers, signals, file-system faults, property
+  tests, slow reference computations (a module's `pytestmark`, or a test's own mark);
+- `browser`: drives chromium through playwright (test_browser.py, and any test using the
+  `browser` fixture);
+- `corpus`: reads the real profiles in ../shared/traces (skipped with the reason when absent).
+
+The first that applies decides a test's set; a test may also carry the mark its module gives (a
+corpus test in an integration module has both). `python -m pytest -q` with no path runs the unit
+set (under 2 minutes on 2 cores); `python -m pytest -q --all` runs every set (what `.ci/run`
+does); `-m` picks by mark (`-m "unit or corpus"`), and naming files or tests runs them whatever
+their set.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +35,62 @@ needs_shared = pytest.mark.skipif(
     not SHARED_TRACES.is_dir(),
     reason=f"real-trace corpus not found at {SHARED_TRACES} (present in CI; absent in a user's clone)",
 )
+
+SETS = ("unit", "integration", "browser", "corpus")
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--all",
+        action="store_true",
+        help="run every test set (unit, integration, browser, corpus): what .ci/run does",
+    )
+
+
+def _reads_the_corpus(item) -> bool:
+    if any(m.kwargs.get("reason", "").startswith("real-trace corpus") for m in item.iter_markers("skipif")):
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    shared = str(SHARED_TRACES)
+    for value in params.values():
+        if isinstance(value, Path) and str(value).startswith(shared):
+            return True
+        if isinstance(value, str) and "/" in value and (SHARED_TRACES / value).exists():
+            return True
+    return False
+
+
+def set_of(item) -> str:
+    """The set `item` belongs to (see the module docstring); the first that applies wins."""
+    if item.get_closest_marker("browser") or "browser" in item.fixturenames:
+        return "browser"
+    if item.get_closest_marker("corpus") or _reads_the_corpus(item):
+        return "corpus"
+    if item.get_closest_marker("integration"):
+        return "integration"
+    return "unit"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        chosen = set_of(item)
+        if not item.get_closest_marker(chosen):
+            item.add_marker(chosen)
+    explicit = config.args_source != pytest.Config.ArgsSource.TESTPATHS
+    if config.getoption("--all") or config.option.markexpr or explicit:
+        return
+    keep = [item for item in items if set_of(item) == "unit"]
+    if len(keep) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if set_of(item) != "unit"])
+        items[:] = keep
+
+
+def pytest_report_header(config):
+    if config.getoption("--all"):
+        return "traceview: every test set (unit, integration, browser, corpus)"
+    if config.option.markexpr or config.args_source != pytest.Config.ArgsSource.TESTPATHS:
+        return None
+    return "traceview: the unit set only; --all runs everything (what CI runs)"
 
 
 def run_cli(*args: str, env: dict | None = None, timeout: float = 180) -> subprocess.CompletedProcess:

@@ -31,6 +31,8 @@ from click.testing import CliRunner
 from tests.conftest import DATA, ROOT
 from traceview.cli.main import main
 
+pytestmark = pytest.mark.integration
+
 BAD = DATA / "bad"
 TIMEOUT_S = 120
 

@@ -32,10 +32,13 @@ try:
 except ImportError:  # pragma: no cover - the test extra installs it
     sync_playwright = None
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or sync_playwright is None,
-    reason="needs Debian's chromium (apt-get install chromium) and playwright (pip install -e '.[test]')",
-)
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        CHROMIUM is None or sync_playwright is None,
+        reason="needs Debian's chromium (apt-get install chromium) and playwright (pip install -e '.[test]')",
+    ),
+]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 #: Chromium without the background services it would try to reach (this machine has no network
 #: beyond loopback: refused connections show as console noise and slow the start).
@@ -139,7 +142,8 @@ def test_overview_shows_the_api_numbers(server_for, browser):
 
 def _grid_rows(page, count: int | None = None) -> list[dict]:
     """The kernel table's displayed rows (dash-ag-grid), as the browser shows them: col-id -> text."""
-    page.wait_for_selector("#kernel-table .ag-center-cols-container .ag-row", timeout=20_000)
+    page.locator("#kernel-table").scroll_into_view_if_needed()  # the grid draws its cells once on screen
+    page.wait_for_selector("#kernel-table .ag-center-cols-container .ag-cell", timeout=20_000)
     if count is not None:
         page.wait_for_function(
             f"() => document.querySelectorAll('#kernel-table .ag-center-cols-container .ag-row').length >= {count}",

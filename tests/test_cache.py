@@ -52,6 +52,7 @@ def test_no_cache_writes_nothing(trace_file, tmp_path):
     assert not any(cache_dir.rglob("*.parquet"))
 
 
+@pytest.mark.integration
 def test_parallel_workers_match_in_process(tmp_path, monkeypatch):
     for r in range(3):
         (tmp_path / f"rank{r}.pt.trace.json").write_bytes((DATA / "kineto_minimal.json").read_bytes())

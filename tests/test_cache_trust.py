@@ -24,6 +24,8 @@ from traceview import cache, executors, parsers
 from traceview.errors import TraceError
 from traceview.summary import build_summary
 
+pytestmark = pytest.mark.integration
+
 PROFILE = SAMPLES / "dp4_nccl"
 
 

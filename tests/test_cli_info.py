@@ -12,6 +12,8 @@ import pytest
 
 from tests.conftest import DATA, ROOT
 
+pytestmark = pytest.mark.integration
+
 
 def run(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "traceview", *args], capture_output=True, text=True, cwd=cwd)

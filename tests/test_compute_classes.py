@@ -513,6 +513,7 @@ def _laminar(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
     raw=st.lists(st.tuples(st.integers(0, 60), st.integers(1, 30)), min_size=0, max_size=25),
     times=st.lists(st.integers(0, 95), min_size=1, max_size=20),
 )
+@pytest.mark.integration
 def test_launch_op_matches_slow_reference(raw, times):
     """Innermost = the containing operator (start <= t < end) with the latest start, ties -> the
     shortest; names are the intervals so equal intervals compare equal."""

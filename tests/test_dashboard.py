@@ -300,6 +300,7 @@ def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.integration
 def test_serve_bad_path_exits_1_with_one_line(tmp_path):
     out = run_cli("serve", str(tmp_path / "missing"), "-q", timeout=30)
     assert out.returncode == 1
@@ -313,6 +314,7 @@ def test_serve_help_lists_options():
     assert out.returncode == 0 and all(o in out.stdout for o in ("--host", "--port", "--open"))
 
 
+@pytest.mark.integration
 def test_serve_starts_a_real_server_on_the_next_free_port(tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -10,6 +10,8 @@ import pytest
 
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared, run_cli
 
+pytestmark = pytest.mark.integration
+
 DLRM = SHARED_TRACES / "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto"
 
 

@@ -32,6 +32,8 @@ from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
 from tests.test_breakdown import close
 from traceview.analysis import diff as d
 
+pytestmark = pytest.mark.integration
+
 NEW_FLASH_FWD = "void flash_fwd_v3_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>, true>(Flash_fwd_params)"
 FASTER = 0.6  # the new flash backward kernel takes 60 % of the base duration
 

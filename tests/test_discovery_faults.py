@@ -18,6 +18,8 @@ import traceview.parsers.detect
 from tests.conftest import ROOT, SAMPLES
 from traceview import parsers
 
+pytestmark = pytest.mark.integration
+
 PROFILE = SAMPLES / "dp4_nccl"
 ASCEND = SAMPLES / "ascend_2rank"
 

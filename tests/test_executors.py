@@ -20,6 +20,8 @@ from traceview import cache, digest, executors
 from traceview.errors import TraceError
 from traceview.parsers import memory
 
+pytestmark = pytest.mark.integration
+
 SAMPLES = ROOT / "sample_traces"
 TABLES = ("device_tasks", "host_events", "steps", "ranks")
 

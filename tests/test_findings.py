@@ -584,6 +584,7 @@ def test_rank_ranges():
     assert _rank_ranges([3]) == "3"
 
 
+@pytest.mark.integration
 def test_cli_micro_batches_and_rules_file(tmp_path):
     """--micro-batches feeds the bubble-above-ideal rule (pp4_1f1b is built with m = 8, so m = 8
     matches its bubble and m = 16 claims a smaller ideal); --findings-rules adds or changes rules and

@@ -205,6 +205,7 @@ task_st = st.tuples(
 )
 
 
+@pytest.mark.integration
 @settings(max_examples=200, deadline=None)
 @given(st.lists(task_st, min_size=1, max_size=30), st.sampled_from([0.0, 0.005, 0.02, 1.0]))
 def test_stream_idle_matches_reference(rows, threshold_us):
@@ -358,6 +359,7 @@ def test_step_times_by_hand():
     st.lists(st.tuples(st.integers(0, 300), st.integers(0, 40)), max_size=20),
     st.lists(st.integers(0, 340), min_size=2, max_size=10, unique=True),
 )
+@pytest.mark.integration
 def test_step_times_idle_before_matches_reference(tasks, bounds):
     """Windows from sorted random points, [b0, b1), [b2, b3), ...; idle in each gap between
     windows = gap − time covered by some task, counted ns by ns."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -60,6 +61,7 @@ def _frame(rows):
     )
 
 
+@pytest.mark.integration
 @settings(max_examples=300, deadline=None)
 @given(st.lists(interval, max_size=25))
 def test_lengths_match_reference(rows):
@@ -72,6 +74,7 @@ def test_lengths_match_reference(rows):
     assert got.drop("rank").row(0, named=True) == want
 
 
+@pytest.mark.integration
 @settings(max_examples=300, deadline=None)
 @given(st.lists(interval, max_size=25), st.integers(0, 50), st.integers(1, 40), st.integers(0, 30))
 def test_clipped_windows_match_reference(rows, w0, wlen, gap):

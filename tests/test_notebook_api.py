@@ -319,6 +319,7 @@ def test_kernel_names_are_escaped_in_figures(hostile_trace):
 # ---- plotly only when .plot is used ----
 
 
+@pytest.mark.integration
 def test_load_does_not_import_plotly_until_plot_is_used():
     code = (
         "import sys\n"

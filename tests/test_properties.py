@@ -31,12 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 import traceview as tv
 from traceview.errors import TraceError
 from traceview.parsers import jsonio
+
+pytestmark = pytest.mark.integration
 
 EXAMPLES = int(os.environ.get("TRACEVIEW_PROPERTY_EXAMPLES", "30"))
 SETTINGS = settings(

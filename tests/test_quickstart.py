@@ -9,7 +9,11 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.integration
 
 
 def quickstart_lines() -> list[str]:

@@ -17,8 +17,11 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, ROOT, SAMPLES
-from traceview.dashboards.report import report_html, script_json
+from traceview.dashboards.html_page import script_json
+from traceview.dashboards.report import report_html
 from traceview.summary import build_summary
+
+pytestmark = pytest.mark.integration
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 HOSTILE_QUOTES = "a\"b'c<!--d-->&amp;"

@@ -17,6 +17,8 @@ import pytest
 
 from tests.conftest import SAMPLES, run_cli
 
+pytestmark = pytest.mark.integration
+
 PROFILE = SAMPLES / "dp4_nccl"
 
 

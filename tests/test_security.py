@@ -33,9 +33,11 @@ import pytest
 import traceview as tv
 from tests.conftest import DATA, ROOT, SAMPLES, run_cli
 from traceview.dashboards.app import create_app
-from traceview.dashboards.report import diff_html
+from traceview.dashboards.diff_report import diff_html
 from traceview.errors import TraceError
 from traceview.summary import build_summary
+
+pytestmark = pytest.mark.integration
 
 PWN = "window.__pwned=1"
 SCRIPT = f"<script>{PWN}</script>"
@@ -345,6 +347,9 @@ def test_browser_dashboard_runs_no_payload(browser, server_for, hostile):
             _hover_and_click_hostile_task(page)
         _not_pwned(page, seen)
         if path == "/":
+            # the grid draws its cells once it is on screen, in a frame after the callback's answer
+            page.locator("#kernel-table").scroll_into_view_if_needed()
+            page.wait_for_selector("#kernel-table .ag-center-cols-container .ag-cell", timeout=30_000)
             body = page.inner_text("body")
             assert NAMES["kernel"] in body and TEMPLATE in body  # the kernel table shows them, as text
         assert seen["errors"] == [], (path, seen["errors"])

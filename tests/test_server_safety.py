@@ -18,6 +18,8 @@ from traceview.dashboards.app import create_app
 from traceview.dashboards.server import allowed_path
 from traceview.summary import build_summary
 
+pytestmark = pytest.mark.integration
+
 SECRET = "traceview-secret-7f3a9c"
 
 TRICKS = [

@@ -21,7 +21,10 @@ import pytest
 
 from tests.conftest import ROOT, SAMPLES
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process trees from /proc (Linux)")
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process trees from /proc (Linux)"),
+]
 
 RANK_BYTES = 8 << 20
 

@@ -21,6 +21,7 @@ def _write(tmp_path, name, events):
     return path
 
 
+@pytest.mark.integration
 def test_steps_without_device_tasks_are_listed_all_idle(tmp_path):
     """kineto_minimal.json's host step 7 launches most kernels; steps 8 (1.3-1.4 ms) and 9 (1.5-1.6 ms) launch nothing."""
 

@@ -20,6 +20,8 @@ from polars.testing import assert_frame_equal
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
 from traceview.parsers import jsonio, kineto
 
+pytestmark = pytest.mark.integration
+
 
 def _events(n: int) -> list[dict]:
     out = []

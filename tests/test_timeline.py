@@ -148,6 +148,7 @@ def union_clipped(intervals, lo, hi):
 task_st = st.tuples(st.integers(0, 2), st.integers(0, 300), st.integers(0, 80), st.sampled_from(["kernel", "memcpy"]))
 
 
+@pytest.mark.integration
 @settings(max_examples=150, deadline=None)
 @given(st.lists(task_st, min_size=1, max_size=40), st.integers(-50, 250), st.integers(1, 300), st.integers(1, 40))
 def test_binned_busy_equals_clipped_union(items, lo, width, bins):
@@ -213,6 +214,7 @@ def synthetic(n_lanes=16, per_lane=62_500, seed=0):
     ).sort("start_ns")
 
 
+@pytest.mark.integration
 def test_one_million_tasks_raw_then_binned():
     tasks = synthetic()
     assert tasks.height == 1_000_000

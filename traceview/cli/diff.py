@@ -234,12 +234,12 @@ def _collectives_text(doc: dict) -> list[str]:
 
 def render_diff(result, fmt: str, top: int = 10) -> str:
     """`result`: a `RunDiff`. JSON: `result.to_dict(top)`; html: a self-contained page of the same
-    (`dashboards.report.diff_html`); text: the tables of docs/diff.md."""
+    (`dashboards.diff_report.diff_html`); text: the tables of docs/diff.md."""
     doc = result.to_dict(top)
     if fmt == "json":
         return json_text(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
     if fmt == "html":
-        from traceview.dashboards.report import diff_html
+        from traceview.dashboards.diff_report import diff_html
 
         return diff_html(doc)
     doc = one_line_strings(doc)
