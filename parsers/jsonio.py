@@ -227,7 +227,7 @@ def _scrub_surrogates(obj):
 
 
 #: Bytes of events decoded at once by `ChromeEvents`: that chunk's dicts (~10x its bytes) are the
-#: only decoded events alive at a time. 8 MiB: as fast as 16 (4 was slower on large files), ~120 MB less.
+#: only decoded events alive at a time (why 8 MiB: docs/benchmarks.md, "Tuning constants").
 CHUNK_BYTES = 8 << 20
 #: How far into the document `ChromeEvents` looks for `"traceEvents": [` before giving up.
 HEAD_LIMIT = 64 << 20

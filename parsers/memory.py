@@ -30,21 +30,15 @@ from traceview.errors import TraceError
 from traceview.parsers.detect import Source, input_files
 from traceview.sizes import parse_size
 
-#: Peak resident memory of parsing one rank, per byte of uncompressed input. Measured (peak RSS
-#: minus the RSS before the parse, `parse_source` in a fresh process, 2-core x86 box, polars 1.x):
-#: the Kineto parser before it streamed: bench/out/v100_54mb.json (53.7 MB) 7.2x,
-#: bench/out/a100_40mb.json (38.9 MB) 9.8x; the gzip kineto-tb_plugin resnet50 worker0 (35.2 MB
-#: uncompressed) 4.0x and tracelens h100 google_owlv2 (55.6 MB uncompressed) 3.9x. Small inputs
-#: (2-3 MB Ascend/MindSpore folders) show 18-19x, but that is fixed overhead (~50 MB), not a
-#: per-byte cost. Used for the formats read whole (Ascend, MindSpore): 10x covers the worst case.
+#: Peak resident memory of parsing one rank, per byte of uncompressed input, for the formats read
+#: whole (Ascend, MindSpore): 10x covers the worst case measured (docs/benchmarks.md, "Tuning
+#: constants").
 PARSE_FACTOR = 10.0
 
 #: Kineto JSON is streamed (`parsers.jsonio.ChromeEvents`, 8 MiB chunks): its parse peak is a
 #: fixed part (one chunk's decoded events, imports) plus a part per input byte (the frames being
-#: built, their sort and joins). Measured (peak RSS minus the RSS before the parse, `parse_source`
-#: in a fresh process, serial, this 2-core box): a100_40mb 178 MB (38.9 MB input), v100_54mb 153 MB
-#: (53.7), resnet50 worker0 .gz 131 MB (35.2), owlv2 .gz 124 MB (55.6), a100_250mb 479 MB (250.3),
-#: a100_1gb 1,712 MB (1,004.6): all under 150 MB + 1.7 x input.
+#: built, their sort and joins); every profile measured stays under STREAM_FIXED + STREAM_FACTOR x
+#: input (docs/benchmarks.md, "Tuning constants").
 STREAM_FIXED = 150e6
 STREAM_FACTOR = 1.7
 

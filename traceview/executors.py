@@ -37,11 +37,9 @@ NAMES = ("local", "ray")
 PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 
 #: Below this mean rank input, the local executor leaves the rank-local analyses to the Trace even
-#: when asked to compute them where ranks are parsed: each rank's analyses have a fixed cost
-#: (~0.07 s of CPU: a one-rank Trace, ~9 analyses, their Parquet files) that the Trace, computing
-#: all ranks at once, pays once. Measured (bench/bench_peers.py inputs, 2 cores): 64 ranks x 5 MB,
-#: cold summary 4.9 s -> 6.6 s with them; 8 ranks x 40 MB, 4.0 s either way, and the cached
-#: summary 1.1 s -> 0.6 s.
+#: when asked to compute them where ranks are parsed: each rank's analyses have a fixed cost that
+#: the Trace, computing all ranks at once, pays once (measurements: docs/benchmarks.md, "Tuning
+#: constants").
 ANALYSE_MIN_BYTES = 32 * 1024 * 1024
 
 Results = Iterator[tuple[Source, "ParsedRank | TraceError"]]
