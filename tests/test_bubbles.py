@@ -1,6 +1,6 @@
 """GPU pipeline bubbles and stage inference (traceview.analysis.bubbles).
 
-- Property: on generated 1F1B profiles (tests/pipeline_gen.py) the bubble fraction of every stage
+- Property: on generated 1F1B profiles (tests/support/pipeline.py) the bubble fraction of every stage
   is (p-1)/(m+p-1) within 0.02, exactly so without transfer time, and the bubble equals the
   construction's value to the nanosecond.
 - The shipped pp4_1f1b sample equals its expected.json; the data-parallel sample and the real
@@ -20,7 +20,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
-from tests.pipeline_gen import simulate, write_1f1b
+from tests.support.pipeline import simulate, write_1f1b
 from traceview.analysis.bubbles import gpu_bubbles, p2p_tasks, pipeline_stages
 
 F = 1_200_000

@@ -22,6 +22,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, ROOT, SAMPLES, SHARED_TRACES, needs_shared
+from tests.support.kineto import complete_event, ns, write_trace
 from traceview.analysis import facts as facts_mod
 from traceview.analysis import findings as F
 from traceview.cli.summary import _rank_ranges, render_summary
@@ -63,62 +64,18 @@ def write_kineto(path: Path, steps: list[list[tuple[float, float, float, str]]])
     for n, kernels in enumerate(steps, start=1):
         first = min(min(k[0], k[2]) for k in kernels)
         last = max(k[0] + k[1] for k in kernels)
-        events.append(
-            {
-                "ph": "X",
-                "cat": "user_annotation",
-                "name": f"ProfilerStep#{n}",
-                "pid": 1,
-                "tid": 1,
-                "ts": first - 1,
-                "dur": last - first + 2,
-            }
-        )
-        events.append(
-            {
-                "ph": "X",
-                "cat": "gpu_user_annotation",
-                "name": f"ProfilerStep#{n}",
-                "pid": 0,
-                "tid": 7,
-                "ts": min(k[0] for k in kernels),
-                "dur": last - min(k[0] for k in kernels),
-            }
-        )
+        device_first = min(k[0] for k in kernels)
+        step = f"ProfilerStep#{n}"
+        events.append(complete_event("user_annotation", step, 1, 1, ns(first - 1), ns(last - first + 2)))
+        events.append(complete_event("gpu_user_annotation", step, 0, 7, ns(device_first), ns(last - device_first)))
         for start, dur, launch, name in kernels:
             corr += 1
             events.append(
-                {
-                    "ph": "X",
-                    "cat": "cuda_runtime",
-                    "name": "cudaLaunchKernel",
-                    "pid": 1,
-                    "tid": 1,
-                    "ts": launch,
-                    "dur": 4.0,
-                    "args": {"correlation": corr},
-                }
+                complete_event("cuda_runtime", "cudaLaunchKernel", 1, 1, ns(launch), 4000, {"correlation": corr})
             )
-            events.append(
-                {
-                    "ph": "X",
-                    "cat": "kernel",
-                    "name": name,
-                    "pid": 0,
-                    "tid": 7,
-                    "ts": start,
-                    "dur": dur,
-                    "args": {"device": 0, "stream": 7, "correlation": corr},
-                }
-            )
-    doc = {
-        "schemaVersion": 1,
-        "distributedInfo": {"rank": 0, "world_size": 1},
-        "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
-        "traceEvents": events,
-    }
-    path.write_text(json.dumps(doc))
-    return path
+            args = {"device": 0, "stream": 7, "correlation": corr}
+            events.append(complete_event("kernel", name, 0, 7, ns(start), ns(dur), args))
+    return write_trace(path, events, rank=0, world_size=1, device="NVIDIA H100 80GB HBM3")
 
 
 def host_bound_steps(n_steps: int = 3, kernels: int = 50) -> list:

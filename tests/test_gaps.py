@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
+from tests.support import intervals as ref
 from tests.test_real_traces import ROWS  # (path, format) rows of ../shared/traces/INDEX.md
 from traceview import schema
 from traceview.analysis import gaps
@@ -183,15 +184,7 @@ def _reference(rows, launches, threshold_ns):
                 else:
                     cats["other"] += gap
             prev_end = e if prev_end is None else max(prev_end, e)
-        # busy: merge the intervals
-        busy, cur = 0, None
-        for s, e, _ in mine:
-            if cur is None or s > cur[1]:
-                busy += cur[1] - cur[0] if cur else 0
-                cur = [s, e]
-            else:
-                cur[1] = max(cur[1], e)
-        busy += cur[1] - cur[0]
+        busy = sum(e - s for s, e in ref.merged((s, e) for s, e, _ in mine))
         span = max(e for _, e, _ in mine) - min(s for s, _, _ in mine)
         out[stream] = {"idle": sum(cats.values()), **cats, "busy": busy, "span": span}
     return out

@@ -7,31 +7,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support import intervals as ref
 from traceview.analysis import intervals as iv
 
 SETS = ["comp", "comm", "mem"]
 
 
-def _covered(points: list[tuple[int, int]], t0: int, t1: int) -> bool:
-    """Reference: does any interval cover the unit cell [t0, t1)?"""
-    return any(s <= t0 and t1 <= e for s, e in points)
-
-
 def _reference(rows, window=None):
-    """Slow reference: walk every unit cell between all boundaries and test coverage per set."""
-    bounds = sorted({t for _, s, e in rows for t in (s, e)} | (set(window) if window else set()))
+    """Slow reference (tests.support.intervals.cells): every cell between all boundaries, with the
+    sets covering it."""
+    lo, hi = window or (min((s for _, s, _ in rows), default=0), max((e for _, _, e in rows), default=0))
     out = {"comp": 0, "comm": 0, "overlap": 0, "comm_only": 0, "mem_exposed": 0, "busy": 0}
-    for t0, t1 in zip(bounds, bounds[1:]):
-        if window and not (window[0] <= t0 and t1 <= window[1]):
-            continue
-        c = {k: _covered([(s, e) for kk, s, e in rows if kk == k], t0, t1) for k in SETS}
+    for t0, t1, on in ref.cells(rows, lo, hi):
         n = t1 - t0
-        out["comp"] += n * c["comp"]
-        out["comm"] += n * c["comm"]
-        out["overlap"] += n * (c["comp"] and c["comm"])
-        out["comm_only"] += n * (c["comm"] and not c["comp"])
-        out["mem_exposed"] += n * (c["mem"] and not c["comp"] and not c["comm"])
-        out["busy"] += n * (c["comp"] or c["comm"] or c["mem"])
+        out["comp"] += n * ("comp" in on)
+        out["comm"] += n * ("comm" in on)
+        out["overlap"] += n * ({"comp", "comm"} <= on)
+        out["comm_only"] += n * ("comm" in on and "comp" not in on)
+        out["mem_exposed"] += n * (on == {"mem"})
+        out["busy"] += n * bool(on & {"comp", "comm", "mem"})
     return out
 
 

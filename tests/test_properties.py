@@ -36,6 +36,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 import traceview as tv
+from tests.support import intervals as ref
 from traceview.errors import TraceError
 from traceview.parsers import jsonio
 
@@ -383,52 +384,12 @@ def load_docs(docs: list[dict], layout: str = "compact", gz: bool = False, chunk
 # The slow reference: DESIGN.md §3 with plain lists.
 
 
-def _cells(intervals: list[tuple[str, int, int]], lo: int, hi: int):
-    """Elementary cells [a, b) inside [lo, hi) with the set of sets covering each."""
-    bounds = sorted({lo, hi} | {x for _, s, e in intervals for x in (s, e) if lo < x < hi})
-    for a, b in zip(bounds, bounds[1:]):
-        yield a, b, {name for name, s, e in intervals if s <= a and b <= e and e > s}
-
-
-def reference_terms(intervals: list[tuple[str, int, int]], lo: int, hi: int) -> dict | None:
-    """Every term (ns) of the window [lo, hi) over `intervals` (set, start, end), or None when no
-    interval covers any of it."""
-    total = dict.fromkeys(
-        ["computing", "communication", "overlapped", "communication_not_overlapped", "exposed_memcpy", "busy"], 0
-    )
-    busy_cells = []
-    for a, b, on in _cells(intervals, lo, hi):
-        n = b - a
-        total["computing"] += n * ("comp" in on)
-        total["communication"] += n * ("comm" in on)
-        total["overlapped"] += n * ({"comp", "comm"} <= on)
-        total["communication_not_overlapped"] += n * ("comm" in on and "comp" not in on)
-        total["exposed_memcpy"] += n * (on == {"mem"})
-        if on:
-            total["busy"] += n
-            busy_cells.append((a, b))
-    if not busy_cells:
-        return None
-    # free: the gaps between consecutive merged busy intervals (merged here, not span - busy).
-    merged = [list(busy_cells[0])]
-    for a, b in busy_cells[1:]:
-        if a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
-    total["free"] = sum(b[0] - a[1] for a, b in zip(merged, merged[1:]))
-    total["first_busy"], total["last_busy"] = merged[0][0], merged[-1][1]
-    total["idle"] = (hi - lo) - total["busy"]
-    total["duration"] = hi - lo
-    return total
-
-
 def reference_trace(r: Rank) -> dict | None:
     """Whole-trace window of a rank: first task start to last task end."""
     if not r.tasks:
         return None
     lo, hi = min(t.start for t in r.tasks), max(t.end for t in r.tasks)
-    return reference_terms([(t.set, t.start, t.end) for t in r.tasks], lo, hi)
+    return ref.window_terms([(t.set, t.start, t.end) for t in r.tasks], lo, hi)
 
 
 def reference_steps(r: Rank) -> dict[int, dict]:
@@ -438,7 +399,7 @@ def reference_steps(r: Rank) -> dict[int, dict]:
     out = {}
     host_start = {n: s for n, s, _ in r.steps}
     for n, s, e in r.gpu_steps:
-        terms = reference_terms([(t.set, t.start, t.end) for t in r.tasks], s, e)
+        terms = ref.window_terms([(t.set, t.start, t.end) for t in r.tasks], s, e)
         if terms is not None:
             out[n] = dict(terms, window=(s, e), rule="gpu_annotation")
     annotated = {n for n, _, _ in r.gpu_steps}
@@ -447,7 +408,7 @@ def reference_steps(r: Rank) -> dict[int, dict]:
         if n in annotated or not mine:
             continue
         lo, hi = min(t.start for t in mine), max(t.end for t in mine)
-        terms = reference_terms([(t.set, t.start, t.end) for t in mine], lo, hi)
+        terms = ref.window_terms([(t.set, t.start, t.end) for t in mine], lo, hi)
         if terms is not None:
             out[n] = dict(terms, window=(lo, hi), rule="correlation")
     for n, terms in out.items():
@@ -908,7 +869,7 @@ def check_ascend_reference(t, profile: list[list[AscendTask]], epoch_ns: int) ->
             want = None
             if members:
                 lo, hi = min(x.start for x in members), max(x.end for x in members)
-                want = reference_terms([(x.set, x.start, x.end) for x in members], lo, hi)
+                want = ref.window_terms([(x.set, x.start, x.end) for x in members], lo, hi)
             if want is None and key == "trace":
                 assert got is None, f"{where}: no busy time, yet a row {got}"
                 continue

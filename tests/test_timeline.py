@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import traceview as tv
 from tests.conftest import SAMPLES
+from tests.support import intervals as ref
 from traceview.analysis import timeline as tl
 
 SCHEMA = {
@@ -132,19 +133,6 @@ def test_view_switches_above_limit():
     assert v["mode"] == "binned" and v["n_tasks"] == 2 and set(v["bins"]["lane"]) == {2, 3}
 
 
-def union_clipped(intervals, lo, hi):
-    """Slow reference: covered length of [lo, hi) by the union of intervals."""
-    cut = sorted((max(a, lo), min(b, hi)) for a, b in intervals if min(b, hi) > max(a, lo))
-    total, cur_s, cur_e = 0, None, None
-    for a, b in cut:
-        if cur_e is None or a > cur_e:
-            total += (cur_e - cur_s) if cur_e is not None else 0
-            cur_s, cur_e = a, b
-        else:
-            cur_e = max(cur_e, b)
-    return total + ((cur_e - cur_s) if cur_e is not None else 0)
-
-
 task_st = st.tuples(st.integers(0, 2), st.integers(0, 300), st.integers(0, 80), st.sampled_from(["kernel", "memcpy"]))
 
 
@@ -158,16 +146,16 @@ def test_binned_busy_equals_clipped_union(items, lo, width, bins):
     for lane, stream in zip(lanes["lane"], lanes["stream"]):
         mine = b.filter(pl.col("lane") == lane)
         widths = mine["bin_end_ns"] - mine["bin_start_ns"]
-        want = union_clipped([(a, a + d) for s, a, d, _ in items if s == stream], lo, lo + width)
+        want = ref.covered([(a, a + d) for s, a, d, _ in items if s == stream], lo, lo + width)
         assert (mine["busy_frac"] * widths).sum() == pytest.approx(want, abs=1e-6)
         assert mine["busy_ns"].sum() == want
         assert mine["busy_frac"].is_between(0, 1).all()
         for row in mine.iter_rows(named=True):  # per bin, too
-            ref = union_clipped(
+            busy = ref.covered(
                 [(a, a + d) for s, a, d, _ in items if s == stream], row["bin_start_ns"], row["bin_end_ns"]
             )
-            assert row["busy_ns"] == ref
-            assert (row["top_class"] is None) == (ref == 0)
+            assert row["busy_ns"] == busy
+            assert (row["top_class"] is None) == (busy == 0)
 
 
 def test_sample_dp4_nccl_lanes_and_binned_whole_trace():

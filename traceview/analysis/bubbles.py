@@ -3,7 +3,7 @@
 Ascend traces have a tool-defined bubble (torch_npu: Σ raw duration of `hcom_receive*` ops, see
 `traceview.analysis.breakdown`). For GPU traces no reference tool defines one, so traceview uses
 the definition below and proves it on generated 1F1B schedules whose bubble is known by
-construction (`tests/pipeline_gen.py`, `sample_traces/pp4_1f1b`).
+construction (`tests/support/pipeline.py`, `sample_traces/pp4_1f1b`).
 
 Definitions (per rank r and step N; U = union of intervals over all streams of the device):
 

@@ -38,6 +38,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.kineto import complete_event
+
 P2P_KERNEL = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
 FWD_KERNELS = (
     "void at::native::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, c10::BFloat16 const*)",
@@ -130,21 +132,6 @@ def simulate(p: int, m: int, F: int, B: int, transfer: int) -> list[Stage]:
     return stages
 
 
-def _ev(cat, name, pid, tid, start_ns, dur_ns, args=None) -> dict:
-    e = {
-        "ph": "X",
-        "cat": cat,
-        "name": name,
-        "pid": pid,
-        "tid": tid,
-        "ts": round(start_ns / 1000, 3),
-        "dur": round(dur_ns / 1000, 3),
-    }
-    if args is not None:
-        e["args"] = args
-    return e
-
-
 def _rank_trace(
     stage: Stage,
     p: int,
@@ -180,7 +167,7 @@ def _rank_trace(
         host_start = t_step - lead
         host_end = t_step + step_len + 50_000
         events.append(
-            _ev(
+            complete_event(
                 "user_annotation",
                 f"ProfilerStep#{step}",
                 pid,
@@ -201,25 +188,31 @@ def _rank_trace(
                     for j, (direction, peer, _mb, _k) in enumerate(msgs):
                         title = f"nccl:send {s}->{peer}" if direction == "send" else f"nccl:recv {s}<-{peer}"
                         events.append(
-                            _ev("user_annotation", title, pid, tid, launch - 40 + j * 10, 5, {"External id": corr})
+                            complete_event(
+                                "user_annotation", title, pid, tid, launch - 40 + j * 10, 5, {"External id": corr}
+                            )
                         )
                 else:
                     events.append(
-                        _ev("user_annotation", "nccl:coalesced", pid, tid, launch - 10, 60, {"External id": corr})
+                        complete_event(
+                            "user_annotation", "nccl:coalesced", pid, tid, launch - 10, 60, {"External id": corr}
+                        )
                     )
             events.append(
-                _ev(
+                complete_event(
                     "cuda_runtime", "cudaLaunchKernel", pid, tid, launch, 40, {"External id": corr, "correlation": corr}
                 )
             )
-            events.append(_ev("kernel", name, dev, stream, t_step + a, b - a, args))
+            events.append(complete_event("kernel", name, dev, stream, t_step + a, b - a, args))
             spans.setdefault(stream, [t_step + a, t_step + b])
             spans[stream][0] = min(spans[stream][0], t_step + a)
             spans[stream][1] = max(spans[stream][1], t_step + b)
             corr += 1
         for stream, (a, b) in sorted(spans.items()):
             events.append(
-                _ev("gpu_user_annotation", f"ProfilerStep#{step}", dev, stream, a, b - a, {"External id": corr})
+                complete_event(
+                    "gpu_user_annotation", f"ProfilerStep#{step}", dev, stream, a, b - a, {"External id": corr}
+                )
             )
     return {
         "schemaVersion": 1,
