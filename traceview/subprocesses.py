@@ -54,9 +54,29 @@ def _watch_parent(parent: int) -> None:
     os._exit(1)
 
 
+class _Pool(ProcessPoolExecutor):
+    """A process pool whose workers are born with SIGINT blocked.
+
+    A Ctrl-C sent to the whole process group while a worker is still starting (importing, before
+    `_init_worker` ignores SIGINT) would print that worker's KeyboardInterrupt traceback. The
+    signal mask survives fork and exec, so SIGINT is blocked in the parent's spawning thread while
+    a worker is started: the worker starts with it blocked (a pending one is discarded when
+    `_init_worker` ignores it), and the parent gets any Ctrl-C that came meanwhile as soon as the
+    mask is restored (blocked, not lost)."""
+
+    def _spawn_process(self):
+        if not hasattr(signal, "pthread_sigmask"):
+            return super()._spawn_process()
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            return super()._spawn_process()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def pool(workers: int) -> ProcessPoolExecutor:
     """A spawn process pool of `workers` whose workers die with this process (module docstring)."""
-    return ProcessPoolExecutor(
+    return _Pool(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_init_worker,
