@@ -29,12 +29,16 @@ PARALLEL_FORMATS = frozenset({"kineto"})
 
 def parse_source(source: Source, jobs: int = 1) -> ParsedRank:
     """Parse one rank source with the parser of its format (`jobs` > 1: the parser may use that
-    many processes for one large file; formats in PARALLEL_FORMATS)."""
+    many processes for one large file; formats in PARALLEL_FORMATS), with the source's task-kind
+    rules in force."""
     if source.path.is_dir():
         _only_regular_files(source.path)
+    from traceview.parsers import kinds
+
     module, func = PARSERS[source.format].split(":")
     parse = getattr(import_module(module), func)
-    return parse(source.path, jobs=jobs) if jobs > 1 and source.format in PARALLEL_FORMATS else parse(source.path)
+    with kinds.using(source.task_kinds):
+        return parse(source.path, jobs=jobs) if jobs > 1 and source.format in PARALLEL_FORMATS else parse(source.path)
 
 
 def _only_regular_files(folder: Path) -> None:

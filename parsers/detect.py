@@ -43,10 +43,13 @@ DISTRIBUTED_INFO = re.compile(rb'"distributedInfo"\s*:\s*\{')
 
 @dataclass(frozen=True)
 class Source:
-    """One rank's input: its format and the file (kineto, mindspore) or folder (ascend) to read."""
+    """One rank's input: its format, the file (kineto, mindspore) or folder (ascend) to read, and
+    the user's task-kind rules to parse it with (`traceview.parsers.kinds.user_section` JSON; ""
+    = the shipped rules only)."""
 
     format: str
     path: Path
+    task_kinds: str = ""
 
 
 #: torch_npu's DB export (export_type db), in ASCEND_PROFILER_OUTPUT/ or a loose folder.

@@ -26,7 +26,7 @@ import orjson
 import polars as pl
 
 from traceview.errors import TraceError, Warnings
-from traceview.parsers import steps
+from traceview.parsers import kinds, steps
 from traceview.parsers.base import ParsedRank
 from traceview.parsers.jsonio import ChromeEvents, StreamUnsupported, gc_paused, loads, read_bytes
 from traceview.parsers.kineto_comm import finish_comm
@@ -94,6 +94,7 @@ def _streamed_parallel(path: Path, warn: Warnings, jobs: int) -> tuple[dict, dic
     from traceview import subprocesses
 
     stream = ChromeEvents(path)
+    task_kinds = kinds.current()  # the user's task-kind rules, handed to each worker
 
     def parts():
         with subprocesses.finish(subprocesses.pool(jobs)) as pool:
@@ -104,7 +105,7 @@ def _streamed_parallel(path: Path, warn: Warnings, jobs: int) -> tuple[dict, dic
                         yield _merged(subprocesses.result(pending.popleft()), warn)
                     yield chunk_frames(piece, warn, {}), len(piece)
                     return
-                pending.append(pool.submit(_piece_frame, piece))
+                pending.append(pool.submit(_piece_frame, piece, task_kinds))
                 while len(pending) > 2 * jobs:
                     yield _merged(subprocesses.result(pending.popleft()), warn)
 
@@ -128,10 +129,11 @@ def _merged(result, warn: Warnings) -> tuple[dict[str, pl.DataFrame], int]:
 _WORKER_RENDERED: dict = {}
 
 
-def _piece_frame(piece: bytes):
-    """Worker process: decode one piece; (its `chunk_frames` frames, events, warning counts) or None if
-    the piece is not a JSON array (its cut fell inside an event)."""
-    with gc_paused():
+def _piece_frame(piece: bytes, task_kinds: str = ""):
+    """Worker process: decode one piece with the user's task-kind rules `task_kinds`; (its
+    `chunk_frames` frames, events, warning counts) or None if the piece is not a JSON array (its
+    cut fell inside an event)."""
+    with gc_paused(), kinds.using(task_kinds):
         try:
             events = orjson.loads(piece)
         except orjson.JSONDecodeError:

@@ -92,9 +92,10 @@ def events_frame(events: list) -> pl.DataFrame:
     ).drop("ts", "dur")
 
 
-def task_kind(name: pl.Expr, op_type: pl.Expr, rules=TASK_KIND_RULES) -> pl.Expr:
-    """Kind of a MindSpore op from the ordered `rules` (first match wins, else kernel)."""
-    return rule_kind({"name": name, "op_type": op_type}, rules)
+def task_kind(name: pl.Expr, op_type: pl.Expr, rules=None) -> pl.Expr:
+    """Kind of a MindSpore op from the ordered `rules` (first match wins, else kernel; default: the
+    rules in force, `kinds.format_rules("mindspore")`)."""
+    return rule_kind({"name": name, "op_type": op_type}, format_rules("mindspore") if rules is None else rules)
 
 
 def op_events(ev: pl.DataFrame) -> pl.DataFrame:

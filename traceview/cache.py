@@ -68,7 +68,7 @@ def default_root() -> Path:
 def key(source: Source) -> str:
     """Cache key of a source (hex digest); changes when any file the parser reads changes, or is
     rewritten or replaced (see the module docstring). Paths are hashed as bytes (any file name)."""
-    h = hashlib.sha256(f"{digest.ingestion_digest()}|{source.format}|".encode())
+    h = hashlib.sha256(f"{digest.ingestion_digest()}|{source.format}|{source.task_kinds}|".encode())
     h.update(os.fsencode(source.path.resolve()))
     for p in input_files(source):
         st = p.stat()

@@ -91,7 +91,7 @@ class LocalExecutor:
             yield from self._in_process(todo, inner, analyse and analyse_here)
             return
         with subprocesses.finish(subprocesses.pool(workers)) as pool:
-            futures = {pool.submit(parse_packed, s.format, str(s.path), analyse): s for s in todo}
+            futures = {pool.submit(parse_packed, s.format, str(s.path), analyse, s.task_kinds): s for s in todo}
             for fut in subprocesses.completed(futures):
                 source = futures[fut]
                 yield source, received(fut.result(), source)
@@ -190,7 +190,9 @@ class RayExecutor:
             while queue or pending:
                 while queue and len(pending) < limit:
                     source = queue.pop(0)
-                    pending[task.remote(source.format, str(source.path.resolve()), self.analyse)] = source
+                    pending[task.remote(source.format, str(source.path.resolve()), self.analyse, source.task_kinds)] = (
+                        source
+                    )
                 (ref,), _ = ray.wait(list(pending), num_returns=1)
                 source = pending.pop(ref)
                 try:
@@ -234,12 +236,12 @@ def rank_analyses(source: Source, parsed: ParsedRank) -> dict[str, bytes]:
     return per_rank.compute(one_rank_trace(source, parsed))
 
 
-def parse_packed(fmt: str, path: str, analyse: bool = False):
+def parse_packed(fmt: str, path: str, analyse: bool = False, task_kinds: str = ""):
     """Worker entry (a local worker process or a Ray task): parse one source (and run its rank-local analyses when `analyse`); return
     (ingestion digest, error line or None, the rank's cache entry files: `cache.pack` bytes, with the
     analyses when computed, stamped with this worker's code digest so a driver running other code
     ignores them)."""
-    source = Source(fmt, Path(path))
+    source = Source(fmt, Path(path), task_kinds)
     try:
         parsed = parse_source(source)
     except TraceError as exc:

@@ -22,6 +22,7 @@ naming those that do; asking for some that do not exist loads the others with a 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -39,6 +40,7 @@ from traceview.safe_text import path_text
 from traceview.selection import Selection, listing
 from traceview.step_selection import select_steps
 from traceview.trace import Trace
+from traceview.user_rules import user_rules
 
 #: progress(done, total, label): called as rank sources finish.
 Progress = Callable[[int, int, str], None]
@@ -56,6 +58,7 @@ def load(
     ranks: str | Iterable[int] | None = None,
     steps: str | Iterable[int] | None = None,
     analyse: bool = False,
+    rules: str | os.PathLike | None = None,
 ) -> Trace:
     """Load the profile at `path` (a file, a rank folder, or a folder of ranks) into a `Trace`.
 
@@ -69,6 +72,11 @@ def load(
     `$RAY_ADDRESS` or a local Ray instance; needs `traceview[ray]`), with identical results; see
     `traceview.executors`. Before a local parse, `traceview.parsers.memory` checks that the load fits in the
     available memory (fewer workers if not, else a TraceError naming the size and the ways out).
+
+    `rules`: a user's rules file for all tables (`traceview.user_rules`, docs/rules.md): its task
+    kinds apply while parsing (a cached rank parsed with other rules is parsed again), its compute
+    classes, findings and device peaks in every analysis of the trace. A bad file is a TraceError
+    before anything is parsed.
 
     `ranks`: load only these ranks (a SPEC such as "0-7,12", or integers); unselected ranks whose
     rank is known without parsing are never parsed (see the module docstring). `steps`: keep only
@@ -84,7 +92,10 @@ def load(
     rank_sel = Selection.of(ranks, "ranks")
     step_sel = Selection.of(steps, "steps")
     runner = executors.get(executor, jobs=jobs, address=ray_address, analyse=analyse)
+    user = user_rules(rules)
     sources = discover(path)
+    if user.task_kinds:
+        sources = [dataclasses.replace(s, task_kinds=user.task_kinds) for s in sources]
     root = Path(cache_dir) if cache_dir else cache.default_root()
     store = _Store(root) if use_cache else None
     skipped: dict[Source, int] = {}
@@ -130,6 +141,7 @@ def load(
         trace = _assemble_selected(path_text(path), sources, parsed, skipped, rank_sel, failures, first_error)
     if store and store.problem:
         trace.load_warnings.append(store.problem)
+    trace.rules_file, trace.rules_tables = user.file, user.tables
     return select_steps(trace, step_sel) if step_sel is not None else trace
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import polars as pl
 
@@ -53,6 +54,9 @@ class Analysis:
     notes: Callable | None = None
     #: the columns a rank's cache keeps (None: all of them)
     stored_columns: tuple[str, ...] | None = None
+    #: parameter -> rule table: a parameter that takes user rules files for that table; the
+    #: trace's own rules file (`traceview.load(rules=...)`) is added to it (`with_user_rules`)
+    rule_params: Mapping[str, str] = field(default_factory=dict)
 
     def bind(self, params: Mapping[str, object]) -> dict[str, object]:
         """`params` over the defaults; TypeError naming an unknown parameter."""
@@ -62,6 +66,23 @@ class Analysis:
         if unknown:
             raise TypeError(f"{self.name}() got an unexpected keyword argument {unknown[0]!r}")
         return {**self.defaults, **params}
+
+    def with_user_rules(self, params: Mapping[str, object], rules_file: str | None, tables) -> dict:
+        """`params` with the trace's rules file `rules_file` added to each rule parameter whose
+        table the file extends (`tables`): after the files the caller gave, so theirs come first."""
+        params = dict(params)
+        if rules_file is None:
+            return params
+        for name, table in self.rule_params.items():
+            if table not in tables:
+                continue
+            given = params.get(name, (self.defaults or {}).get(name))
+            files = () if given is None else (given,) if isinstance(given, (str, Path)) else tuple(given)
+            files = tuple(str(f) for f in files)
+            params[name] = files + (rules_file,) if rules_file not in files else files
+            if len(params[name]) == 1:
+                params[name] = params[name][0]
+        return params
 
 
 def freeze(value):
@@ -125,6 +146,8 @@ def _findings(t, throughput, rules, classes, details, micro_batches) -> pl.DataF
     return findings.evaluate(table, findings.load_rules(rules))
 
 
+_CLASSES = {"classes": "compute_classes"}
+
 _ROWS = [
     Analysis(
         "step_breakdown",
@@ -143,6 +166,7 @@ _ROWS = [
         {"classes": None},
         keys=("rank", "stream", "start_ns"),
         stored_columns=CLASS_COLUMNS,
+        rule_params=_CLASSES,
     ),
     Analysis(
         "compute_classes",
@@ -151,6 +175,7 @@ _ROWS = [
         "rank",
         {"classes": None, "by": ("rank",)},
         keys=("rank", "class"),
+        rule_params=_CLASSES,
     ),
     Analysis(
         "unclassified_share",
@@ -158,6 +183,7 @@ _ROWS = [
         "traceview.analysis.classes",
         "rank",
         {"classes": None},
+        rule_params=_CLASSES,
     ),
     Analysis(
         "top_kernels",
@@ -166,6 +192,7 @@ _ROWS = [
         "rank",
         {"n": 10, "classes": None, "by": ("rank",)},
         keys=("rank", "name"),
+        rule_params=_CLASSES,
     ),
     Analysis(
         "iteration_gaps",
@@ -230,13 +257,21 @@ _ROWS = [
         "traceview.analysis.collectives",
         keys=("step",),
     ),
-    Analysis("throughput", _throughput, "traceview.analysis.throughput", defaults=ANY_KEYWORDS, keys=("step",)),
+    Analysis(
+        "throughput",
+        _throughput,
+        "traceview.analysis.throughput",
+        defaults=ANY_KEYWORDS,
+        keys=("step",),
+        rule_params={"rules": "device_peaks"},
+    ),
     Analysis(
         "findings",
         _findings,
         "traceview.analysis.findings",
         defaults={"throughput": None, "rules": None, "classes": None, "details": True, "micro_batches": None},
         keys=("rule", "rank"),
+        rule_params={"rules": "findings", **_CLASSES},
     ),
 ]
 

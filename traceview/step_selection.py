@@ -61,7 +61,9 @@ def select_steps(trace, steps):
         ascend_step_trace=trace.ascend_step_trace.filter(sel.expr("step")),
         ascend_communication=trace.ascend_communication.filter(sel.expr("step")),
     )
-    return type(trace)(trace.source, trace.ranks, frames, warnings, list(trace.failures))
+    selected = type(trace)(trace.source, trace.ranks, frames, warnings, list(trace.failures))
+    selected.rules_file, selected.rules_tables = trace.rules_file, trace.rules_tables
+    return selected
 
 
 def _in_windows(frame: pl.DataFrame, windows: pl.DataFrame, overlap: bool) -> pl.Series:

@@ -18,6 +18,9 @@ class Trace:
     `load_warnings`: one line per kind of recoverable oddity met while loading, naming the file;
     `warnings`: those plus the ones the analyses derive (see the property).
     `failures`: one line per rank source that could not be read (the others loaded).
+    `rules_file`: the user's rules file the trace was loaded with (None: the shipped rules); its
+    task kinds were applied when parsing, its compute classes, findings and device peaks are added
+    to every analysis that reads those tables (`run`).
     """
 
     def __init__(
@@ -33,6 +36,9 @@ class Trace:
         self._frames = frames
         self.load_warnings = warnings
         self.failures = failures
+        #: the user's rules file (`traceview.load(rules=...)`) and the tables it extends
+        self.rules_file: str | None = None
+        self.rules_tables: frozenset[str] = frozenset()
         self._memo: dict = {}
 
     device_tasks = property(lambda self: self._frames["device_tasks"], doc="Device tasks of all ranks.")
@@ -81,12 +87,13 @@ class Trace:
     def run(self, name: str, **params) -> pl.DataFrame:
         """Analysis `name` of the registry (`traceview.registry.REGISTRY`) with `params`, computed
         once per distinct parameters (lists and dicts work as parameters: the memo key is
-        `registry.memo_key`). The methods below call this; it is also how a view iterates them."""
+        `registry.memo_key`), the trace's rules file added to the rule parameters. The methods below call this; it is also how a view iterates them."""
         from traceview import registry
 
+        entry = registry.REGISTRY[name]
+        params = entry.with_user_rules(params, self.rules_file, self.rules_tables)
         key = registry.memo_key(name, params)
         if key not in self._memo:
-            entry = registry.REGISTRY[name]
             self._memo[key] = entry.run(self, **entry.bind(params))
         return self._memo[key]
 

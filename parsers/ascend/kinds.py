@@ -17,7 +17,9 @@ TASK_KIND_RULES: tuple[tuple[str, str, str], ...] = format_rules("ascend")
 
 
 def task_kind(
-    name: pl.Expr, op_type: pl.Expr, core_type: pl.Expr, rules: tuple[tuple[str, str, str], ...] = TASK_KIND_RULES
+    name: pl.Expr, op_type: pl.Expr, core_type: pl.Expr, rules: tuple[tuple[str, str, str], ...] | None = None
 ) -> pl.Expr:
-    """Kind of an Ascend device task from the ordered `rules` (first match wins, else kernel)."""
-    return rule_kind({"name": name, "op_type": op_type, "core_type": core_type}, rules)
+    """Kind of an Ascend device task from the ordered `rules` (first match wins, else kernel;
+    default: the rules in force, `kinds.format_rules("ascend")`)."""
+    fields = {"name": name, "op_type": op_type, "core_type": core_type}
+    return rule_kind(fields, format_rules("ascend") if rules is None else rules)

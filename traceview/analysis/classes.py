@@ -130,21 +130,6 @@ def _rule_label(i: int, raw: dict) -> str:
     return f"rule {i} (class {cls!r})" if cls is not None else f"rule {i}"
 
 
-def _check_regex(pattern: object, where: str, key: str) -> str:
-    if not isinstance(pattern, str) or not pattern:
-        raise ValueError(f"{where}: '{key}' must be a non-empty regex string, got {pattern!r}")
-    try:
-        pl.Series("x", [""], dtype=pl.String).str.contains("(?i)" + pattern)
-    except Exception as exc:  # polars raises ComputeError on a bad pattern
-        first = str(exc).strip().splitlines()
-        detail = " ".join(line.strip() for line in first if line.strip())[:300]
-        raise ValueError(
-            f"{where}: invalid regex for '{key}': {pattern!r} ({detail}; "
-            f"patterns use Rust regex syntax: no look-around or back-references)"
-        ) from None
-    return pattern
-
-
 def _parse_rules(raw_rules: object, path: str, classes: set[str]) -> list[Rule]:
     if not isinstance(raw_rules, list):
         raise ValueError(f"{path}: 'rule' must be an array of tables ([[rule]] entries)")
@@ -162,7 +147,7 @@ def _parse_rules(raw_rules: object, path: str, classes: set[str]) -> list[Rule]:
         fields: dict = {"cls": cls, "note": raw.get("note")}
         for key in _REGEX_KEYS:
             if key in raw:
-                fields[key] = _check_regex(raw[key], where, key)
+                fields[key] = rule_tables.check_regex(raw[key], where, key, prefix="(?i)")
         for key in _FLAG_KEYS:
             if key in raw:
                 if not isinstance(raw[key], bool):
@@ -176,14 +161,16 @@ def _parse_rules(raw_rules: object, path: str, classes: set[str]) -> list[Rule]:
     return out
 
 
-def load_rules(extra: str | Path | None = None) -> Rules:
-    """The shipped rule table, with a user's rules file (if given) placed first so its rules win.
+def load_rules(extra: str | Path | Sequence[str | Path] | None = None) -> Rules:
+    """The shipped rule table, with a user's rules file (if given; or several, in order) placed
+        first so its rules win.
 
-    The shipped file has `[kinds]` (task kind -> class), `[groups]` (class -> group) and the ordered
-    `[[rule]]` list. A user's file holds `[[rule]]` entries only (`[[rules]]`, the old spelling,
-    too), with the same keys (see the module docstring). Raises ValueError naming the file and the
-    rule for an unreadable file, invalid TOML, an unknown key or class, a rule without conditions,
-    or an invalid regex (files are read by `traceview.rules`).
+        The shipped file has `[kinds]` (task kind -> class), `[groups]` (class -> group) and the ordered
+        `[[rule]]` list. A user's file holds `[[rule]]` entries only (`[[rules]]`, the old spelling,
+        too), with the same keys (see the module docstring); a rules file for all tables (`--rules`)
+    gives its `[[compute_classes.rule]]` entries (none: the file adds nothing here). Raises ValueError naming the file and the
+        rule for an unreadable file, invalid TOML, an unknown key or class, a rule without conditions,
+        or an invalid regex (files are read by `traceview.rules`).
     """
     base_path = RULES_FILE
     base = rule_tables.shipped("compute_classes")
@@ -197,12 +184,15 @@ def load_rules(extra: str | Path | None = None) -> Rules:
         rule_tables.entries(base, base_path, allowed=("kinds", "groups")), str(base_path), set(CLASSES)
     )
     sources = [str(base_path)]
-    if extra is not None:
-        extra_path = Path(extra)
-        user = rule_tables.read(extra_path)
+    user_rules: list[Rule] = []
+    for extra_path in rule_tables.user_files(extra):
+        user = rule_tables.section(extra_path, "compute_classes")
+        if user is None:  # a file for all tables without a [compute_classes] section
+            continue
         key = "rules" if "rules" in user and "rule" not in user else "rule"
-        rules = _parse_rules(rule_tables.entries(user, extra_path, key=key), str(extra_path), set(CLASSES)) + rules
-        sources.insert(0, str(extra_path))
+        user_rules += _parse_rules(rule_tables.entries(user, extra_path, key=key), str(extra_path), set(CLASSES))
+        sources.insert(len(sources) - 1, str(extra_path))
+    rules = user_rules + rules
     return Rules(rules=tuple(rules), kinds=dict(kinds), groups=dict(groups), sources=tuple(sources))
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import string
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -193,8 +194,9 @@ def _rule_tables(doc: dict, path: Path) -> list[dict]:
     return tables
 
 
-def load_rules(extra: str | Path | None = None) -> tuple[Rule, ...]:
-    """The shipped rules, changed and extended by a user's file (if given).
+def load_rules(extra: str | Path | Sequence[str | Path] | None = None) -> tuple[Rule, ...]:
+    """The shipped rules, changed and extended by a user's file (if given; or several, applied in
+    order; in a rules file for all tables, its `[[findings.rule]]` entries).
 
     A user's `[[rule]]` table whose id names a shipped rule changes only the keys it gives (e.g.
     `above`; giving `above` or `below` replaces the shipped direction), and `enabled = false` turns
@@ -207,10 +209,15 @@ def load_rules(extra: str | Path | None = None) -> tuple[Rule, ...]:
     merged: dict[str, dict] = {}
     for raw in shipped:
         merged[raw["id"]] = dict(raw)
-    if extra is not None:
-        path = Path(extra)
-        for raw in _rule_tables(rule_tables.read(path), path):
+    for path in rule_tables.user_files(extra):
+        doc = rule_tables.section(path, "findings")
+        if doc is None:  # a file for all tables without a [findings] section
+            continue
+        for raw in _rule_tables(doc, path):
             base = merged.get(raw["id"])
+            if base is None and raw.get("enabled", True) is False:
+                known = ", ".join(sorted(merged))
+                raise ValueError(f"{path}: rule {raw['id']!r}: no such rule to turn off (the rules: {known})")
             if base is not None and ("above" in raw or "below" in raw):
                 base = {k: v for k, v in base.items() if k not in ("above", "below", "critical")}
             merged[raw["id"]] = {**(base or {}), **raw, "_source": str(path)}

@@ -20,7 +20,6 @@ naming the inputs and what they imply; it is null on every plausible step.
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 import re
@@ -51,29 +50,48 @@ THROUGHPUT_SCHEMA = pl.Schema(
 )
 
 
-@functools.lru_cache(maxsize=4)
-def load_device_peaks(path: str | None = None) -> tuple[dict, ...]:
-    """The device peak table (`[[rule]]` entries of device_peaks.toml, in order).
+def load_device_peaks(extra: str | Path | Sequence[str | Path] | None = None) -> tuple[dict, ...]:
+    """The device peak table: a user's entries first (`extra`: a rules file, or several, whose
+    `[[device_peaks.rule]]` entries, or top-level `[[rule]]` entries, come first), then the
+    shipped `[[rule]]` entries of device_peaks.toml, in order.
 
-    Each entry: name, match (regex), peak_tflops (per datasheet product), optional
-    devices_per_package (default 1), dtype, approximate (default False).
+    Each entry: name, match (regex, case-insensitive, searched in the device name), peak_tflops
+    (per datasheet product, dense), optional devices_per_package (default 1), dtype, approximate
+    (default False). ValueError naming the file and the entry for a missing key or a bad regex.
     """
-    file = Path(path) if path else PEAKS_FILE
-    doc = rule_tables.read(file) if path else rule_tables.shipped("device_peaks")
+    return _peaks(tuple(str(p) for p in rule_tables.user_files(extra)))
+
+
+def _peaks(files: tuple[str, ...]) -> tuple[dict, ...]:
+    found: list[dict] = []
+    for file in files:
+        doc = rule_tables.section(file, "device_peaks")
+        if doc is not None:
+            found += _checked_peaks(doc, file)
+    return tuple(found) + _checked_peaks(rule_tables.shipped("device_peaks"), PEAKS_FILE)
+
+
+def _checked_peaks(doc: dict, file) -> tuple[dict, ...]:
     entries = rule_tables.entries(doc, file)
-    for e in entries:
+    for i, e in enumerate(entries, start=1):
         if not {"name", "match", "peak_tflops"} <= set(e):
-            raise ValueError(f"{file}: a [[rule]] entry needs name, match and peak_tflops: {e}")
-        re.compile(e["match"])
+            raise ValueError(f"{file}: device peak {i}: needs name, match and peak_tflops")
+        try:
+            re.compile(e["match"])
+        except (re.error, TypeError) as exc:
+            raise ValueError(f"{file}: device peak {i}: invalid regex {e['match']!r} ({exc})") from None
+        peak = e["peak_tflops"]
+        if isinstance(peak, bool) or not isinstance(peak, (int, float)) or not peak > 0:
+            raise ValueError(f"{file}: device peak {i}: peak_tflops must be a positive number, got {peak!r}")
     return tuple(entries)
 
 
-def device_peak(device_name: str | None, path: str | None = None) -> dict | None:
+def device_peak(device_name: str | None, rules: str | Sequence[str] | None = None) -> dict | None:
     """The table entry for a device name, with `per_device_tflops` = peak_tflops /
     devices_per_package added; None when no entry matches (or no name)."""
     if not device_name:
         return None
-    for entry in load_device_peaks(path):
+    for entry in load_device_peaks(rules):
         if re.search(entry["match"], device_name, flags=re.IGNORECASE):
             per_device = float(entry["peak_tflops"]) / int(entry.get("devices_per_package", 1))
             return {**entry, "per_device_tflops": per_device}
@@ -121,6 +139,7 @@ def throughput(
     recompute: bool = False,
     device_name: str | None = None,
     peak_tflops: float | None = None,
+    rules: str | Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """Tokens/s, model TFLOP/s per device and MFU per step (definitions in the module docstring).
 
@@ -135,7 +154,8 @@ def throughput(
     input: pass the world size when not every rank was loaded. Required for other inputs.
     recompute: full activation recomputation (8 instead of 6 FLOPs per parameter and token).
     device_name: matched against `traceview/rules/device_peaks.toml` for the peak; peak_tflops
-    (dense TFLOP/s per device) overrides it.
+    (dense TFLOP/s per device) overrides it. rules: a user's rules file (or several) whose
+    `[[device_peaks.rule]]` entries are tried before the shipped table.
 
     Columns (one row per step, sorted by step): step, step_time_us, devices, tokens_per_step,
     tokens_per_s, tokens_per_s_per_device, model_flops_per_step (FLOPs), model_tflops_per_device
@@ -170,7 +190,7 @@ def throughput(
     if peak_tflops is not None:
         peak, source = float(peak_tflops), "given"
     else:
-        entry = device_peak(device_name)
+        entry = device_peak(device_name, rules)
         peak = entry["per_device_tflops"] if entry else None
         if entry:
             source = entry["name"] + (" (approximate)" if entry.get("approximate") else "")

@@ -1,7 +1,7 @@
 """The CLI's option groups: each a dataclass that a command receives as one parameter.
 
 `@LoadOptions.options` adds --jobs, --no-cache, --cache-dir, --quiet, --executor, --address,
---ranks and --steps to a command and hands it `load: LoadOptions`; `@ModelOptions.options` the
+--ranks, --steps and --rules to a command and hands it `load: LoadOptions`; `@ModelOptions.options` the
 model/job options that give throughput and MFU (`model: ModelOptions`); `@ClassOptions.options`
 the user's compute-class rules (`classes`); `@AdviceOptions.options` the findings rules and
 --micro-batches (`advice`). A command states which groups it takes; the values travel together
@@ -59,6 +59,7 @@ class LoadOptions:
     address: str | None = None
     ranks: object = None  # a Selection
     steps: object = None  # a Selection
+    rules: Path | None = None
 
     def load(self, path: Path, analyse: bool = True):
         """`traceview.load` of `path` with the progress display (`analyse`: where ranks are parsed,
@@ -78,6 +79,7 @@ class LoadOptions:
                 ranks=self.ranks,
                 steps=self.steps,
                 analyse=analyse,
+                rules=self.rules,
             )
 
 
@@ -120,6 +122,13 @@ LoadOptions.options = _group(
             default=None,
             callback=_spec,
             help="Keep only these steps, e.g. 3-5,8 (ProfilerStep#N / Step Id).",
+        ),
+        click.option(
+            "--rules",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help="A rules file (TOML) extending the task kinds, compute classes, findings and device peaks "
+            "(docs/rules.md).",
         ),
     ],
 )

@@ -2,10 +2,17 @@
 (`compute_classes.toml`), the findings (`findings.toml`) and the devices' peaks
 (`device_peaks.toml`), TOML files in this folder.
 
-Every table lists its rules as `[[rule]]` entries (task kinds group theirs by format). A user's
-file (`--classes`, `--findings-rules`) holds `[[rule]]` entries of the same shape, which the
-analysis that reads the table puts first or merges by id; this module only reads files and says,
-in one line naming the file (and the entry), what is wrong with one (`RulesError`).
+Every table lists its rules as `[[rule]]` entries (task kinds group theirs by format). A user
+extends them with a rules file of either form:
+
+- one file for all tables (`traceview.load(..., rules=FILE)`, `--rules FILE`): a section per
+  table it extends, `[[task_kinds.kineto.communication]]`, `[[compute_classes.rule]]`,
+  `[[findings.rule]]`, `[[device_peaks.rule]]` (docs/rules.md);
+- a file of one table (`--classes`, `--findings-rules`): that table's `[[rule]]` entries at the top.
+
+The code that reads a table puts the user's entries first or merges them by id (`section` gives
+each its part of a file); this module only reads files and says, in one line naming the file (and
+the entry), what is wrong with one (`RulesError`).
 """
 
 from __future__ import annotations
@@ -51,6 +58,62 @@ def shipped(table: str) -> dict:
 
 def shipped_path(table: str) -> Path:
     return RULES_DIR / f"{table}.toml"
+
+
+def check_regex(pattern: object, where: str, key: str = "pattern", prefix: str = "") -> str:
+    """`pattern` if polars can use it as a regex (`prefix` + pattern), else RulesError naming
+    `where`, the key and the problem (polars uses Rust regex syntax)."""
+    import polars as pl
+
+    if not isinstance(pattern, str) or not pattern:
+        raise RulesError(f"{where}: '{key}' must be a non-empty regex string, got {pattern!r}")
+    try:
+        pl.Series("x", [""], dtype=pl.String).str.contains(prefix + pattern)
+    except Exception as exc:  # noqa: BLE001 - polars raises ComputeError on a bad pattern
+        lines = str(exc).strip().splitlines()
+        detail = " ".join(line.strip() for line in lines if line.strip())[:300]
+        raise RulesError(
+            f"{where}: invalid regex for '{key}': {pattern!r} ({detail}; "
+            f"patterns use Rust regex syntax: no look-around or back-references)"
+        ) from None
+    return pattern
+
+
+def user_files(extra) -> tuple[Path, ...]:
+    """A user's rules files given as None, one path, or a sequence of paths (in order, no repeats)."""
+    if extra is None:
+        return ()
+    items = [extra] if isinstance(extra, (str, Path)) else list(extra)
+    return tuple(dict.fromkeys(Path(p) for p in items if p is not None))
+
+
+def is_combined(doc: dict) -> bool:
+    """Whether a document is a file for all tables (its top-level keys name tables)."""
+    return bool(set(doc) & set(TABLES))
+
+
+def check_combined(path: str | Path) -> dict:
+    """The document of a file for all tables (`--rules`); RulesError naming any top-level key that
+    is no table, or a file with none."""
+    doc = read(path)
+    unknown = sorted(set(doc) - set(TABLES))
+    if unknown or not doc:
+        what = f"unknown top-level key(s) {', '.join(unknown)}" if unknown else "no section"
+        raise RulesError(f"{path}: {what} (a rules file holds sections named {', '.join(TABLES)})")
+    for table in doc:
+        if not isinstance(doc[table], dict):
+            raise RulesError(f"{path}: [{table}] must be a table")
+    return doc
+
+
+def section(path: str | Path, table: str) -> dict | None:
+    """The part of a user's rules file for `table`: its `[table]` section in a file for all tables
+    (None when it has none), else the whole document (a file of one table)."""
+    doc = read(path)
+    if not is_combined(doc):
+        return doc
+    doc = check_combined(path)
+    return doc.get(table)
 
 
 def entries(doc: dict, path: str | Path, key: str = "rule", allowed: tuple[str, ...] = ()) -> list[dict]:

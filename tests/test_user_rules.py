@@ -1,0 +1,223 @@
+"""A user's rules file for all tables (`traceview.load(rules=...)`, `--rules`): every table it
+extends changes the numbers that read it, on every parse path, and a bad file is one line before
+anything is parsed (docs/rules.md)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import traceview as tv
+from tests.conftest import run_cli
+from traceview import executors
+from traceview.cache import unpack
+from traceview.errors import TraceError
+from traceview.parsers import jsonio, kineto
+from traceview.user_rules import user_rules
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+DP4 = SAMPLES / "dp4_nccl"
+ASCEND = SAMPLES / "ascend_2rank"
+GEMM = "^sm90_xmma_gemm"
+
+RULES = f"""
+[[task_kinds.kineto.communication]]
+pattern = "{GEMM}"
+
+[[compute_classes.rule]]
+class = "attention"
+name = "elementwise"
+
+[[device_peaks.rule]]
+name = "the user's box"
+match = "."
+peak_tflops = 100.0
+
+[[findings.rule]]
+id = "straggler"
+enabled = false
+"""
+
+
+@pytest.fixture
+def rules_file(tmp_path):
+    path = tmp_path / "rules.toml"
+    path.write_text(RULES)
+    return path
+
+
+def _kinds(trace) -> dict[str, int]:
+    counts = trace.device_tasks.group_by("kind").len()
+    return dict(zip(counts["kind"], counts["len"]))
+
+
+def _gemms(trace) -> pl.DataFrame:
+    return trace.device_tasks.filter(pl.col("name").str.contains(GEMM))
+
+
+def test_user_task_kinds_make_matching_kernels_communication(rules_file, tmp_path):
+    shipped = tv.load(DP4, cache_dir=tmp_path / "c")
+    user = tv.load(DP4, cache_dir=tmp_path / "c", rules=rules_file)
+    assert _gemms(shipped).height > 0
+    assert set(_gemms(shipped)["kind"]) == {"kernel"}
+    assert set(_gemms(user)["kind"]) == {"communication"}
+    moved = _gemms(shipped).height
+    assert _kinds(user)["communication"] == _kinds(shipped)["communication"] + moved
+    assert _kinds(user)["kernel"] == _kinds(shipped)["kernel"] - moved
+    # the breakdown reads the kinds: more communication time
+    assert user.step_breakdown()["communication_us"].sum() > shipped.step_breakdown()["communication_us"].sum()
+
+
+def test_the_rules_enter_the_cache_key(rules_file, tmp_path):
+    """A rank cached with the shipped rules is parsed again with the user's, and back."""
+    cache_dir = tmp_path / "c"
+    first = _kinds(tv.load(DP4, cache_dir=cache_dir))
+    with_rules = _kinds(tv.load(DP4, cache_dir=cache_dir, rules=rules_file))
+    again = _kinds(tv.load(DP4, cache_dir=cache_dir))
+    again_with = _kinds(tv.load(DP4, cache_dir=cache_dir, rules=rules_file))
+    assert first == again != with_rules == again_with
+    assert len(list(cache_dir.iterdir())) >= 8  # 4 ranks x 2 rule sets
+
+
+def test_a_worker_process_parses_with_the_users_task_kinds(rules_file):
+    """The worker entry (local process pool and Ray) gets the section with the source."""
+    rank = sorted(DP4.glob("*.pt.trace.json*"))[0]
+    section = user_rules(rules_file).task_kinds
+    for given, expected in (("", {"kernel"}), (section, {"communication"})):
+        _, error, files = executors.parse_packed("kineto", str(rank), False, given)
+        assert error is None
+        tasks = unpack(files).frames["device_tasks"]
+        assert set(tasks.filter(pl.col("name").str.contains(GEMM))["kind"]) == expected
+
+
+def test_the_parallel_decode_workers_get_the_users_task_kinds(rules_file, tmp_path, monkeypatch):
+    """A large file decoded in pieces by spawned processes: each piece is classified with the
+    user's rules, same as the whole file parsed in this process."""
+    rank = sorted(DP4.glob("*.pt.trace.json*"))[0]
+    monkeypatch.setattr(jsonio, "CHUNK_BYTES", 1 << 14)
+    monkeypatch.setattr(kineto, "PARALLEL_FILE_BYTES", 0)
+    calls = []
+    real = kineto._streamed_parallel
+    monkeypatch.setattr(kineto, "_streamed_parallel", lambda *a: calls.append(1) or real(*a))
+    parallel = tv.load(rank, use_cache=False, jobs=2, rules=rules_file)
+    assert calls, "the parallel decode did not run"
+    serial = tv.load(rank, use_cache=False, jobs=1, rules=rules_file)
+    assert _kinds(parallel) == _kinds(serial)
+    assert set(_gemms(parallel)["kind"]) == {"communication"}
+
+
+def test_user_ascend_rules_come_before_the_shipped_ones(tmp_path):
+    shipped = tv.load(ASCEND, use_cache=False)
+    name = shipped.device_tasks.filter(pl.col("kind") == "kernel")["name"].value_counts(sort=True)["name"][0]
+    path = tmp_path / "rules.toml"
+    pattern = "^" + "".join(c if c.isalnum() else "." for c in name) + "$"
+    path.write_text(f'[[task_kinds.ascend.rule]]\nfield = "name"\npattern = "{pattern}"\nkind = "memcpy"\n')
+    user = tv.load(ASCEND, use_cache=False, rules=path)
+    assert set(user.device_tasks.filter(pl.col("name") == name)["kind"]) == {"memcpy"}
+    others = shipped.device_tasks.filter(pl.col("name") != name)
+    assert _kinds(user)["memcpy"] == _kinds(shipped).get("memcpy", 0) + (shipped.device_tasks.height - others.height)
+
+
+def test_classes_peaks_and_findings_of_the_file_reach_every_analysis(rules_file, tmp_path):
+    shipped = tv.load(DP4, use_cache=False)
+    user = tv.load(DP4, use_cache=False, rules=rules_file)
+    assert user.rules_file == str(rules_file)
+
+    def attention(t, **kw):
+        return t.compute_classes(**kw).filter(pl.col("class") == "attention")["count"].sum()
+
+    assert attention(user) > attention(shipped)
+    peak = user.run("throughput", tokens_per_step=1e5, params=1e9)
+    assert set(peak["peak_source"]) == {"the user's box"} and set(peak["peak_tflops"]) == {100.0}
+    assert "straggler" in set(shipped.run("findings")["rule"])
+    assert "straggler" not in set(user.run("findings")["rule"])
+    # a selection of steps keeps the file
+    step = int(user.steps["step"].min())
+    assert attention(user.select_steps([step])) > attention(shipped.select_steps([step]))
+
+
+def test_an_explicit_classes_file_comes_before_the_trace_rules(rules_file, tmp_path):
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[[rule]]\nclass = "normalization"\nname = "elementwise"\n')
+    user = tv.load(DP4, use_cache=False, rules=rules_file)
+    counts = user.compute_classes(classes=str(mine))
+    assert counts.filter(pl.col("class") == "normalization")["count"].sum() > 0
+    classified = user.classified_tasks(classes=str(mine))
+    elementwise = classified.filter(pl.col("name").str.contains("elementwise"))
+    assert set(elementwise["compute_class"]) == {"normalization"}
+
+
+def test_a_file_without_a_section_changes_nothing_there(tmp_path):
+    path = tmp_path / "rules.toml"
+    path.write_text('[[device_peaks.rule]]\nname = "x"\nmatch = "nothing matches this"\npeak_tflops = 1.0\n')
+    shipped = tv.load(DP4, use_cache=False)
+    user = tv.load(DP4, use_cache=False, rules=path)
+    assert user.rules_tables == {"device_peaks"}
+    assert _kinds(user) == _kinds(shipped)
+    assert user.compute_classes().equals(shipped.compute_classes())
+    assert user.run("findings").equals(shipped.run("findings"))
+
+
+BAD = {
+    "unknown section": (
+        "[[compute_class.rule]]\nclass = 'gemm'\nname = 'x'\n",
+        "unknown top-level key(s) compute_class",
+    ),
+    "a file of one table": ("[[rule]]\nclass = 'gemm'\nname = 'x'\n", "unknown top-level key(s) rule"),
+    "bad regex": ("[[task_kinds.kineto.communication]]\npattern = '(?<=a)b'\n", "look-around"),
+    "unknown field": (
+        "[[task_kinds.ascend.rule]]\nfield = 'nam'\npattern = 'a'\nkind = 'memcpy'\n",
+        "'field' must be one of name, op_type, core_type",
+    ),
+    "unknown kind": (
+        "[[task_kinds.mindspore.rule]]\nfield = 'name'\npattern = 'a'\nkind = 'comm'\n",
+        "'kind' must be one of",
+    ),
+    "extra key": ("[[task_kinds.kineto.communication]]\npattern = 'a'\nkind = 'x'\n", "unknown key(s) kind"),
+    "unknown class": ("[[compute_classes.rule]]\nclass = 'gem'\nname = 'x'\n", "unknown class 'gem'"),
+    "turn off a rule that is not there": ("[[findings.rule]]\nid = 'stragler'\nenabled = false\n", "no such rule"),
+    "peak not a number": (
+        "[[device_peaks.rule]]\nname = 'x'\nmatch = 'a'\npeak_tflops = 'fast'\n",
+        "peak_tflops must be a positive number",
+    ),
+    "not TOML": ("[[task_kinds", "invalid TOML"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_bad_rules_file_is_one_line_before_anything_is_parsed(case, tmp_path, monkeypatch):
+    text, expected = BAD[case]
+    path = tmp_path / "rules.toml"
+    path.write_text(text)
+    parsed = []
+    monkeypatch.setattr(executors, "parse_source", lambda *a, **k: parsed.append(a) or None)
+    with pytest.raises(TraceError) as info:
+        tv.load(DP4, cache_dir=tmp_path / "c", rules=path)
+    message = str(info.value)
+    assert str(path) in message and expected in message and "\n" not in message
+    assert parsed == [] and not (tmp_path / "c").exists()
+
+
+def test_a_missing_rules_file_is_one_line(tmp_path):
+    with pytest.raises(TraceError, match="no such file"):
+        tv.load(DP4, rules=tmp_path / "absent.toml")
+
+
+@pytest.mark.integration
+def test_cli_rules_option(rules_file, tmp_path):
+    profile = tmp_path / "p"
+    shutil.copytree(DP4, profile)
+    env = {"TRACEVIEW_CACHE_DIR": str(tmp_path / "c")}
+    shipped = run_cli("summary", str(profile), "--format", "json", "-q", env=env)
+    user = run_cli("summary", str(profile), "--format", "json", "-q", "--rules", str(rules_file), env=env)
+    assert shipped.returncode == 0 and user.returncode == 0, user.stderr
+    assert shipped.stdout != user.stdout
+    bad = tmp_path / "bad.toml"
+    bad.write_text("x = 1\n")
+    failed = run_cli("summary", str(profile), "-q", "--rules", str(bad), env=env)
+    assert failed.returncode == 1
+    assert failed.stderr.count("\n") == 1 and "unknown top-level key(s) x" in failed.stderr
+    assert "Traceback" not in failed.stderr
