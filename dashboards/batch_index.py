@@ -28,13 +28,12 @@ class BatchEntry:
 def headline(entry: BatchEntry, summary: dict) -> None:
     """Fill `entry` from a summary: ranks, device, mean step time (ms), exposed communication share."""
     ranks = summary.get("ranks", [])
-    steps = [s for r in ranks for s in r["steps"] if s.get("duration_us")]
+    first = summary.get("headline") or {}
     entry.ranks = len(ranks)
     entry.device = ", ".join(sorted({r["device"] for r in ranks if r.get("device")})) or None
-    if steps:
-        entry.step_ms = sum(s["duration_us"] for s in steps) / len(steps) / 1000
-        total = sum(s["duration_us"] for s in steps)
-        entry.exposed_comm_frac = sum(s.get("communication_not_overlapped_us") or 0 for s in steps) / total
+    if first.get("mean_step_us") is not None:
+        entry.step_ms = first["mean_step_us"] / 1000
+    entry.exposed_comm_frac = first.get("communication_not_overlapped_frac")
     entry.findings = len(summary.get("findings") or [])
     entry.failures = list(summary.get("failures") or [])
 

@@ -58,7 +58,8 @@ def _empty(title: str, message: str) -> go.Figure:
 def step_breakdown_figure(summary: dict, ranks=None, steps=None, max_ranks: int = MAX_BAR_RANKS) -> go.Figure:
     """Stacked bars per rank and step: computing (not overlapped), overlapped, exposed communication,
     exposed memcpy and free (ms), summing to the step's busy span; the bubble (part of that span)
-    as a marker. `computing` bars are computing − overlapped, so bar + overlapped = computing."""
+    as a marker. `computing` bars are computing_not_overlapped_us (computing − overlapped, from the
+    breakdown), so bar + overlapped = computing."""
     title = "Step time breakdown"
     entries = [r for r in select_ranks(summary, ranks) if select_steps(r, steps)]
     if len(entries) > max_ranks:
@@ -71,7 +72,7 @@ def step_breakdown_figure(summary: dict, ranks=None, steps=None, max_ranks: int 
     fig = go.Figure()
     for term in STACKED_TERMS:
         if term == "computing":
-            y = [ms(s["computing_us"] - s["overlapped_us"]) for _, s in rows]
+            y = [ms(s["computing_not_overlapped_us"]) for _, s in rows]
         else:
             y = [ms(s[f"{term}_us"]) for _, s in rows]
         fig.add_bar(

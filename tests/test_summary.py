@@ -17,11 +17,11 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, ROOT
-from traceview.analysis.breakdown import TERMS
+from traceview.analysis.breakdown import DERIVED, TERMS
 
 GOLDEN = ROOT / "tests" / "golden"
 SAMPLES_FOR_GOLDEN = ["dp4_nccl", "pp4_1f1b", "ascend_2rank", "cpu_single"]
-STEP_KEYS = {"step", *[f"{t}_us" for t in TERMS], "gap_before_us"}
+STEP_KEYS = {"step", *[f"{t}_us" for t in TERMS], *DERIVED, "gap_before_us"}
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -46,10 +46,10 @@ def test_summary_json_matches_golden(sample):
 
 def test_summary_shape_as_documented():
     doc = summary_json("sample_traces/dp4_nccl")
-    assert {"source", "ranks", "cross_rank", "warnings", "failures"} <= set(doc)
+    assert {"source", "headline", "ranks", "cross_rank", "warnings", "failures"} <= set(doc)
     for rank in doc["ranks"]:
         assert {"rank", "device", "trace", "steps", "compute_classes", "top_kernels", "stream_idle"} <= set(rank)
-        assert set(rank["trace"]) == {f"{t}_us" for t in TERMS}
+        assert set(rank["trace"]) == {f"{t}_us" for t in TERMS} | set(DERIVED)
         for step in rank["steps"]:
             assert set(step) == STEP_KEYS
         for c in rank["compute_classes"]:
@@ -66,6 +66,18 @@ def test_summary_numbers_equal_the_api():
             row = api.filter((pl.col("rank") == rank["rank"]) & (pl.col("step") == step["step"])).row(0, named=True)
             for term in TERMS:
                 assert step[f"{term}_us"] == pytest.approx(row[f"{term}_us"], abs=0.0005)
+            # the derived columns are what they say, from the same row
+            assert step["computing_not_overlapped_us"] == pytest.approx(
+                row["computing_us"] - row["overlapped_us"], abs=0.001
+            )
+            share = row["communication_not_overlapped_us"] / row["duration_us"]
+            assert step["communication_not_overlapped_frac"] == pytest.approx(share, abs=1e-6)
+    steps = api.filter(pl.col("duration_us") > 0)
+    first = doc["headline"]
+    assert first["steps"] == steps.height
+    assert first["mean_step_us"] == pytest.approx(steps["duration_us"].mean(), abs=0.001)
+    share = steps["communication_not_overlapped_us"].sum() / steps["duration_us"].sum()
+    assert first["communication_not_overlapped_frac"] == pytest.approx(share, abs=1e-6)
 
 
 def test_step_option_filters_steps():

@@ -156,6 +156,15 @@ _ROWS = [
         keys=("rank", "step"),
     ),
     Analysis(
+        "headline",
+        lambda t, step: breakdown.headline(
+            t.run("step_breakdown") if step is None else t.run("step_breakdown").filter(pl.col("step") == step)
+        ),
+        "traceview.analysis.breakdown",
+        defaults={"step": None},
+        keys=(),
+    ),
+    Analysis(
         "trace_breakdown", lambda t: breakdown.trace_breakdown(t.device_tasks), "traceview.analysis.breakdown", "rank"
     ),
     Analysis(

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.analysis.breakdown import TERMS
+from traceview.analysis.breakdown import DERIVED, TERMS
 from traceview.selection import require_step
 
-TERM_COLUMNS = [f"{t}_us" for t in TERMS]
+TERM_COLUMNS = [f"{t}_us" for t in TERMS] + DERIVED
 STREAM_IDLE_COLUMNS = [
     "rank",
     "stream",
@@ -57,7 +57,7 @@ def _round(value, digits: int = 3):
 
 
 def _terms(row: dict) -> dict:
-    return {col: _round(row.get(col)) for col in TERM_COLUMNS}
+    return {col: _round(row.get(col), 6 if col.endswith("_frac") else 3) for col in TERM_COLUMNS}
 
 
 def _rounded(row: dict) -> dict:
@@ -166,7 +166,8 @@ def build_summary(
                 "long_steps": long.get(rank, []),
             }
         )
-    doc = {"source": trace.source, "ranks": ranks}
+    first = _rounded(trace.run("headline", step=step).row(0, named=True))
+    doc = {"source": trace.source, "headline": first, "ranks": ranks}
     if trace.ranks.height > 1:
         doc["cross_rank"] = _cross_rank(trace)
     checks: list[str] = []

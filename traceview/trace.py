@@ -122,6 +122,11 @@ class Trace:
         See `traceview.analysis.breakdown` for the definitions."""
         return self.run("step_breakdown")
 
+    def headline(self, step: int | None = None) -> pl.DataFrame:
+        """One row: steps, mean step time (µs) and the exposed communication's share of all step
+        time over every rank's steps (or only step `step`). See `traceview.analysis.breakdown.headline`."""
+        return self.run("headline", step=step)
+
     def trace_breakdown(self) -> pl.DataFrame:
         """The same terms as `step_breakdown` over each rank's whole trace (first to last device task)."""
         return self.run("trace_breakdown")

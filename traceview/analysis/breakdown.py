@@ -87,6 +87,39 @@ TERM_LABELS: dict[str, str] = {
     "start": "start",
 }
 
+#: Derived from the terms, in every breakdown frame after the `_us` terms (views read these, never
+#: compute them): computing_not_overlapped_us = computing − overlapped (computing with no
+#: communication at the same time: the stacked bars' computing part), and
+#: communication_not_overlapped_frac = communication_not_overlapped_us / duration_us (the exposed
+#: communication's share of the window, 0..1; null when the window is empty).
+DERIVED = ["computing_not_overlapped_us", "communication_not_overlapped_frac"]
+
+
+def with_derived(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` (a breakdown) with the DERIVED columns."""
+    return frame.with_columns(
+        (pl.col("computing_us") - pl.col("overlapped_us")).alias("computing_not_overlapped_us"),
+        pl.when(pl.col("duration_us") > 0)
+        .then(pl.col("communication_not_overlapped_us") / pl.col("duration_us"))
+        .alias("communication_not_overlapped_frac"),
+    )
+
+
+def headline(step_terms: pl.DataFrame) -> pl.DataFrame:
+    """The profile's first numbers, from `step_breakdown` (one row): `steps` (rank-steps with a
+    positive duration), `mean_step_us` (their mean duration_us), `communication_not_overlapped_frac`
+    (Σ communication_not_overlapped_us / Σ duration_us over those rank-steps: the exposed
+    communication's share of all step time). Nulls when there is no such step."""
+    timed = step_terms.filter(pl.col("duration_us") > 0)
+    return timed.select(
+        pl.len().cast(pl.Int64).alias("steps"),
+        pl.col("duration_us").mean().alias("mean_step_us"),
+        pl.when(pl.col("duration_us").sum() > 0)
+        .then(pl.col("communication_not_overlapped_us").fill_null(0).sum() / pl.col("duration_us").sum())
+        .alias("communication_not_overlapped_frac"),
+    )
+
+
 _BUSY = pl.col("comp") | pl.col("comm") | pl.col("mem")
 _MEASURES = {
     "computing": pl.col("comp"),
@@ -163,7 +196,7 @@ def trace_breakdown(device_tasks: pl.DataFrame) -> pl.DataFrame:
         pl.col("start_ns").min().alias("win_start_ns"), pl.col("end_ns").max().alias("win_end_ns")
     )
     m = m.join(win, on="rank").join(_bubble(tasks, ["rank"]), on="rank", how="left")
-    return _finish(m.with_columns(pl.lit(None, pl.Int64).alias("preparing_ns")), ["rank"]).sort("rank")
+    return with_derived(_finish(m.with_columns(pl.lit(None, pl.Int64).alias("preparing_ns")), ["rank"]).sort("rank"))
 
 
 def step_breakdown(
@@ -240,7 +273,8 @@ def step_breakdown(
     out = _with_gpu_bubbles(out, gpu_bubbles, tasks)
     cols = ["rank", "step", *[f"{t}_us" for t in TERMS], "bubble_rule", "window_rule", "first_busy_ns", "last_busy_ns"]
     out = out.select(cols)
-    return pl.concat([out, _idle_steps(steps, out)], how="diagonal_relaxed").select(cols).sort("rank", "step")
+    out = pl.concat([out, _idle_steps(steps, out)], how="diagonal_relaxed").select(cols).sort("rank", "step")
+    return with_derived(out)
 
 
 #: Terms of a window without busy time: 0 (measured, nothing there) or null (needs a busy span).

@@ -36,9 +36,8 @@ def _ms(terms: dict) -> dict:
     out = {
         k.removesuffix("_us") + "_ms": (None if v is None else v / 1000) for k, v in terms.items() if k.endswith("_us")
     }
-    dur = terms.get("duration_us")
-    cno = terms.get("communication_not_overlapped_us")
-    out["exposed_comm_pct"] = 100 * cno / dur if dur and cno is not None else None
+    share = terms.get("communication_not_overlapped_frac")
+    out["exposed_comm_pct"] = None if share is None else 100 * share
     return out
 
 
