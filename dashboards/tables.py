@@ -3,7 +3,8 @@
 `summary_tables(summary)` turns `build_summary(...)`'s nested document into one polars frame per
 table, with the same numbers (µs, shares as fractions) and column names as the JSON:
 
-- `steps`: rank, step and every step term (`<term>_us`), gap_before_us;
+- `headline`: one row: steps, mean_step_us, communication_not_overlapped_frac;
+- `steps`: rank, step and every step term (`<term>_us`, the derived columns), gap_before_us;
 - `trace`: rank and every term over the whole trace;
 - `compute_classes`: rank, class, group, time_us, share, count;
 - `top_kernels`: rank, name, class, count, total_us, mean_us, share;
@@ -56,6 +57,7 @@ def summary_tables(summary: dict) -> dict[str, pl.DataFrame]:
     rows["collectives"] = list(cross.get("collectives") or [])
     rows["throughput"] = list(summary.get("throughput") or [])
     rows["findings"] = list(summary.get("findings") or [])
+    rows["headline"] = [summary["headline"]] if summary.get("headline") else []
     out = {}
     for name, table_rows in rows.items():
         frame = _frame(table_rows)

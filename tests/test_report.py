@@ -212,9 +212,16 @@ def test_cli_report_tables(profile, tmp_path, fmt):
     assert steps["communication_not_overlapped_us"].to_list() == pytest.approx(
         api["communication_not_overlapped_us"].to_list(), abs=1e-3
     )
-    assert {f"{n}.{fmt}" for n in ("trace", "compute_classes", "top_kernels", "collectives", "ranks")} <= {
+    assert {f"{n}.{fmt}" for n in ("trace", "compute_classes", "top_kernels", "collectives", "ranks", "headline")} <= {
         p.name for p in out.iterdir()
     }
+    headline = read(out / f"headline.{fmt}")
+    expected = tv.load(profile, use_cache=False).headline()
+    assert headline.height == 1
+    assert headline["mean_step_us"][0] == pytest.approx(expected["mean_step_us"][0], abs=1e-3)
+    assert headline["communication_not_overlapped_frac"][0] == pytest.approx(
+        expected["communication_not_overlapped_frac"][0], abs=1e-6
+    )
 
 
 def test_cli_batch_with_a_failed_profile(tmp_path):
