@@ -18,10 +18,11 @@ import pytest
 import traceview as tv
 from tests.conftest import DATA, ROOT
 from traceview.analysis.breakdown import DERIVED, TERMS
+from traceview.summary import ITERATION_COLUMNS
 
 GOLDEN = ROOT / "tests" / "golden"
 SAMPLES_FOR_GOLDEN = ["dp4_nccl", "pp4_1f1b", "ascend_2rank", "cpu_single"]
-STEP_KEYS = {"step", *[f"{t}_us" for t in TERMS], *DERIVED, "gap_before_us"}
+STEP_KEYS = {"step", *[f"{t}_us" for t in TERMS], *DERIVED, "gap_before_us", "iteration_rule", *ITERATION_COLUMNS}
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

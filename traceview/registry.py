@@ -29,7 +29,7 @@ from pathlib import Path
 
 import polars as pl
 
-from traceview.analysis import breakdown, bubbles, collectives, facts, findings, gaps, throughput
+from traceview.analysis import breakdown, bubbles, collectives, facts, findings, gaps, iteration, throughput
 from traceview.analysis import classes as cls
 
 #: Marks an analysis that takes free keyword arguments (checked by the analysis itself).
@@ -156,11 +156,25 @@ _ROWS = [
         keys=("rank", "step"),
     ),
     Analysis(
-        "headline",
-        lambda t, step: breakdown.headline(
-            t.run("step_breakdown") if step is None else t.run("step_breakdown").filter(pl.col("step") == step)
+        "iteration_breakdown",
+        lambda t, rules: iteration.iteration_breakdown(
+            t.device_tasks, t.host_events, t.steps, t.run("launch_calls"), **iteration.load_host_rules(rules)
         ),
-        "traceview.analysis.breakdown",
+        "traceview.analysis.iteration",
+        "rank",
+        {"rules": None},
+        keys=("rank", "step"),
+        rule_params={"rules": "phases"},
+    ),
+    Analysis(
+        "headline",
+        lambda t, step: iteration.headline(
+            *(
+                frame if step is None else frame.filter(pl.col("step") == step)
+                for frame in (t.run("step_breakdown"), t.run("iteration_breakdown"))
+            )
+        ),
+        "traceview.analysis.iteration",
         defaults={"step": None},
         keys=(),
     ),

@@ -3,9 +3,12 @@
 `build_summary(trace)` is what `traceview summary --format json` prints and what the text output,
 the dashboard and the reports render, so they always agree. Shape:
 
-    {"source": ..., "ranks": [{"rank", "device", "format", "window_rule",
+    {"source": ..., "headline": {steps, mean_step_us, mean_iteration_us, <iteration term>_frac,
+                                  largest_term, ...},
+     "ranks": [{"rank", "device", "format", "window_rule",
                                "trace": {<terms>_us},
-                               "steps": [{"step": N, <terms>_us}],
+                               "steps": [{"step": N, <terms>_us, "iteration_rule",
+                                          "iteration_us", <iteration terms>_us}],
                                "compute_classes": [{"class", "group", "time_us", "share", "count"}],
                                "unclassified_share": share of device time no class rule matched,
                                "top_kernels": [{"name", "class", "count", "total_us", "mean_us", "share"}],
@@ -21,7 +24,9 @@ the dashboard and the reports render, so they always agree. Shape:
 
 Terms: computing, communication, overlapped, communication_not_overlapped, exposed_memcpy, free,
 idle, busy, stage, bubble, communication_not_overlapped_exclude_receive, preparing, duration,
-start (all µs; definitions in `traceview.analysis.breakdown`). Values are rounded to the ns.
+start (all µs; definitions in `traceview.analysis.breakdown`), measured in the step's device
+window; the iteration terms (`traceview.analysis.iteration`) in the step's whole iteration.
+Values are rounded to the ns.
 Findings (`traceview.analysis.findings`, docs/findings.md) cover the whole profile, whatever `step`;
 rank is null for profile-wide findings (MFU).
 """
@@ -30,10 +35,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceview.analysis import iteration
 from traceview.analysis.breakdown import DERIVED, TERMS
 from traceview.selection import require_step
 
 TERM_COLUMNS = [f"{t}_us" for t in TERMS] + DERIVED
+#: The iteration's columns in each step entry (`traceview.analysis.iteration`).
+ITERATION_COLUMNS = ["iteration_us", *(f"{t}_us" for t in iteration.TERMS + iteration.HOST_PARTS)]
 STREAM_IDLE_COLUMNS = [
     "rank",
     "stream",
@@ -131,9 +139,17 @@ def build_summary(
         steps = steps.filter(pl.col("step") == step)
     whole = {r["rank"]: r for r in trace.trace_breakdown().to_dicts()}
     gaps = {(r["rank"], r["step"]): r["gap_before_us"] for r in trace.iteration_gaps().to_dicts()} if details else {}
+    lived = {(r["rank"], r["step"]): r for r in trace.iteration_breakdown().to_dicts()}
     by_rank_steps: dict[int, list[dict]] = {}
     for row in steps.to_dicts():
-        entry = {"step": row["step"], **_terms(row), "gap_before_us": _round(gaps.get((row["rank"], row["step"])))}
+        it = lived.get((row["rank"], row["step"]), {})
+        entry = {
+            "step": row["step"],
+            **_terms(row),
+            "gap_before_us": _round(gaps.get((row["rank"], row["step"]))),
+            "iteration_rule": it.get("iteration_rule"),
+            **{col: _round(it.get(col)) for col in ITERATION_COLUMNS},
+        }
         by_rank_steps.setdefault(row["rank"], []).append(entry)
     idle: dict[int, list[dict]] = {}
     for row in trace.stream_idle().select(STREAM_IDLE_COLUMNS).to_dicts() if details else []:

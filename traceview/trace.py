@@ -122,9 +122,17 @@ class Trace:
         See `traceview.analysis.breakdown` for the definitions."""
         return self.run("step_breakdown")
 
+    def iteration_breakdown(self, rules: str | None = None) -> pl.DataFrame:
+        """Per rank and step: the whole iteration (wall time, iterations tiling the run) and where it
+        went: computing, exposed communication and memcpy in it, data loading, host overhead (runtime
+        and framework), other idle (µs), adding up to iteration_us. `rules`: a rules file whose
+        [[phases.data_loading]] patterns come first. See `traceview.analysis.iteration`."""
+        return self.run("iteration_breakdown", rules=rules)
+
     def headline(self, step: int | None = None) -> pl.DataFrame:
-        """One row: steps, mean step time (µs) and the exposed communication's share of all step
-        time over every rank's steps (or only step `step`). See `traceview.analysis.breakdown.headline`."""
+        """One row, over every rank's steps (or only step `step`): mean step and iteration time (µs),
+        the exposed communication's share of the step time, each iteration term's share of the
+        iteration time and the largest term. See `traceview.analysis.iteration.headline`."""
         return self.run("headline", step=step)
 
     def trace_breakdown(self) -> pl.DataFrame:

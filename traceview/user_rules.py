@@ -3,8 +3,8 @@ checked before anything is parsed.
 
 The file holds a section per rule table it extends (see `traceview.rules` and docs/rules.md):
 `[task_kinds]` (applied while parsing: it travels with every rank's `Source` and enters its cache
-key), `[compute_classes]`, `[findings]` and `[device_peaks]` (added by `Trace.run` to the
-analyses that read those tables). Every section is checked by the code that will use it, so a bad
+key), `[compute_classes]`, `[findings]`, `[device_peaks]` and `[phases]` (added by `Trace.run`
+to the analyses that read those tables). Every section is checked by the code that will use it, so a bad
 file is one line (TraceError) before a long load, never a wrong number after it.
 """
 
@@ -35,7 +35,7 @@ def user_rules(path: str | os.PathLike | None) -> UserRules:
     the entry when any part of it cannot be used."""
     if path is None:
         return UserRules()
-    from traceview.analysis import classes, findings, throughput
+    from traceview.analysis import classes, findings, iteration, throughput
 
     file = os.fspath(path)
     fix = "fix the rules file (docs/rules.md shows each section)"
@@ -48,6 +48,8 @@ def user_rules(path: str | os.PathLike | None) -> UserRules:
             findings.load_rules(file)
         if "device_peaks" in doc:
             throughput.load_device_peaks(file)
+        if "phases" in doc:
+            iteration.load_host_rules(file)
     except (ValueError, OSError) as exc:
         raise TraceError(None, str(exc), fix) from None
     return UserRules(file, frozenset(doc), task_kinds)

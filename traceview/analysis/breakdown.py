@@ -105,21 +105,6 @@ def with_derived(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def headline(step_terms: pl.DataFrame) -> pl.DataFrame:
-    """The profile's first numbers, from `step_breakdown` (one row): `steps` (rank-steps with a
-    positive duration), `mean_step_us` (their mean duration_us), `communication_not_overlapped_frac`
-    (Σ communication_not_overlapped_us / Σ duration_us over those rank-steps: the exposed
-    communication's share of all step time). Nulls when there is no such step."""
-    timed = step_terms.filter(pl.col("duration_us") > 0)
-    return timed.select(
-        pl.len().cast(pl.Int64).alias("steps"),
-        pl.col("duration_us").mean().alias("mean_step_us"),
-        pl.when(pl.col("duration_us").sum() > 0)
-        .then(pl.col("communication_not_overlapped_us").fill_null(0).sum() / pl.col("duration_us").sum())
-        .alias("communication_not_overlapped_frac"),
-    )
-
-
 _BUSY = pl.col("comp") | pl.col("comm") | pl.col("mem")
 _MEASURES = {
     "computing": pl.col("comp"),

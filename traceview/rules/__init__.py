@@ -1,13 +1,14 @@
 """The rule tables, read one way: what each kind of task is (`task_kinds.toml`), its compute class
-(`compute_classes.toml`), the findings (`findings.toml`) and the devices' peaks
-(`device_peaks.toml`), TOML files in this folder.
+(`compute_classes.toml`), the findings (`findings.toml`), the devices' peaks
+(`device_peaks.toml`) and what the host is doing (`phases.toml`: data loading), TOML files in this
+folder.
 
 Every table lists its rules as `[[rule]]` entries (task kinds group theirs by format). A user
 extends them with a rules file of either form:
 
 - one file for all tables (`traceview.load(..., rules=FILE)`, `--rules FILE`): a section per
   table it extends, `[[task_kinds.kineto.communication]]`, `[[compute_classes.rule]]`,
-  `[[findings.rule]]`, `[[device_peaks.rule]]` (docs/rules.md);
+  `[[findings.rule]]`, `[[device_peaks.rule]]`, `[[phases.data_loading]]` (docs/rules.md);
 - a file of one table (`--classes`, `--findings-rules`): that table's `[[rule]]` entries at the top.
 
 The code that reads a table puts the user's entries first or merges them by id (`section` gives
@@ -26,7 +27,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 RULES_DIR = Path(__file__).resolve().parent
-TABLES = ("task_kinds", "compute_classes", "findings", "device_peaks")
+TABLES = ("task_kinds", "compute_classes", "findings", "device_peaks", "phases")
 
 
 class RulesError(ValueError):

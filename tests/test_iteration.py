@@ -1,0 +1,210 @@
+"""The iteration (traceview.analysis.iteration): its window tiles the run, its terms add up exactly,
+each instant counted once by the documented priority, and it reproduces the TensorBoard plugin's
+Overview on the plugin's own resnet50 sample."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import orjson
+import polars as pl
+import pytest
+
+import traceview as tv
+from tests.conftest import ROOT, SHARED_TRACES, needs_shared
+from tests.support.kineto import complete_event, write_trace
+from traceview.analysis import iteration
+
+SAMPLES = ROOT / "sample_traces"
+TERMS_US = [f"{t}_us" for t in iteration.TERMS]
+PLUGIN = "kineto-tb_plugin/tb_plugin"
+PLUGIN_TRACE = f"{PLUGIN}/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
+PLUGIN_COLUMNS = ["Kernel", "Memcpy", "Memset", "Runtime", "DataLoader", "CPU Exec", "Other"]
+
+
+def _x(cat, name, start_us, dur_us, tid=1, **args):
+    return complete_event(
+        cat,
+        name,
+        1 if cat in ("kernel", "gpu_memcpy") else 0,
+        tid,
+        round(start_us * 1000),
+        round(dur_us * 1000),
+        args or None,
+    )
+
+
+def _launch(start_us, corr, dur_us=2):
+    return _x("cuda_runtime", "cudaLaunchKernel", start_us, dur_us, correlation=corr)
+
+
+def _kernel(start_us, dur_us, corr, name="gemm"):
+    return _x("kernel", name, start_us, dur_us, tid=7, correlation=corr, stream=7)
+
+
+def _load(tmp_path, events):
+    return tv.load(write_trace(tmp_path / "t.pt.trace.json", events), use_cache=False)
+
+
+def _row(frame, step):
+    return frame.filter(pl.col("step") == step).row(0, named=True)
+
+
+def test_iterations_tile_the_run_and_extend_to_the_launched_device_work(tmp_path):
+    """Step 1's kernel runs past its host end into step 2's host range: iteration 1 ends with the
+    kernel and iteration 2 starts there (the plugin's rule), so the two tile [0, 250)."""
+    events = [
+        _x("user_annotation", "ProfilerStep#1", 0, 100),
+        _launch(10, 1),
+        _kernel(20, 120, 1),  # ends at 140, past step 1's host end (100)
+        _x("user_annotation", "ProfilerStep#2", 100, 100),
+        _launch(150, 2),
+        _kernel(160, 90, 2),  # ends at 250, past step 2's host end (200)
+    ]
+    it = _load(tmp_path, events).iteration_breakdown()
+    one, two = _row(it, 1), _row(it, 2)
+    assert (one["iteration_start_ns"], one["iteration_end_ns"]) == (0, 140_000)
+    assert (two["iteration_start_ns"], two["iteration_end_ns"]) == (140_000, 250_000)
+    assert one["iteration_rule"] == two["iteration_rule"] == "host_launched"
+    assert one["iteration_us"] + two["iteration_us"] == 250.0
+
+
+def test_each_instant_goes_to_the_first_term_that_holds(tmp_path):
+    """Priority: device busy > runtime > data loading > framework > other idle."""
+    events = [
+        _x("user_annotation", "ProfilerStep#1", 0, 1000),
+        # data loading 0-400, a runtime call inside it at 100-110 (runtime wins)
+        _x("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 400),
+        _x("cuda_runtime", "cudaMemcpyAsync", 100, 10),
+        # framework op 400-600 with a launch at 500-502; its kernel runs 550-700 (device wins)
+        _x("cpu_op", "aten::mm", 400, 200),
+        _launch(500, 1),
+        _kernel(550, 150, 1),
+        # 700-1000: nothing on the host or the device (other idle)
+    ]
+    row = _row(_load(tmp_path, events).iteration_breakdown(), 1)
+    assert row["iteration_us"] == 1000.0
+    assert row["iteration_computing_us"] == 150.0  # 550-700
+    assert row["host_runtime_us"] == 10.0 + 2.0  # 100-110 and the launch 500-502
+    assert row["data_loading_us"] == 400.0 - 10.0
+    assert row["host_framework_us"] == 550.0 - 400.0 - 2.0  # 400-550 without the launch
+    assert row["host_overhead_us"] == row["host_runtime_us"] + row["host_framework_us"]
+    assert row["other_idle_us"] == 300.0  # 700-1000
+    assert sum(row[c] for c in TERMS_US) == row["iteration_us"]
+
+
+def test_communication_and_memcpy_are_device_terms_of_the_iteration(tmp_path):
+    events = [
+        _x("user_annotation", "ProfilerStep#1", 0, 100),
+        _launch(1, 1),
+        _kernel(10, 40, 1),  # 10-50 compute
+        _launch(2, 2),
+        _kernel(30, 40, 2, name="ncclDevKernel_AllReduce_Sum_f32_RING_LL"),  # 30-70: 50-70 exposed
+        _x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 65, 15, tid=8, correlation=3, stream=8),  # 70-80 exposed
+        _launch(3, 3),
+    ]
+    row = _row(_load(tmp_path, events).iteration_breakdown(), 1)
+    assert (row["iteration_computing_us"], row["iteration_exposed_comm_us"], row["iteration_exposed_memcpy_us"]) == (
+        40.0,
+        20.0,
+        10.0,
+    )
+
+
+def test_a_rank_without_host_events_has_null_host_terms(tmp_path):
+    """An Ascend rank with kernel_details.csv only: steps from its Step Id, no host events. The
+    iteration is the device window (tiled), the host terms are unknown (null), not zero, and all
+    device idle time is other idle."""
+    rank = tmp_path / "rank0_ascend_pt"
+    shutil.copytree(SAMPLES / "ascend_2rank/rank0_ascend_pt", rank)
+    (rank / "ASCEND_PROFILER_OUTPUT/trace_view.json").unlink()
+    trace = tv.load(rank, use_cache=False)
+    assert trace.host_events.height == 0
+    frame = trace.iteration_breakdown()
+    assert frame.height == trace.steps.height > 0
+    assert set(frame["iteration_rule"]) == {"device_window"}
+    for row in frame.iter_rows(named=True):
+        assert row["data_loading_us"] is None and row["host_overhead_us"] is None
+        device = row["iteration_computing_us"] + row["iteration_exposed_comm_us"] + row["iteration_exposed_memcpy_us"]
+        assert row["other_idle_us"] == pytest.approx(row["iteration_us"] - device, abs=1e-6)
+    first = trace.headline().row(0, named=True)
+    assert first["data_loading_frac"] is None and first["host_overhead_frac"] is None
+
+
+def _check_identity_and_tiling(frame: pl.DataFrame, where: str) -> None:
+    terms = pl.sum_horizontal(*[pl.col(c).fill_null(0) for c in TERMS_US])
+    off = frame.filter((terms - pl.col("iteration_us")).abs() > 1e-6)
+    assert off.height == 0, f"{where}: terms do not add up: {off.head(3).to_dicts()}"
+    assert frame.filter(pl.col("iteration_us") < 0).height == 0, where
+    for column in TERMS_US:
+        assert frame.filter(pl.col(column) < 0).height == 0, f"{where}: negative {column}"
+    ordered = frame.sort("rank", "iteration_start_ns")
+    overlap = ordered.filter(
+        (pl.col("rank") == pl.col("rank").shift(1))
+        & (pl.col("iteration_start_ns") < pl.col("iteration_end_ns").shift(1))
+    )
+    assert overlap.height == 0, f"{where}: iterations overlap: {overlap.head(3).to_dicts()}"
+
+
+@pytest.mark.parametrize("sample", ["dp4_nccl", "pp4_1f1b", "ascend_2rank", "cpu_single"])
+def test_identity_and_tiling_on_every_sample(sample):
+    trace = tv.load(SAMPLES / sample, use_cache=False)
+    frame = trace.iteration_breakdown()
+    assert frame.height > 0
+    _check_identity_and_tiling(frame, sample)
+    # the host-launched rule wherever launches are recorded
+    if trace.ranks["format"][0] == "kineto" and trace.device_tasks.height:
+        assert set(frame["iteration_rule"]) == {"host_launched"}
+
+
+def _plugin_rows() -> dict[int, dict]:
+    """The plugin's Overview per step (µs): result_check_file.txt line 1."""
+    first = (SHARED_TRACES / PLUGIN / "test/result_check_file.txt").read_text().splitlines()[0]
+    doc = orjson.loads(first)
+    out = {}
+    for row in doc["steps"]["rows"]:
+        values = [v for v in row[1:] if not isinstance(v, str)]
+        total = int(re.search(r"Total: (\d+)us", row[2]).group(1))
+        out[int(row[0])] = {"Total": total, **dict(zip(PLUGIN_COLUMNS, values))}
+    return out
+
+
+@needs_shared
+def test_the_tensorboard_plugins_overview_per_step():
+    """Iteration time per step = the plugin's step total, data loading = its DataLoader, host
+    runtime = Runtime, host framework = CPU Exec, other idle = Other, device computing = Kernel +
+    Memset, exposed memcpy = Memcpy (the plugin rounds to the µs)."""
+    expected = _plugin_rows()
+    frame = tv.load(SHARED_TRACES / PLUGIN_TRACE, use_cache=False).iteration_breakdown()
+    assert sorted(frame["step"].to_list()) == sorted(expected)
+    for row in frame.iter_rows(named=True):
+        plugin = expected[row["step"]]
+        ours = {
+            "Total": row["iteration_us"],
+            "Kernel+Memset": row["iteration_computing_us"],
+            "Memcpy": row["iteration_exposed_memcpy_us"],
+            "Runtime": row["host_runtime_us"],
+            "DataLoader": row["data_loading_us"],
+            "CPU Exec": row["host_framework_us"],
+            "Other": row["other_idle_us"],
+        }
+        theirs = {**plugin, "Kernel+Memset": plugin["Kernel"] + plugin["Memset"]}
+        for key, value in ours.items():
+            assert value == pytest.approx(theirs[key], abs=1.0), (row["step"], key)
+
+
+@needs_shared
+def test_identity_and_tiling_on_every_real_profile():
+    from tests.test_corpus_goldens import corpus_paths
+    from traceview.errors import TraceError
+
+    checked = 0
+    for rel in corpus_paths():
+        try:
+            trace = tv.load(SHARED_TRACES / rel, use_cache=False, jobs=1)
+        except TraceError:
+            continue
+        _check_identity_and_tiling(trace.iteration_breakdown(), rel)
+        checked += 1
+    assert checked > 50

@@ -1,0 +1,291 @@
+"""The iteration: each step's whole wall time, and where it went (DESIGN.md §3, "The whole
+iteration"; the TensorBoard plugin's Overview, the MindSpore guide's split of a training step).
+
+The step terms of `traceview.analysis.breakdown` measure the device window of a step (what torch_npu
+and TraceLens measure). The iteration is the step as the user lives it: the host preparing the
+batch, launching, and the device working, with consecutive iterations tiling the run.
+
+**Window** (per rank and step; `iteration_rule` says which inputs gave it). Steps in order of their
+start; for step i with host range [hs_i, he_i) (Kineto: the host `ProfilerStep#N`; Ascend: the
+framework layer's step range) and dev_i = the end of the device work it launched:
+
+    iteration_start_i = max(hs_i, iteration_end_{i-1})      (the first: hs_1)
+    iteration_end_i   = max(he_i, dev_i, iteration_start_i)
+
+- `host_launched`: dev_i = the latest end of the device tasks whose launch call (the runtime event
+  with the task's correlation id) starts inside [hs_i, he_i) (Kineto);
+- `host_device_window`: launches are not recorded (Ascend, MindSpore): dev_i = the end of the
+  step's device window (`steps.device_end_ns`);
+- `device_window`: no host range: [hs_i, he_i) is the step's device window.
+
+`iteration_us` = iteration_end − iteration_start. On the TensorBoard plugin's resnet50 sample this
+is the plugin's per-step total exactly.
+
+**Terms**: each instant of the window is attributed once, to the first of these that holds
+(U(S) = the union of S's intervals on the rank, all streams or threads; the device sets as in
+`breakdown`: COMP = compute kernels and memset, COMM = communication, MEM = memcpy):
+
+1. `iteration_computing_us`: U(COMP)
+2. `iteration_exposed_comm_us`: U(COMM), not COMP
+3. `iteration_exposed_memcpy_us`: U(MEM), not COMP or COMM
+   (the device is idle in what follows)
+4. `host_runtime_us`: a runtime call (kernel launch, memcpy call, synchronisation) runs on the host
+5. `data_loading_us`: a data-loading span runs (`traceview/rules/phases.toml` [[data_loading]]:
+   `enumerate(DataLoader)#...` and its Python frames)
+6. `host_framework_us`: any other host operator or annotation runs (framework code; spans
+   matching [[not_activity]], such as ProfilerStep#N itself, are not activity)
+7. `other_idle_us`: nothing above (the host is in untraced code, or waiting)
+
+`host_overhead_us` = host_runtime_us + host_framework_us. Identity (tested on every profile):
+iteration_us = the sum of terms 1-3, data_loading_us, host_overhead_us and other_idle_us (each
+term is measured on its own; the window's segments cover it whole).
+This order is the plugin's (Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other), so its
+per-step DataLoader, Runtime and CPU Exec are data_loading_us, host_runtime_us and
+host_framework_us. A rank without host events has null host terms: its device idle time is all
+other_idle_us.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from traceview import rules as rule_tables
+from traceview.analysis import intervals as iv
+from traceview.analysis.breakdown import SET_OF_KIND
+
+#: Output columns after rank, step (units in the names).
+TERMS = [
+    "iteration_computing",
+    "iteration_exposed_comm",
+    "iteration_exposed_memcpy",
+    "data_loading",
+    "host_overhead",
+    "other_idle",
+]
+#: The parts of host_overhead (the plugin's Runtime and CPU Exec).
+HOST_PARTS = ["host_runtime", "host_framework"]
+
+#: The label of each iteration column wherever a view shows it. The device terms are measured over
+#: the iteration window, not the step's device window: their labels say "device ..." so that no
+#: label of the step table ("computing", "exposed comm") names a second number.
+LABELS: dict[str, str] = {
+    "iteration": "iteration",
+    "iteration_computing": "device computing",
+    "iteration_exposed_comm": "device exposed comm",
+    "iteration_exposed_memcpy": "device exposed memcpy",
+    "data_loading": "data loading",
+    "host_overhead": "host overhead",
+    "other_idle": "other idle",
+    "host_runtime": "host runtime",
+    "host_framework": "host framework",
+}
+
+_SETS = ["comp", "comm", "mem", "runtime", "data", "host"]
+_IDLE = ~pl.col("comp") & ~pl.col("comm") & ~pl.col("mem")
+_MEASURES = {
+    "iteration_computing_ns": pl.col("comp"),
+    "iteration_exposed_comm_ns": pl.col("comm") & ~pl.col("comp"),
+    "iteration_exposed_memcpy_ns": pl.col("mem") & ~pl.col("comp") & ~pl.col("comm"),
+    "host_runtime_ns": _IDLE & pl.col("runtime"),
+    "data_loading_ns": _IDLE & ~pl.col("runtime") & pl.col("data"),
+    "host_framework_ns": _IDLE & ~pl.col("runtime") & ~pl.col("data") & pl.col("host"),
+    "other_idle_ns": _IDLE & ~pl.col("runtime") & ~pl.col("data") & ~pl.col("host"),
+}
+
+
+def load_host_rules(extra: str | Path | Sequence[str | Path] | None = None) -> dict[str, tuple[str, ...]]:
+    """The host-span patterns of `traceview/rules/phases.toml`, a user's first (`extra`: rules files
+    whose `[[phases.data_loading]]` / `[[phases.not_activity]]` entries, each a `pattern`, come
+    first): {"data_loading": (...), "not_activity": (...)}. RulesError naming the file and entry
+    for an unknown key or a bad regex."""
+    docs = [(p, rule_tables.section(p, "phases")) for p in rule_tables.user_files(extra)]
+    docs = [(p, d) for p, d in docs if d is not None]
+    docs.append((rule_tables.shipped_path("phases"), rule_tables.shipped("phases")))
+    out: dict[str, list[str]] = {"data_loading": [], "not_activity": []}
+    for path, doc in docs:
+        unknown = sorted(set(doc) - set(out))
+        if unknown:
+            raise rule_tables.RulesError(
+                f"{path}: phases: unknown key(s) {', '.join(unknown)} (data_loading, not_activity)"
+            )
+        for key in out:
+            if key not in doc:
+                continue
+            for i, entry in enumerate(rule_tables.entries(doc, path, key=key, allowed=tuple(out)), start=1):
+                where = f"{path}: phases.{key} {i}"
+                if set(entry) != {"pattern"}:
+                    raise rule_tables.RulesError(f"{where}: an entry has one key, 'pattern'")
+                out[key].append(rule_tables.check_regex(entry["pattern"], where))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _any_of(patterns: tuple[str, ...]) -> pl.Expr:
+    if not patterns:
+        return pl.lit(False)
+    return pl.col("name").str.contains("|".join(f"(?:{p})" for p in patterns)).fill_null(False)
+
+
+def windows(steps: pl.DataFrame, device_tasks: pl.DataFrame, launches: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The iteration window of every step (see the module docstring): rank, step, iteration_rule,
+    iteration_start_ns, iteration_end_ns. Steps with neither a host range nor a device window are
+    left out. `launches`: `gaps.launch_calls(host_events)` (rank, correlation, launch_start_ns)."""
+    has_host = pl.col("host_start_ns").is_not_null() & pl.col("host_end_ns").is_not_null()
+    rows = steps.filter(has_host | pl.col("device_start_ns").is_not_null())
+    launched = None
+    if launches is not None and launches.height and "correlation" in device_tasks.columns:
+        hosts = rows.filter(has_host).select("rank", "step", "host_start_ns", "host_end_ns").sort("host_start_ns")
+        tasks = device_tasks.join(launches, on=["rank", "correlation"], how="inner").sort("launch_start_ns")
+        launched = (
+            tasks.join_asof(
+                hosts,
+                left_on="launch_start_ns",
+                right_on="host_start_ns",
+                by="rank",
+                strategy="backward",
+                check_sortedness=False,  # both sorted by time just above
+            )
+            .filter(pl.col("launch_start_ns") < pl.col("host_end_ns"))
+            .group_by("rank", "step")
+            .agg(pl.col("end_ns").max().alias("_launched_end"))
+        )
+    if launched is None:
+        launched = pl.DataFrame(schema={"rank": pl.Int64, "step": pl.Int64, "_launched_end": pl.Int64})
+    rank_launches = launched.select("rank").unique().with_columns(pl.lit(True).alias("_rank_launches"))
+    rows = (
+        rows.join(launched, on=["rank", "step"], how="left")
+        .join(rank_launches, on="rank", how="left")
+        .with_columns(
+            pl.when(has_host & pl.col("_rank_launches").fill_null(False))
+            .then(pl.lit("host_launched"))
+            .when(has_host)
+            .then(pl.lit("host_device_window"))
+            .otherwise(pl.lit("device_window"))
+            .alias("iteration_rule"),
+        )
+        .with_columns(
+            pl.when(has_host).then(pl.col("host_start_ns")).otherwise(pl.col("device_start_ns")).alias("_s"),
+            pl.when(has_host).then(pl.col("host_end_ns")).otherwise(pl.col("device_end_ns")).alias("_e"),
+            pl.when(pl.col("iteration_rule") == "host_launched")
+            .then(pl.col("_launched_end"))
+            .when(pl.col("iteration_rule") == "host_device_window")
+            .then(pl.col("device_end_ns"))
+            .alias("_d"),
+        )
+        .sort("rank", "_s", "step")
+    )
+    # end_i = max(e_i, end_{i-1}) with e_i = max(he_i, dev_i, hs_i): a running maximum per rank;
+    # start_i = max(hs_i, end_{i-1}).
+    own_end = pl.max_horizontal("_e", "_d", "_s")
+    return (
+        rows.with_columns(own_end.cum_max().over("rank").alias("iteration_end_ns"))
+        .with_columns(
+            pl.max_horizontal("_s", pl.col("iteration_end_ns").shift(1).over("rank")).alias("iteration_start_ns")
+        )
+        .select("rank", "step", "iteration_rule", "iteration_start_ns", "iteration_end_ns")
+    )
+
+
+def iteration_breakdown(
+    device_tasks: pl.DataFrame,
+    host_events: pl.DataFrame,
+    steps: pl.DataFrame,
+    launches: pl.DataFrame | None = None,
+    data_loading: tuple[str, ...] = (),
+    not_activity: tuple[str, ...] = (),
+) -> pl.DataFrame:
+    """Per rank and step: the iteration window and its terms (definitions in the module docstring).
+
+    `data_loading` / `not_activity`: the regexes of host span names that are data loading / not
+    program activity (`load_host_rules()` gives the shipped ones, plus a user's).
+
+    Returns rank, step, iteration_rule, iteration_start_ns, iteration_end_ns, iteration_us, the
+    TERMS (`_us`), host_runtime_us, host_framework_us; sorted by rank, step.
+    """
+    win = windows(steps, device_tasks, launches).rename(
+        {"iteration_start_ns": "win_start_ns", "iteration_end_ns": "win_end_ns"}
+    )
+    device = device_tasks.select(
+        "rank", pl.col("kind").replace_strict(SET_OF_KIND, default="comp").alias("set"), "start_ns", "end_ns"
+    )
+    activity = host_events.filter(~_any_of(not_activity))
+    host = pl.concat(
+        [
+            activity.filter(pl.col("kind") == "runtime").select(
+                "rank", pl.lit("runtime").alias("set"), "start_ns", "end_ns"
+            ),
+            activity.filter(_any_of(data_loading)).select("rank", pl.lit("data").alias("set"), "start_ns", "end_ns"),
+            activity.filter(pl.col("kind").is_in(["operator", "annotation"])).select(
+                "rank", pl.lit("host").alias("set"), "start_ns", "end_ns"
+            ),
+        ]
+    )
+    spans = pl.concat([device, host]).filter(pl.col("rank").is_in(win["rank"].unique().implode()))
+    segs = iv.segments(spans, ["rank"], _SETS, cuts=iv.window_cuts(win, ["rank"]))
+    segs = iv.clip_to_windows(segs, win, ["rank"], "step")
+    measured = iv.lengths(segs, ["rank", "step"], _MEASURES)
+    host_ranks = host_events.select("rank").unique().with_columns(pl.lit(True).alias("_host"))
+    out = (
+        win.join(measured, on=["rank", "step"], how="left")
+        .join(host_ranks, on="rank", how="left")
+        .with_columns(pl.col(c).fill_null(0) for c in _MEASURES)
+        .with_columns((pl.col("win_end_ns") - pl.col("win_start_ns")).alias("iteration_ns"))
+    )
+    host_terms = ["host_runtime_ns", "data_loading_ns", "host_framework_ns"]
+    out = out.with_columns(
+        *[pl.when(pl.col("_host").fill_null(False)).then(pl.col(c)).alias(c) for c in host_terms],
+    ).with_columns((pl.col("host_runtime_ns") + pl.col("host_framework_ns")).alias("host_overhead_ns"))
+    us = [(pl.col(f"{t}_ns") / 1000.0).alias(f"{t}_us") for t in ["iteration", *TERMS, *HOST_PARTS]]
+    return out.select(
+        "rank",
+        "step",
+        "iteration_rule",
+        pl.col("win_start_ns").alias("iteration_start_ns"),
+        pl.col("win_end_ns").alias("iteration_end_ns"),
+        *us,
+    ).sort("rank", "step")
+
+
+def headline(step_terms: pl.DataFrame, iteration_terms: pl.DataFrame) -> pl.DataFrame:
+    """The profile's first numbers (one row), over every rank's steps:
+
+    - `steps`: rank-steps with a positive device window; `mean_step_us`: their mean duration_us;
+      `communication_not_overlapped_frac`: Σ communication_not_overlapped_us / Σ duration_us over
+      them (the exposed communication's share of the device step time; `breakdown`);
+    - `iterations`: rank-steps with a positive iteration; `mean_iteration_us`: their mean
+      iteration_us; `<term>_frac` for each of TERMS: Σ term / Σ iteration_us (its share of all
+      iteration time; the shares add up to 1 where host terms are known);
+    - `largest_term`: the TERMS entry with the largest share, `largest_term_frac` its share.
+
+    Nulls when there is no such step.
+    """
+    timed = step_terms.filter(pl.col("duration_us") > 0)
+    steps = timed.select(
+        pl.len().cast(pl.Int64).alias("steps"),
+        pl.col("duration_us").mean().alias("mean_step_us"),
+        pl.when(pl.col("duration_us").sum() > 0)
+        .then(pl.col("communication_not_overlapped_us").fill_null(0).sum() / pl.col("duration_us").sum())
+        .alias("communication_not_overlapped_frac"),
+    )
+    lived = iteration_terms.filter(pl.col("iteration_us") > 0)
+    total = pl.col("iteration_us").sum()
+    shares = lived.select(
+        pl.len().cast(pl.Int64).alias("iterations"),
+        pl.col("iteration_us").mean().alias("mean_iteration_us"),
+        *[
+            pl.when(total > 0).then(pl.col(f"{t}_us").sum() / total).alias(f"{t}_frac")
+            if t not in ("data_loading", "host_overhead")
+            else pl.when((total > 0) & pl.col(f"{t}_us").is_not_null().any())
+            .then(pl.col(f"{t}_us").sum() / total)
+            .alias(f"{t}_frac")
+            for t in TERMS
+        ],
+    )
+    known = {t: shares[f"{t}_frac"][0] for t in TERMS if shares[f"{t}_frac"][0] is not None}
+    largest = max(known, key=known.get) if known else None
+    return pl.concat([steps, shares], how="horizontal").with_columns(
+        pl.lit(largest, pl.String).alias("largest_term"),
+        pl.lit(known.get(largest) if largest else None, pl.Float64).alias("largest_term_frac"),
+    )
