@@ -208,3 +208,35 @@ def test_identity_and_tiling_on_every_real_profile():
         _check_identity_and_tiling(trace.iteration_breakdown(), rel)
         checked += 1
     assert checked > 50
+
+
+@needs_shared
+def test_input_bound_fires_on_the_plugins_num_workers_0_sample():
+    """The plugin's own DataLoader numbers put a third of every step in data loading: the finding
+    fires, critical, with that share (Σ DataLoader / Σ step total of the plugin)."""
+    expected = _plugin_rows()
+    share = sum(r["DataLoader"] for r in expected.values()) / sum(r["Total"] for r in expected.values())
+    found = tv.load(SHARED_TRACES / PLUGIN_TRACE, use_cache=False).findings()
+    fired = found.filter(pl.col("rule") == "input_bound").row(0, named=True)
+    assert fired["severity"] == "critical"
+    assert fired["value"] == pytest.approx(share, abs=1e-5)
+    assert "33.4%" in fired["message"]
+
+
+def test_input_bound_stays_quiet_without_data_loading():
+    for sample in ("dp4_nccl", "pp4_1f1b", "ascend_2rank"):
+        found = tv.load(SAMPLES / sample, use_cache=False).findings()
+        assert "input_bound" not in set(found["rule"]), sample
+
+
+def test_input_bound_fires_on_a_data_loader_that_keeps_the_device_idle(tmp_path):
+    events = [
+        _x("user_annotation", "ProfilerStep#1", 0, 10_000),
+        _x("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 2_000),
+        _launch(3_000, 1),
+        _kernel(3_010, 6_990, 1),
+    ]
+    fired = _load(tmp_path, events).findings().filter(pl.col("rule") == "input_bound")
+    assert fired.height == 1
+    assert fired["value"][0] == pytest.approx(0.2)
+    assert fired["severity"][0] == "warning"

@@ -142,6 +142,7 @@ def _findings(t, throughput, rules, classes, details, micro_batches) -> pl.DataF
         stragglers=t.run("stragglers"),
         throughput=t.run("throughput", **throughput) if throughput else None,
         micro_batches=micro_batches,
+        iterations=t.run("iteration_breakdown"),
     )
     return findings.evaluate(table, findings.load_rules(rules))
 

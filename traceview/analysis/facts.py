@@ -61,6 +61,16 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
     ),
     "device_idle_ms": (pl.Float64, "Device idle per step (window − abs(U(busy)), the breakdown's idle), ms."),
     "device_idle_frac": (pl.Float64, "Σ device idle / Σ step length."),
+    "iteration_ms": (
+        pl.Float64,
+        "Mean iteration (the whole step, host included, iterations tiling the run: traceview.analysis.iteration), ms.",
+    ),
+    "data_loading_ms": (pl.Float64, "Data loading with the device idle, per iteration, ms; null without host events."),
+    "data_loading_frac": (pl.Float64, "Σ data loading / Σ iteration; null without host events."),
+    "host_overhead_frac": (
+        pl.Float64,
+        "Σ host overhead (runtime calls and framework code with the device idle) / Σ iteration; null without host events.",
+    ),
     "host_wait_frac": (
         pl.Float64,
         "Share of the idle time of the streams that run compute (kernels, memsets) that is host_wait (HTA's "
@@ -391,6 +401,7 @@ def facts(
     stragglers: pl.DataFrame | None = None,
     throughput: pl.DataFrame | None = None,
     micro_batches: int | None = None,
+    iterations: pl.DataFrame | None = None,
     tiny_kernel_us: float = TINY_KERNEL_US,
     gemm_alignment: int = GEMM_ALIGNMENT,
 ) -> pl.DataFrame:
@@ -402,7 +413,8 @@ def facts(
     launch_op, input_shapes, dur_ns, step, stream, correlation, name). Optional, their facts are null
     when absent: `stream_idle` (gaps.stream_idle, whole trace), `launch_calls` (gaps.launch_calls),
     `pipeline_stages` (bubbles.pipeline_stages), `stragglers` (collectives.stragglers), `throughput`
-    (throughput.throughput), `micro_batches` (the run's m, for the ideal bubble).
+    (throughput.throughput), `micro_batches` (the run's m, for the ideal bubble), `iterations`
+    (iteration.iteration_breakdown).
     `tiny_kernel_us`: the tiny-kernel bound (µs); `gemm_alignment`: the GEMM dim multiple.
     """
     windows = _windows(step_breakdown, trace_breakdown)
@@ -456,6 +468,7 @@ def facts(
         .join(_host_wait(tasks, stream_idle), on="rank", how="left")
         .join(_straggler(per, stragglers), on="rank", how="left")
         .join(_worst_steps(step_breakdown), on="rank", how="left")
+        .join(_iteration_facts(iterations), on="rank", how="left")
     )
     out = _with_pipeline(out, pipeline_stages, micro_batches)
     out = out.with_columns(pl.col("is_straggler").fill_null(False))
@@ -469,6 +482,28 @@ def facts(
             )
         )
     return _conform(pl.concat(rows, how="diagonal_relaxed") if len(rows) > 1 else out).sort("rank", nulls_last=True)
+
+
+def _iteration_facts(iterations: pl.DataFrame | None) -> pl.DataFrame:
+    """Per rank: iteration_ms, data_loading_ms, data_loading_frac, host_overhead_frac."""
+    schema = {"rank": pl.Int64, "iteration_ms": pl.Float64, "data_loading_ms": pl.Float64}
+    schema |= {"data_loading_frac": pl.Float64, "host_overhead_frac": pl.Float64}
+    if iterations is None or iterations.height == 0:
+        return pl.DataFrame(schema=schema)
+    lived = iterations.filter(pl.col("iteration_us") > 0)
+    total = pl.col("iteration_us").sum()
+
+    def share(col: str) -> pl.Expr:
+        return pl.when(pl.col(col).is_not_null().any() & (total > 0)).then(pl.col(col).sum() / total)
+
+    return lived.group_by("rank").agg(
+        (pl.col("iteration_us").mean() / 1000).alias("iteration_ms"),
+        pl.when(pl.col("data_loading_us").is_not_null().any())
+        .then(pl.col("data_loading_us").mean() / 1000)
+        .alias("data_loading_ms"),
+        share("data_loading_us").alias("data_loading_frac"),
+        share("host_overhead_us").alias("host_overhead_frac"),
+    )
 
 
 def _with_pipeline(out: pl.DataFrame, stages: pl.DataFrame | None, micro_batches: int | None) -> pl.DataFrame:
