@@ -14,7 +14,8 @@ TERM_COLORS: dict[str, str] = {
     "communication_not_overlapped": "#E45756",  # red: exposed communication
     "exposed_memcpy": "#F58518",  # orange
     "free": "#BAB0AC",  # grey: device idle inside the step
-    "bubble": "#B279A2",  # purple: pipeline bubble
+    "bubble": "#B279A2",  # purple: pipeline bubble (receive ops, torch_npu's)
+    "pipeline_bubble": "#6F4E7C",  # dark purple: the pipeline-bubble estimate
 }
 
 #: Legend of the stacked step bars: the terms' labels (`traceview.analysis.breakdown.TERM_LABELS`),
@@ -24,6 +25,7 @@ TERM_LABELS: dict[str, str] = {
     **{t: _LABELS[t] for t in TERM_COLORS},
     "computing": f"{_LABELS['computing']} (not overlapped)",
     "bubble": f"{_LABELS['bubble']} (inside the bars)",
+    "pipeline_bubble": f"{_LABELS['pipeline_bubble']} (estimate)",
 }
 
 CLASS_COLORS: dict[str, str] = {

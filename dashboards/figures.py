@@ -57,8 +57,8 @@ def _empty(title: str, message: str) -> go.Figure:
 
 def step_breakdown_figure(summary: dict, ranks=None, steps=None, max_ranks: int = MAX_BAR_RANKS) -> go.Figure:
     """Stacked bars per rank and step: computing (not overlapped), overlapped, exposed communication,
-    exposed memcpy and free (ms), summing to the step's busy span; the bubble (part of that span)
-    as a marker. `computing` bars are computing_not_overlapped_us (computing − overlapped, from the
+    exposed memcpy and free (ms), summing to the step's busy span; the bubble (receive ops, part of
+    that span) and the pipeline-bubble estimate as markers. `computing` bars are computing_not_overlapped_us (computing − overlapped, from the
     breakdown), so bar + overlapped = computing."""
     title = "Step time breakdown"
     entries = [r for r in select_ranks(summary, ranks) if select_steps(r, steps)]
@@ -83,17 +83,18 @@ def step_breakdown_figure(summary: dict, ranks=None, steps=None, max_ranks: int 
             meta=term,
             hovertemplate="%{x}<br>" + TERM_LABELS[term] + ": %{y:.3f} ms<extra></extra>",
         )
-    bubble = [ms(s["bubble_us"]) for _, s in rows]
-    if any(b for b in bubble):
-        fig.add_scatter(
-            name=TERM_LABELS["bubble"],
-            x=x,
-            y=bubble,
-            mode="markers",
-            meta="bubble",
-            marker=dict(color=TERM_COLORS["bubble"], symbol="diamond", size=10),
-            hovertemplate="%{x}<br>bubble: %{y:.3f} ms<extra></extra>",
-        )
+    for term, symbol in (("bubble", "diamond"), ("pipeline_bubble", "triangle-up")):
+        values = [ms(s.get(f"{term}_us")) for _, s in rows]
+        if any(values):
+            fig.add_scatter(
+                name=TERM_LABELS[term],
+                x=x,
+                y=values,
+                mode="markers",
+                meta=term,
+                marker=dict(color=TERM_COLORS[term], symbol=symbol, size=10),
+                hovertemplate="%{x}<br>" + TERM_LABELS[term] + ": %{y:.3f} ms<extra></extra>",
+            )
     fig.update_yaxes(title_text="time (ms)")
     fig.update_xaxes(title_text="rank / step")
     return _layout(fig, title, barmode="stack")

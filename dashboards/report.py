@@ -40,6 +40,7 @@ STEP_TERMS = [
         "exposed_memcpy",
         "free",
         "bubble",
+        "pipeline_bubble",
         "preparing",
     )
 ]

@@ -174,8 +174,10 @@ def test_dp4_sample_steps_equal_construction():
 
 
 def test_gpu_pipeline_bubble_in_step_breakdown():
-    """On the 1F1B sample every stage's bubble is the pipeline step minus its compute, and stage +
-    bubble = the pipeline step; a data-parallel profile has no bubble."""
+    """On the 1F1B sample every stage's pipeline_bubble_us is the constructed bubble (the pipeline
+    step minus its compute), in a column of its own: the reference columns keep torch_npu's rule
+    (no receive ops: bubble 0, stage = the busy span, the exclude-receive term = exposed comm). A
+    data-parallel profile has no pipeline bubble at all."""
     exp = json.loads((SAMPLES / "pp4_1f1b" / "expected.json").read_text())
     got = tv.load(SAMPLES / "pp4_1f1b").step_breakdown()
     assert set(got["bubble_rule"]) == {"pipeline"}
@@ -183,7 +185,26 @@ def test_gpu_pipeline_bubble_in_step_breakdown():
         n = int(step_name.split("#")[1])
         for rank, e in step["ranks"].items():
             row = got.filter((pl.col("rank") == int(rank)) & (pl.col("step") == n)).row(0, named=True)
-            assert row["bubble_us"] * 1000 == pytest.approx(e["bubble_ns"], abs=0.5)
-            assert (row["stage_us"] + row["bubble_us"]) * 1000 == pytest.approx(step["step_duration_ns"], abs=0.5)
+            assert row["pipeline_bubble_us"] * 1000 == pytest.approx(e["bubble_ns"], abs=0.5)
+            assert row["bubble_us"] == 0
+            assert row["stage_us"] * 1000 == pytest.approx(row["last_busy_ns"] - row["first_busy_ns"], abs=0.5)
+            assert row["communication_not_overlapped_exclude_receive_us"] == row["communication_not_overlapped_us"]
     dp = tv.load(SAMPLES / "dp4_nccl").step_breakdown()
     assert set(dp["bubble_rule"]) == {"none"} and (dp["bubble_us"] == 0).all()
+    assert dp["pipeline_bubble_us"].is_null().all()
+
+
+def test_a_profile_without_busy_device_time_has_every_column(tmp_path):
+    """Steps whose only device task lasts 0 ns: all-idle rows with the same columns (the derived
+    ones included) as any other breakdown (found by tests/test_properties.py)."""
+    from tests.support.kineto import complete_event, write_trace
+
+    events = [
+        complete_event("user_annotation", "ProfilerStep#1", 0, 1, 0, 10_000),
+        complete_event("cuda_runtime", "cudaLaunchKernel", 0, 1, 1_000, 1_000, {"correlation": 5}),
+        complete_event("kernel", "gemm", 1, 7, 5_000, 0, {"correlation": 5, "stream": 7}),
+    ]
+    idle = tv.load(write_trace(tmp_path / "t.pt.trace.json", events), use_cache=False).step_breakdown()
+    busy = tv.load(SAMPLES / "dp4_nccl").step_breakdown()
+    assert idle.columns == busy.columns
+    assert idle.height == 1 and idle["computing_not_overlapped_us"][0] == 0

@@ -532,7 +532,7 @@ def test_summary_lists_findings_and_the_text_groups_them_by_rule():
     }
     text = render_summary(doc, "text")
     assert "Findings (4: 4 warning;" in text
-    assert "[warning] Exposed communication excluding receives (ranks 0-1, 3; shown: rank 1)" in text
+    assert "[warning] Exposed communication outside pipeline transfers (ranks 0-1, 3; shown: rank 1)" in text
     assert [f["rule"] for f in build_summary(trace, details=False)["findings"]] == [f["rule"] for f in doc["findings"]]
 
 

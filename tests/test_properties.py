@@ -605,8 +605,12 @@ def check_select_steps(t) -> None:
 
 def _in_ns(frame: pl.DataFrame) -> pl.DataFrame:
     """`_us` columns as integer ns: polars' ns / 1000.0 may differ in the last bit between frames of
-    different heights (57541 ns -> 57.541 or 57.541000000000004 µs)."""
-    return frame.with_columns((pl.col(c) * 1000).round().cast(pl.Int64) for c in frame.columns if c.endswith("_us"))
+    different heights (57541 ns -> 57.541 or 57.541000000000004 µs); `_frac` columns (ratios of
+    those µs) to 12 decimals for the same reason."""
+    return frame.with_columns(
+        *[(pl.col(c) * 1000).round().cast(pl.Int64) for c in frame.columns if c.endswith("_us")],
+        *[pl.col(c).round(12) for c in frame.columns if c.endswith("_frac")],
+    )
 
 
 @SETTINGS

@@ -143,6 +143,7 @@ def _findings(t, throughput, rules, classes, details, micro_batches) -> pl.DataF
         throughput=t.run("throughput", **throughput) if throughput else None,
         micro_batches=micro_batches,
         iterations=t.run("iteration_breakdown"),
+        gpu_bubbles=t.run("bubbles"),
     )
     return findings.evaluate(table, findings.load_rules(rules))
 

@@ -13,9 +13,10 @@ and window W (one step, or the whole trace), all sets clipped to W, U = union ov
 | busy_us                                            | abs(U(COMP ∪ COMM ∪ MEM))                       |
 | free_us                                            | gaps between merged busy intervals inside W: (last busy end − first busy start) − busy |
 | idle_us                                            | W's length − busy (TraceLens' idle: also counts time before the first / after the last task) |
-| bubble_us                                          | Ascend: Σ duration of pipeline receive ops (`hcom_receive*`, raw sum, not merged); GPU: the pipeline step minus the rank's compute time (`traceview.analysis.bubbles`) |
-| stage_us                                           | (last busy end − first busy start) − bubble; GPU pipeline ranks: pipeline step − bubble, so stage + bubble = the pipeline step |
-| communication_not_overlapped_exclude_receive_us    | communication_not_overlapped − receive time: − bubble (Ascend), − exposed P2P (GPU) |
+| bubble_us                                          | Σ duration of pipeline receive ops (`hcom_receive*`, raw sum, not merged): torch_npu's Bubble; 0 when a run's receives are named otherwise (GPU) |
+| stage_us                                           | (last busy end − first busy start) − bubble                                 |
+| communication_not_overlapped_exclude_receive_us    | communication_not_overlapped − bubble                                      |
+| pipeline_bubble_us                                 | the pipeline-bubble estimate: the pipeline step minus the rank's compute time (`traceview.analysis.bubbles`), on ranks running pipeline P2P in the step, GPU and Ascend alike; null elsewhere and over the whole trace. Never replaces bubble_us |
 | preparing_us                                       | first device task start in the step − host ProfilerStep#N start (null without a host step) |
 | duration_us                                        | W's length                                      |
 | start_us                                           | W's start on the rank's clock                   |
@@ -63,6 +64,7 @@ TERMS = [
     "stage",
     "bubble",
     "communication_not_overlapped_exclude_receive",
+    "pipeline_bubble",
     "preparing",
     "duration",
     "start",
@@ -82,6 +84,7 @@ TERM_LABELS: dict[str, str] = {
     "stage": "stage",
     "bubble": "bubble",
     "communication_not_overlapped_exclude_receive": "exposed comm excl. receives",
+    "pipeline_bubble": "pipeline bubble",
     "preparing": "preparing",
     "duration": "step time",
     "start": "start",
@@ -159,6 +162,7 @@ def _finish(m: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         ),
         (pl.col("win_end_ns") - pl.col("win_start_ns")).alias("duration_ns"),
         pl.col("win_start_ns").alias("start_ns"),
+        pl.lit(None, pl.Int64).alias("pipeline_bubble_ns"),  # step_breakdown adds it (_with_gpu_bubbles)
     )
     return ns.select(
         *by,
@@ -244,7 +248,7 @@ def step_breakdown(
                 "last_busy_ns": pl.Int64,
             }
         )
-        return (
+        return with_derived(
             pl.concat([empty, _idle_steps(steps, empty)], how="diagonal_relaxed")
             .select(empty.columns)
             .sort("rank", "step")
@@ -300,39 +304,27 @@ def _idle_steps(steps: pl.DataFrame, measured: pl.DataFrame) -> pl.DataFrame:
 
 
 def _with_gpu_bubbles(out: pl.DataFrame, gpu_bubbles: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
-    """Use the GPU pipeline bubble on pipeline ranks that have no Ascend receive ops.
+    """Add the pipeline-bubble estimate beside the reference columns, never in their place.
 
-    bubble_rule: "receive" (Σ receive ops), "pipeline" (`bubbles.gpu_bubbles`), or "none" (no
-    pipeline communication: bubble 0). stage and the exclude-receive term follow the bubble used:
-    the GPU bubble counts idle time before the rank's first and after its last task too (waiting
-    for the other stages), so there stage = pipeline step − bubble rather than own span − bubble.
+    pipeline_bubble_us: `bubbles.gpu_bubbles`' bubble (the pipeline step minus the rank's compute)
+    on ranks that run pipeline point-to-point communication in the step, on GPU and Ascend alike;
+    null elsewhere. bubble_us, stage_us and the exclude-receive term stay torch_npu's (Σ receive
+    ops; 0 when a run's pipeline receives are named otherwise). bubble_rule says which of the two
+    the bubble findings read: "receive" (the rank has receive ops: bubble_us), "pipeline" (else,
+    a pipeline rank: pipeline_bubble_us), "none".
     """
     receive_ranks = tasks.filter(pl.col("name").str.contains(RECEIVE_PATTERN))["rank"].unique().implode()
-    gpu = gpu_bubbles.select(
-        "rank",
-        "step",
-        pl.col("bubble_us").alias("_gpu_bubble"),
-        pl.col("exposed_p2p_us").alias("_p2p"),
-        pl.col("step_us").alias("_pipeline_step"),
-        "pipeline",
-    )
+    gpu = gpu_bubbles.select("rank", "step", pl.col("bubble_us").alias("_gpu_bubble"), "pipeline")
     joined = out.join(gpu, on=["rank", "step"], how="left")
-    use_gpu = ~pl.col("rank").is_in(receive_ranks) & pl.col("pipeline").fill_null(False)
-    span_us = (pl.col("last_busy_ns") - pl.col("first_busy_ns")) / 1000.0
+    pipeline = pl.col("pipeline").fill_null(False)
     return joined.with_columns(
-        pl.when(use_gpu).then(pl.col("_gpu_bubble")).otherwise(pl.col("bubble_us")).alias("bubble_us"),
+        pl.when(pipeline).then(pl.col("_gpu_bubble")).alias("pipeline_bubble_us"),
         pl.when(pl.col("rank").is_in(receive_ranks))
         .then(pl.lit("receive"))
-        .when(use_gpu)
+        .when(pipeline)
         .then(pl.lit("pipeline"))
         .otherwise(pl.lit("none"))
         .alias("bubble_rule"),
-    ).with_columns(
-        pl.when(use_gpu).then(pl.col("_pipeline_step")).otherwise(span_us).sub(pl.col("bubble_us")).alias("stage_us"),
-        pl.when(use_gpu)
-        .then(pl.col("communication_not_overlapped_us") - pl.col("_p2p"))
-        .otherwise(pl.col("communication_not_overlapped_us") - pl.col("bubble_us"))
-        .alias("communication_not_overlapped_exclude_receive_us"),
     )
 
 

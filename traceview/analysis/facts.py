@@ -41,15 +41,16 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
         "'exposed comm').",
     ),
     "exposed_comm_frac": (pl.Float64, "Σ exposed communication / Σ step length over the steps."),
-    "exposed_comm_excl_recv_ms": (
+    "exposed_comm_excl_p2p_ms": (
         pl.Float64,
-        "Exposed communication excluding receives per step, ms: communication_not_overlapped_exclude_receive, "
-        "exposed communication minus the pipeline receive time (Ascend bubble / GPU exposed P2P), which the "
-        "bubble facts cover.",
+        "Exposed communication excluding the pipeline's point-to-point transfers per step, ms, which the bubble "
+        "facts cover: on ranks with receive ops torch_npu's communication_not_overlapped_exclude_receive (exposed "
+        "communication − bubble); on other pipeline ranks exposed communication − the exposed P2P time "
+        "(bubbles.gpu_bubbles); elsewhere the exposed communication.",
     ),
-    "exposed_comm_excl_recv_frac": (
+    "exposed_comm_excl_p2p_frac": (
         pl.Float64,
-        "Σ exposed communication excluding receives / Σ step length over the steps.",
+        "Σ exposed communication excluding pipeline transfers / Σ step length over the steps.",
     ),
     "comm_overlap_frac": (pl.Float64, "Σ overlapped / Σ communication (HTA's overlap %); null without communication."),
     "exposed_memcpy_ms": (pl.Float64, "Exposed memcpy abs(U(MEM) − U(COMP) − U(COMM)) per step, ms."),
@@ -85,11 +86,16 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
     "tiny_kernels_per_step": (pl.Float64, "Kernels shorter than 10 µs per step."),
     "tiny_kernel_frac": (pl.Float64, "Tiny kernels / kernels (a count share); null without kernels."),
     "tiny_kernel_ms": (pl.Float64, "Device time of the tiny kernels per step (sum of durations), ms."),
-    "bubble_ms": (pl.Float64, "Pipeline bubble per step (step breakdown bubble), ms; null on non-pipeline ranks."),
+    "bubble_ms": (
+        pl.Float64,
+        "Pipeline bubble per step, ms: the step breakdown's bubble_us on ranks with receive ops (torch_npu's rule), "
+        "else its pipeline_bubble_us (the estimate); null on non-pipeline ranks.",
+    ),
     "bubble_frac": (
         pl.Float64,
-        "Σ bubble / Σ (stage + bubble): the share of the pipeline step the rank computes nothing (GPU rule) or "
-        "waits in receives (Ascend rule); null on non-pipeline ranks.",
+        "Σ bubble / Σ pipeline step: the share of the pipeline step the rank waits in receives (receive ops: "
+        "pipeline step = stage + bubble) or computes nothing (the estimate: pipeline step = the longest compute "
+        "span of the pipeline group); null on non-pipeline ranks.",
     ),
     "pipeline_stages": (pl.Int64, "Stages p of the rank's pipeline, when inferred (see pipeline_stages)."),
     "equivalent_micro_batches": (
@@ -121,7 +127,7 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
     "straggler_cost_frac": (
         pl.Float64,
         "Straggler only: what waiting for it costs the others, mean over the other ranks of (their "
-        "exposed_comm_excl_recv_ms − the straggler's, floored at 0) / their step_ms. The straggler never waits, so its exposed communication "
+        "exposed_comm_excl_p2p_ms − the straggler's, floored at 0) / their step_ms. The straggler never waits, so its exposed communication "
         "is the transfer alone; the others' excess is waiting that compute did not hide.",
     ),
     "compute_ratio": (pl.Float64, "Straggler only: its computing_ms / the median computing_ms of the other ranks."),
@@ -228,20 +234,58 @@ _BREAKDOWN_TERMS = (
 )
 
 
-def _windows(step_breakdown: pl.DataFrame, trace_breakdown: pl.DataFrame) -> pl.DataFrame:
-    """Per rank: the breakdown totals of its steps, or of its whole trace when it has no steps."""
-    steps = step_breakdown.select(
-        "rank",
-        "step",
-        pl.lit("steps").alias("window"),
-        pl.col("bubble_rule").fill_null("none"),
-        *_BREAKDOWN_TERMS,
+def _windows(
+    step_breakdown: pl.DataFrame, trace_breakdown: pl.DataFrame, gpu_bubbles: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """Per rank: the breakdown totals of its steps, or of its whole trace when it has no steps.
+
+    The pipeline facts read the bubble that `bubble_rule` names: on "receive" ranks torch_npu's
+    (bubble_us, pipeline step = stage + bubble, the exclude-receive term), on "pipeline" ranks the
+    estimate (`gpu_bubbles`: bubble_us, step_us; exposed communication minus the exposed P2P)."""
+    if gpu_bubbles is None:
+        gpu_bubbles = pl.DataFrame(
+            schema={"rank": pl.Int64, "step": pl.Int64, "step_us": pl.Float64, "exposed_p2p_us": pl.Float64}
+        )
+    estimate = pl.col("bubble_rule") == "pipeline"
+    steps = (
+        step_breakdown.join(
+            gpu_bubbles.select(
+                "rank", "step", pl.col("step_us").alias("_pstep"), pl.col("exposed_p2p_us").alias("_p2p")
+            ),
+            on=["rank", "step"],
+            how="left",
+        )
+        .with_columns(pl.col("bubble_rule").fill_null("none"))
+        .with_columns(
+            pl.when(estimate)
+            .then(pl.col("communication_not_overlapped_us") - pl.col("_p2p").fill_null(0))
+            .otherwise(pl.col("communication_not_overlapped_exclude_receive_us"))
+            .alias("_excl_p2p_us"),
+            pl.when(estimate).then(pl.col("pipeline_bubble_us")).otherwise(pl.col("bubble_us")).alias("_rule_bubble"),
+            pl.when(estimate)
+            .then(pl.col("_pstep"))
+            .otherwise(pl.col("stage_us") + pl.col("bubble_us"))
+            .alias("_rule_pipe"),
+        )
+        .select(
+            "rank",
+            "step",
+            pl.lit("steps").alias("window"),
+            "bubble_rule",
+            "_rule_bubble",
+            "_rule_pipe",
+            "_excl_p2p_us",
+            *_BREAKDOWN_TERMS,
+        )
     )
     whole = trace_breakdown.join(steps.select("rank").unique(), on="rank", how="anti").select(
         "rank",
         pl.lit(None, pl.Int64).alias("step"),
         pl.lit("trace").alias("window"),
         pl.when(pl.col("bubble_us") > 0).then(pl.lit("receive")).otherwise(pl.lit("none")).alias("bubble_rule"),
+        pl.col("bubble_us").alias("_rule_bubble"),
+        (pl.col("stage_us") + pl.col("bubble_us")).alias("_rule_pipe"),
+        pl.col("communication_not_overlapped_exclude_receive_us").alias("_excl_p2p_us"),
         *_BREAKDOWN_TERMS,
     )
     rows = pl.concat([steps, whole], how="vertical_relaxed").filter(pl.col("duration_us") > 0)
@@ -250,8 +294,9 @@ def _windows(step_breakdown: pl.DataFrame, trace_breakdown: pl.DataFrame) -> pl.
         pl.col("window").first(),
         pl.len().cast(pl.Int64).alias("steps"),
         *[pl.col(c).fill_null(0).sum().alias(c) for c in _BREAKDOWN_TERMS],
-        pl.col("bubble_us").filter(pipe).sum().alias("_bubble_us"),
-        (pl.col("stage_us") + pl.col("bubble_us")).filter(pipe).sum().alias("_pipe_us"),
+        pl.col("_excl_p2p_us").fill_null(0).sum(),
+        pl.col("_rule_bubble").filter(pipe).sum().alias("_bubble_us"),
+        pl.col("_rule_pipe").filter(pipe).sum().alias("_pipe_us"),
         pipe.any().alias("_pipeline"),
     )
 
@@ -352,13 +397,13 @@ def _straggler(per: pl.DataFrame, stragglers: pl.DataFrame | None) -> pl.DataFra
     if stragglers is None or stragglers.is_empty():
         return pl.DataFrame(schema=schema)
     ranks = stragglers.select("rank", "total_wait_us", pl.col("is_straggler").fill_null(False)).join(
-        per.select("rank", "steps", "step_ms", "computing_ms", "exposed_comm_excl_recv_ms"), on="rank", how="inner"
+        per.select("rank", "steps", "step_ms", "computing_ms", "exposed_comm_excl_p2p_ms"), on="rank", how="inner"
     )
     straggler = ranks.filter(pl.col("is_straggler"))
     others = ranks.filter(~pl.col("is_straggler"))
     if straggler.is_empty() or others.is_empty():
         return ranks.select("rank", pl.col("is_straggler").alias("is_straggler"))
-    exposed = "exposed_comm_excl_recv_ms"
+    exposed = "exposed_comm_excl_p2p_ms"
     extra = (others[exposed] - straggler[exposed][0]).clip(lower_bound=0) / others["step_ms"]
     values = {
         "others_wait_ms": (others["total_wait_us"] / others["steps"] / 1000.0).mean(),
@@ -402,6 +447,7 @@ def facts(
     throughput: pl.DataFrame | None = None,
     micro_batches: int | None = None,
     iterations: pl.DataFrame | None = None,
+    gpu_bubbles: pl.DataFrame | None = None,
     tiny_kernel_us: float = TINY_KERNEL_US,
     gemm_alignment: int = GEMM_ALIGNMENT,
 ) -> pl.DataFrame:
@@ -414,10 +460,11 @@ def facts(
     when absent: `stream_idle` (gaps.stream_idle, whole trace), `launch_calls` (gaps.launch_calls),
     `pipeline_stages` (bubbles.pipeline_stages), `stragglers` (collectives.stragglers), `throughput`
     (throughput.throughput), `micro_batches` (the run's m, for the ideal bubble), `iterations`
-    (iteration.iteration_breakdown).
+    (iteration.iteration_breakdown), `gpu_bubbles` (bubbles.gpu_bubbles: the pipeline-bubble
+    estimate the pipeline facts read on ranks whose bubble_rule is "pipeline").
     `tiny_kernel_us`: the tiny-kernel bound (µs); `gemm_alignment`: the GEMM dim multiple.
     """
-    windows = _windows(step_breakdown, trace_breakdown)
+    windows = _windows(step_breakdown, trace_breakdown, gpu_bubbles)
     n = pl.col("steps")
 
     def per_step_ms(col: str) -> pl.Expr:
@@ -432,8 +479,8 @@ def facts(
         per_step_ms("communication_us").alias("comm_ms"),
         per_step_ms("communication_not_overlapped_us").alias("exposed_comm_ms"),
         _frac("communication_not_overlapped_us", "duration_us").alias("exposed_comm_frac"),
-        per_step_ms("communication_not_overlapped_exclude_receive_us").alias("exposed_comm_excl_recv_ms"),
-        _frac("communication_not_overlapped_exclude_receive_us", "duration_us").alias("exposed_comm_excl_recv_frac"),
+        per_step_ms("_excl_p2p_us").alias("exposed_comm_excl_p2p_ms"),
+        _frac("_excl_p2p_us", "duration_us").alias("exposed_comm_excl_p2p_frac"),
         _frac("overlapped_us", "communication_us").alias("comm_overlap_frac"),
         per_step_ms("exposed_memcpy_us").alias("exposed_memcpy_ms"),
         _frac("exposed_memcpy_us", "duration_us").alias("exposed_memcpy_frac"),

@@ -24,6 +24,7 @@ STEP_COLUMNS = [
             "exposed_memcpy",
             "free",
             "bubble",
+            "pipeline_bubble",
             "preparing",
         )
     ),
