@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from traceview.analysis.iteration import LABELS
 from traceview.dashboards.html_page import Page, header_item, heading, items, table, text
+from traceview.run_diff import iteration_headline
 from traceview.safe_text import one_line
 
 
@@ -44,19 +46,23 @@ def _plain(value) -> str:
 
 
 def diff_html(diff: dict) -> str:
-    """A page of its own for `traceview diff BASE NEW --format html`: a chart of the mean step-time
-    terms of both runs, then `diff_section`."""
+    """A page of its own for `traceview diff BASE NEW --format html`: the iteration's headline, a
+    chart of the mean iteration terms of both runs, then `diff_section`."""
     page = Page(f"traceview diff: {(diff.get('base') or {}).get('source')} -> {(diff.get('new') or {}).get('source')}")
-    terms = [r for r in diff.get("terms") or [] if r.get("rank") in (None, "all")]
-    blocks = []
-    if terms:
+    lead = iteration_headline(diff)
+    blocks = [text(lead, label="iteration")] if lead else []
+    terms = [r for r in diff.get("iteration") or [] if r.get("rank") in (None, "all")]
+    if terms and all(r.get("base_us") is not None and r.get("new_us") is not None for r in terms[:1]):
         fig = go.Figure()
         for side in ("base", "new"):
             fig.add_bar(
-                name=side, x=[r["term"] for r in terms], y=[(r.get(f"{side}_us") or 0) / 1000 for r in terms], meta=side
+                name=side,
+                x=[LABELS.get(r["term"], r["term"]) for r in terms],
+                y=[(r.get(f"{side}_us") or 0) / 1000 for r in terms],
+                meta=side,
             )
         fig.update_layout(
-            title="Mean per step: base and new",
+            title="The iteration and its terms, mean per step: base and new",
             barmode="group",
             template="plotly_white",
             yaxis_title="time per step (ms)",

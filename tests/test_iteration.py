@@ -240,3 +240,45 @@ def test_input_bound_fires_on_a_data_loader_that_keeps_the_device_idle(tmp_path)
     assert fired.height == 1
     assert fired["value"][0] == pytest.approx(0.2)
     assert fired["severity"][0] == "warning"
+
+
+def _training_run(path, data_loading_us: float, steps: int = 4):
+    """A generated run: each step loads data (the device idle), launches 20 kernels of 400 µs and
+    runs a 200 µs optimizer op; only the data loading time differs between two runs."""
+    events, t, corr = [], 0.0, 0
+    for step in range(1, steps + 1):
+        start = t
+        events.append(
+            _x("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t, data_loading_us)
+        )
+        t += data_loading_us
+        device = t + 20
+        for _ in range(20):
+            corr += 1
+            events.append(_x("cpu_op", "aten::mm", t, 8))
+            events.append(_launch(t + 1, corr, 5))
+            events.append(_kernel(max(device, t + 10), 400, corr))
+            device = max(device, t + 10) + 400
+            t += 10
+        t = device
+        events.append(_x("cpu_op", "Optimizer.step#AdamW.step", t, 200))
+        t += 200
+        events.append(_x("user_annotation", f"ProfilerStep#{step}", start, t - start))
+    return write_trace(path, events)
+
+
+def test_diff_attributes_a_data_loading_change_to_data_loading(tmp_path):
+    """Two runs that differ only in data loading (20 ms -> 5 ms per step): the iteration change is
+    attributed to data loading (at least 90 %), in the API and in the CLI's first line."""
+    base = _training_run(tmp_path / "base.pt.trace.json", 20_000)
+    new = _training_run(tmp_path / "new.pt.trace.json", 5_000)
+    result = tv.diff(base, new)
+    rows = {r["term"]: r for r in result.iteration.filter(pl.col("rank").is_null()).to_dicts()}
+    assert rows["iteration"]["delta_us"] == pytest.approx(-15_000, abs=1)
+    assert rows["data_loading"]["share_of_change"] >= 0.9
+    assert sum(r["share_of_change"] for t, r in rows.items() if t != "iteration") == pytest.approx(1.0)
+    from traceview.cli.diff import render_diff
+
+    text = render_diff(result, "text")
+    lead = next(line for line in text.splitlines() if line.startswith("Iteration"))
+    assert "-15.000 ms" in lead and lead.split(": ", 1)[1].startswith("data loading -15.000 ms (100 % of the change)")

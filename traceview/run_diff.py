@@ -4,6 +4,7 @@
     d = tv.diff("runs/baseline", "runs/flash_attn")     # paths or loaded `Trace`s
     d.steps        # step time per rank (and for the whole run): mean/median, delta, %
     d.terms        # each step-decomposition term, base/new/delta/%
+    d.iteration    # the whole iteration and its terms, each term's share of the change
     d.classes      # device time per compute class
     d.kernels      # every task name: counts, time, mean duration; added/removed
     d.collectives  # per collective type and process group: count, time, exposed time
@@ -26,6 +27,40 @@ from traceview.summary import _rounded
 
 #: Labels of the two runs in notes and errors.
 BASE, NEW = "BASE", "NEW"
+
+
+#: The terms named in the iteration's headline: those moving at least this share of its change.
+ATTRIBUTION_MIN_SHARE = 0.05
+
+
+def iteration_headline(doc: dict) -> str | None:
+    """The first line of a comparison (`RunDiff.to_dict()`), all ranks: the iteration's change and
+    the terms it came from, largest first (those moving at least ATTRIBUTION_MIN_SHARE of it), e.g.
+    "Iteration 177.592 -> 154.911 ms (-22.681 ms, -12.8 %): data loading -23.758 ms (105 % of the
+    change), ..."; None when a run has no iteration."""
+    from traceview.analysis.iteration import LABELS
+
+    rows = {r["term"]: r for r in doc.get("iteration", []) if r["rank"] is None}
+    whole = rows.get("iteration")
+    if not whole or whole["base_us"] is None or whole["new_us"] is None:
+        return None
+    line = f"Iteration {whole['base_us'] / 1000:,.3f} -> {whole['new_us'] / 1000:,.3f} ms ({whole['delta_us'] / 1000:+,.3f} ms"
+    line += f", {whole['delta_pct']:+.1f} %)" if whole["delta_pct"] is not None else ")"
+    movers = sorted(
+        (
+            r
+            for t, r in rows.items()
+            if t != "iteration" and r["delta_us"] is not None and r["share_of_change"] is not None
+        ),
+        key=lambda r: -abs(r["delta_us"]),
+    )
+    named = [r for r in movers if abs(r["share_of_change"]) >= ATTRIBUTION_MIN_SHARE]
+    if named:
+        line += ": " + ", ".join(
+            f"{LABELS[r['term']]} {r['delta_us'] / 1000:+,.3f} ms ({100 * r['share_of_change']:.0f} % of the change)"
+            for r in named
+        )
+    return line
 
 
 def int_ranges(values) -> str:
@@ -51,6 +86,7 @@ class _Run:
     n: int  # compared rank-steps (the normaliser of raw sums)
     tasks: pl.DataFrame  # classified device tasks inside the compared windows
     class_rows: pl.DataFrame  # class_summary rows per rank (and step) inside the compared windows
+    iterations: pl.DataFrame  # iteration_breakdown rows of the compared steps (none over whole traces)
     step_numbers: list[int]
     notes: list[str]
 
@@ -143,6 +179,7 @@ def _prepare(trace, label: str, step: int | None, classes: str | None, whole_tra
             class_rows=trace.compute_classes(classes, by=("rank", "step")).join(
                 chosen, on=["rank", "step"], how="semi", nulls_equal=True
             ),
+            iterations=trace.iteration_breakdown().join(chosen, on=["rank", "step"], how="semi", nulls_equal=True),
             step_numbers=sorted(set(chosen["step"].to_list())),
             notes=notes,
         )
@@ -163,6 +200,7 @@ def _prepare(trace, label: str, step: int | None, classes: str | None, whole_tra
         n=trace.ranks.height,
         tasks=trace.classified_tasks(classes),
         class_rows=trace.compute_classes(classes, by=("rank",)),
+        iterations=trace.iteration_breakdown().clear(),
         step_numbers=[],
         notes=notes,
     )
@@ -216,6 +254,23 @@ def _term_table(b: _Run, w: _Run, per_rank: bool) -> pl.DataFrame:
     )
 
 
+def _iteration_table(b: _Run, w: _Run, per_rank: bool) -> pl.DataFrame:
+    both = d.side_by_side(
+        _with_all(d.iteration_means, b.iterations, per_rank),
+        _with_all(d.iteration_means, w.iterations, per_rank),
+        ["rank", "term"],
+        ["us"],
+        absent_is_zero=False,
+    )
+    order = {t: i for i, t in enumerate(d.ITERATION_TERMS)}
+    return (
+        d.with_attribution(d.with_delta(both, "us"), ["rank"])
+        .with_columns(pl.col("term").replace_strict(order, return_dtype=pl.Int64).alias("_o"))
+        .sort("rank", "_o", nulls_last=True)
+        .select("rank", "term", "base_us", "new_us", "delta_us", "delta_pct", "share_of_change")
+    )
+
+
 def _exposure(run: _Run) -> pl.DataFrame:
     return d.collective_exposure(run.trace.device_tasks, run.windows)
 
@@ -250,6 +305,8 @@ class RunDiff:
     - steps: rank (null: all ranks), base_/new_steps (windows measured), base_/new_mean_us,
       delta_us, delta_pct, base_/new_median_us, median_delta_us, median_delta_pct;
     - terms: rank, term (`DIFF_TERMS`), base_us, new_us, delta_us, delta_pct;
+    - iteration: rank, term (`ITERATION_TERMS`: the iteration, then its terms), base_us, new_us,
+      delta_us, delta_pct, share_of_change (the term's part of the iteration's change);
     - classes: class, group, base_/new_us, delta_us, delta_pct, base_/new_share, delta_share, counts;
     - kernels: name, kind, class, status (added/removed/both), counts, total and per-step time,
       delta_us, delta_pct, mean task duration;
@@ -261,6 +318,7 @@ class RunDiff:
 
     steps: pl.DataFrame
     terms: pl.DataFrame
+    iteration: pl.DataFrame
     classes: pl.DataFrame
     kernels: pl.DataFrame
     collectives: pl.DataFrame
@@ -281,8 +339,8 @@ class RunDiff:
         """JSON-ready dict (µs to the ns, shares to 1e-6), `top` kernels per list (None: all).
 
         Shape (flat for renderers: every value is a scalar, a dict of scalars or lists, or a list
-        of flat rows): {"base": {...}, "new": {...}, "step", "per_rank", "notes", "step_time":
-        [rows], "terms": [rows], "device_time": {...}, "classes": [rows], "kernel_counts": {both,
+        of flat rows): {"base": {...}, "new": {...}, "step", "per_rank", "notes", "iteration":
+        [rows], "step_time": [rows], "terms": [rows], "device_time": {...}, "classes": [rows], "kernel_counts": {both,
         added, removed, gained, lost}, "kernels_lost": [rows in both runs, most time lost first],
         "kernels_gained", "kernels_added" (only in new), "kernels_removed" (only in base),
         "collectives": [rows], "warnings", "failures"}. Rows carry the frames' columns.
@@ -301,6 +359,7 @@ class RunDiff:
             "step": self.step,
             "per_rank": self.per_rank,
             "notes": list(self.notes),
+            "iteration": [_rounded(r) for r in self.iteration.to_dicts()],
             "step_time": [_rounded(r) for r in self.steps.to_dicts()],
             "terms": [_rounded(r) for r in self.terms.to_dicts()],
             "device_time": _rounded(self.device_time()),
@@ -351,6 +410,7 @@ def diff(base, new, *, step: int | None = None, classes: str | None = None, whol
     return RunDiff(
         steps=_step_table(b, w, per_rank),
         terms=_term_table(b, w, per_rank),
+        iteration=_iteration_table(b, w, per_rank),
         classes=d.class_diff(b.class_rows, w.class_rows, b.n, w.n),
         kernels=d.kernel_diff(b.tasks, w.tasks, b.n, w.n),
         collectives=d.collective_diff(b.tasks, w.tasks, _exposure(b), _exposure(w), b.n, w.n),

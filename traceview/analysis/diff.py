@@ -19,6 +19,11 @@ trace (first to last device task) as one window. Two normalisers follow:
   (`Trace.step_breakdown` / `Trace.trace_breakdown` rows): a step without device tasks has no
   device window and so no step time.
 
+The iteration (`ITERATION_TERMS`: iteration_us and its terms, `traceview.analysis.iteration`) is
+compared the same way, as means over the compared rank-steps that have an iteration; since its
+terms add up to it in every rank-step, the terms' deltas add up to the iteration's delta, and
+`share_of_change` attributes that change to the terms.
+
 Identities (exact per window, hence for means and deltas):
 - duration = computing + communication_not_overlapped + exposed_memcpy + idle
   (busy = U(COMP ∪ COMM ∪ MEM) is partitioned by the first three; idle = duration − busy);
@@ -135,6 +140,41 @@ def term_means(breakdown: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
     cols = [pl.col(f"{t}_us").mean().alias(t) for t in DIFF_TERMS]
     means = wide.group_by(list(by)).agg(cols) if by else wide.select(cols)
     return means.unpivot(index=list(by), on=list(DIFF_TERMS), variable_name="term", value_name="us")
+
+
+#: The iteration and its terms (`traceview.analysis.iteration`), compared first.
+ITERATION_TERMS: tuple[str, ...] = (
+    "iteration",
+    "iteration_computing",
+    "iteration_exposed_comm",
+    "iteration_exposed_memcpy",
+    "data_loading",
+    "host_overhead",
+    "other_idle",
+)
+
+
+def iteration_means(iterations: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
+    """Mean of the iteration and each of its terms over the compared rank-steps
+    (`iteration_breakdown` rows), long format: `by`..., term, us (µs). A host term unknown in
+    every row (no host events) is null."""
+    cols = [pl.col(f"{t}_us").mean().alias(t) for t in ITERATION_TERMS]
+    means = iterations.group_by(list(by)).agg(cols) if by else iterations.select(cols)
+    return means.unpivot(index=list(by), on=list(ITERATION_TERMS), variable_name="term", value_name="us")
+
+
+def with_attribution(both: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
+    """Add `share_of_change` to each term row of an iteration comparison (`delta_us` per `by`
+    key and term): the term's delta / the iteration's delta (null for the iteration itself, or
+    when the iteration did not change). The terms add up to the iteration in each run, so the
+    shares of one key add up to 1 where every term is known."""
+    total = both.filter(pl.col("term") == "iteration").select(*by, pl.col("delta_us").alias("_total"))
+    out = both.join(total, on=list(by), how="left", nulls_equal=True)
+    return out.with_columns(
+        pl.when((pl.col("term") != "iteration") & (pl.col("_total") != 0))
+        .then(pl.col("delta_us") / pl.col("_total"))
+        .alias("share_of_change")
+    ).drop("_total")
 
 
 def per_step(tasks: pl.DataFrame, by: Sequence[str], n: int) -> pl.DataFrame:

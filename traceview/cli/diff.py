@@ -7,10 +7,10 @@ import re
 
 import orjson
 
-from traceview.analysis import breakdown
+from traceview.analysis import breakdown, iteration
 from traceview.analysis.diff import DIFF_TERMS
 from traceview.cli.text import bullet_list, table
-from traceview.run_diff import BASE, NEW, int_ranges
+from traceview.run_diff import BASE, NEW, int_ranges, iteration_headline
 from traceview.safe_text import json_text, one_line_strings
 
 #: Above this many ranks the step-time table shows only the all-ranks row.
@@ -46,6 +46,7 @@ TERM_COLUMNS = [
     ("delta_ms", "delta ms"),
     ("delta_pct", "delta %"),
 ]
+ITERATION_COLUMNS = [*TERM_COLUMNS, ("share_pct", "% of the change")]
 CLASS_COLUMNS = [
     ("class", "class"),
     ("group", "group"),
@@ -232,6 +233,31 @@ def _collectives_text(doc: dict) -> list[str]:
     ]
 
 
+def _iteration_text(doc: dict) -> list[str]:
+    """The headline (the iteration's change and the terms it came from, largest first), then the
+    iteration table (all ranks)."""
+    line = iteration_headline(doc)
+    if line is None:
+        return []
+    rows = {r["term"]: r for r in doc.get("iteration", []) if r["rank"] is None}
+    shown = [
+        dict(
+            _ms(r),
+            label=iteration.LABELS[r["term"]],
+            base_ms=_div(r["base_us"]),
+            new_ms=_div(r["new_us"]),
+            share_pct=None if r["share_of_change"] is None else 100 * r["share_of_change"],
+        )
+        for r in rows.values()
+    ]
+    return [
+        line,
+        "",
+        "Where the iteration went (ms per step, all ranks; the terms add up to the iteration):",
+        table(shown, ITERATION_COLUMNS),
+    ]
+
+
 def render_diff(result, fmt: str, top: int = 10) -> str:
     """`result`: a `RunDiff`. JSON: `result.to_dict(top)`; html: a self-contained page of the same
     (`dashboards.diff_report.diff_html`); text: the tables of docs/diff.md."""
@@ -244,12 +270,15 @@ def render_diff(result, fmt: str, top: int = 10) -> str:
         return diff_html(doc)
     doc = one_line_strings(doc)
     head = "traceview diff" + (f", step {doc['step']} only" if doc["step"] is not None else "")
+    lead = _iteration_text(doc)
     parts = [
         head,
         _run_line(BASE, doc["base"]),
         _run_line(NEW, doc["new"]),
         "  values are means per step and rank; delta = NEW - BASE",
     ]
+    if lead:
+        parts += ["", *lead]
     parts += _steps_text(doc)
     parts += _terms_text(doc)
     parts += _classes_text(doc)
