@@ -19,6 +19,7 @@ from traceview.dashboards.query import parse_filters, parse_query
 from traceview.dashboards.state import DashboardState
 from traceview.dashboards.timeline_page import name_contains
 from traceview.safe_text import one_line
+from traceview.summary import headline_lines
 
 FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif"
 TABLE_TOP = 50  # kernels per rank in the table (the CLI's --top defaults to 10)
@@ -49,6 +50,12 @@ def _class_colours(classes: list[str]) -> dict:
             for c in classes
         ]
     }
+
+
+def _headline(summary: dict) -> html.Div:
+    """The summary's headline (`traceview.summary.headline_lines`): the iteration and its terms."""
+    lines = headline_lines(summary.get("headline"))
+    return html.Div([html.P(line.strip(), style={"margin": "2px 0"}) for line in lines], id="headline")
 
 
 def _findings(summary: dict) -> html.Div:
@@ -128,6 +135,7 @@ def overview_layout(state: DashboardState) -> html.Div:
     return html.Div(
         id="page-overview",
         children=[
+            _headline(state.summary),
             _findings(state.summary),
             _throughput(state.summary),
             dcc.Graph(id="fig-breakdown", config=GRAPH_CONFIG),

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceview.analysis import iteration
 from traceview.analysis.breakdown import TERM_LABELS
 from traceview.dashboards import figures
 from traceview.dashboards.diff_report import diff_section
 from traceview.dashboards.html_page import Page, fmt_ms, fmt_pct, header_item, heading, items, table, text
 from traceview.dashboards.timeline_page import TimelineData
+from traceview.summary import headline_lines
 
 RAW_WINDOW_TASKS = 4_000  # raw tasks drawn per timeline window in a report
 TIMELINE_LIMIT = 5_000  # the whole-trace timeline is binned above this many tasks
@@ -112,6 +114,37 @@ def steps_section(page: Page, summary: dict) -> list[dict]:
             text(f"First {MAX_STEP_ROWS:,} of {len(rows):,} rank-step rows; all are in --format json/csv.", "note")
         )
     return blocks + [heading("Whole trace per rank"), table(whole, whole_cols, "trace-table")]
+
+
+ITERATION_TERMS = [("iteration_us", iteration.LABELS["iteration"])] + [
+    (f"{t}_us", iteration.LABELS[t]) for t in iteration.TERMS
+]
+
+
+def iteration_section(summary: dict) -> list[dict]:
+    """The headline (`summary.headline_lines`) and where each rank-step's iteration went."""
+    lines = headline_lines(summary.get("headline"))
+    if not lines:
+        return [text("No iteration: the profile has no steps.", "note")]
+    rows = [
+        {"rank": r["rank"], "step": s["step"], **s, "window": s.get("iteration_rule")}
+        for r in summary["ranks"]
+        for s in r["steps"]
+        if s.get("iteration_us") is not None
+    ]
+    cols = [("rank", "rank", None), ("step", "step", None)] + [(k, f"{t} (ms)", fmt_ms) for k, t in ITERATION_TERMS]
+    blocks = [text(" ".join(line.strip() for line in lines), block_id="headline")]
+    blocks.append(
+        text(
+            "The iteration is the whole step, host included (iterations tile the run); its terms add up to it "
+            "(docs/metrics.md, 'The iteration').",
+            "note",
+        )
+    )
+    blocks.append(
+        table(rows[:MAX_STEP_ROWS], cols + [("window", "window", None)], "iteration-table", text_columns=("window",))
+    )
+    return blocks
 
 
 def classes_section(page: Page, summary: dict) -> list[dict]:
@@ -266,6 +299,7 @@ def throughput_section(summary: dict) -> list[dict]:
 def report_html(trace, summary: dict, diff: dict | None = None) -> str:
     """The whole report of `trace` (with `summary` = `build_summary(trace, ...)`) as one HTML page."""
     page = Page(f"traceview report: {summary.get('source')}")
+    page.add("iteration", "Where the iteration went", iteration_section(summary))
     page.add("findings", "Findings", findings_section(summary))
     if summary.get("throughput"):
         page.add("throughput", "Throughput", throughput_section(summary))

@@ -282,3 +282,27 @@ def test_diff_attributes_a_data_loading_change_to_data_loading(tmp_path):
     text = render_diff(result, "text")
     lead = next(line for line in text.splitlines() if line.startswith("Iteration"))
     assert "-15.000 ms" in lead and lead.split(": ", 1)[1].startswith("data loading -15.000 ms (100 % of the change)")
+
+
+def test_the_headline_leads_the_summary_the_report_and_the_dashboard(tmp_path):
+    """One wording (traceview.summary.headline_lines) first in every view: the summary text's first
+    lines, the report's first section and the top of the dashboard's overview."""
+    from traceview.cli.summary import render_summary
+    from traceview.dashboards.overview import overview_layout
+    from traceview.dashboards.report import report_html
+    from traceview.dashboards.state import DashboardState
+    from traceview.summary import build_summary, headline_lines
+
+    trace = tv.load(_training_run(tmp_path / "run.pt.trace.json", 20_000), use_cache=False)
+    doc = build_summary(trace)
+    lines = headline_lines(doc["headline"])
+    assert lines[0].startswith("Iteration: ") and "data loading" in " ".join(lines)
+    assert f"{doc['headline']['mean_iteration_us'] / 1000:,.3f} ms" in lines[0]
+    text = render_summary(doc, "text").splitlines()
+    assert text[1 : 1 + len(lines)] == lines
+    page = report_html(trace, doc)
+    assert page.index('id="iteration"') < page.index('id="findings"')
+    assert "data loading" in page[page.index('id="headline"') :][:2000]
+    layout = overview_layout(DashboardState(trace=trace, summary=doc))
+    first = layout.children[0]
+    assert first.id == "headline" and [p.children for p in first.children] == [line.strip() for line in lines]

@@ -37,6 +37,7 @@ import polars as pl
 
 from traceview.analysis import iteration
 from traceview.analysis.breakdown import DERIVED, TERMS
+from traceview.analysis.iteration import LABELS
 from traceview.selection import require_step
 
 TERM_COLUMNS = [f"{t}_us" for t in TERMS] + DERIVED
@@ -212,3 +213,26 @@ def build_summary(
         "warnings": list(trace.warnings) + checks,
         "failures": list(trace.failures),
     }
+
+
+def headline_lines(first: dict | None) -> list[str]:
+    """The headline of a summary (`doc["headline"]`) in words, the same in every view (summary
+    text, report, dashboard): the mean iteration and its largest term, then every term's share of
+    the iteration, lines of at most 110 characters; [] without an iteration."""
+    if not first or first.get("mean_iteration_us") is None:
+        return []
+    n = first["iterations"]
+    line = f"Iteration: {first['mean_iteration_us'] / 1000:,.3f} ms (mean of {n} rank-step{'s' if n != 1 else ''})"
+    if first.get("largest_term"):
+        line += f"; largest: {LABELS[first['largest_term']]} {100 * first['largest_term_frac']:.1f} %"
+    shares = [
+        f"{LABELS[t]} {100 * first[f'{t}_frac']:.1f} %" for t in iteration.TERMS if first.get(f"{t}_frac") is not None
+    ]
+    lines = [line, "of the iteration:"]
+    for share in shares:  # whole items per line, never a label cut in two
+        if len(lines[-1]) + len(share) + 2 > 110:
+            lines[-1] += ","
+            lines.append("  " + share)
+        else:
+            lines[-1] += (" " if lines[-1].endswith(":") else ", ") + share
+    return lines

@@ -10,6 +10,7 @@ from traceview.analysis import iteration
 from traceview.analysis.breakdown import TERM_LABELS
 from traceview.cli.text import bullet_list, table
 from traceview.safe_text import json_text, one_line_strings
+from traceview.summary import headline_lines
 
 #: (summary key, column header) of the per-step table; values shown in ms.
 STEP_COLUMNS = [
@@ -243,34 +244,12 @@ def _findings_text(findings: list[dict] | None) -> list[str]:
     return out
 
 
-def _headline_text(first: dict | None) -> list[str]:
-    """The first line: mean iteration, the largest term, then every term's share of the iteration."""
-    if not first or first.get("mean_iteration_us") is None:
-        return []
-    n = first["iterations"]
-    line = f"Iteration: {first['mean_iteration_us'] / 1000:,.3f} ms (mean of {n} rank-step{'s' if n != 1 else ''})"
-    if first.get("largest_term"):
-        line += f"; largest: {iteration.LABELS[first['largest_term']]} {100 * first['largest_term_frac']:.1f} %"
-    shares = [
-        f"{iteration.LABELS[t]} {100 * first[f'{t}_frac']:.1f} %"
-        for t in iteration.TERMS
-        if first.get(f"{t}_frac") is not None
-    ]
-    lines = [line, "of the iteration:"]
-    for share in shares:  # whole items per line, never a label cut in two
-        if len(lines[-1]) + len(share) + 2 > 110:
-            lines.append("  " + share)
-        else:
-            lines[-1] += (" " if lines[-1].endswith(":") else ", ") + share
-    return lines
-
-
 def render_summary(doc: dict, fmt: str) -> str:
     if fmt == "json":
         return json_text(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
     doc = one_line_strings(doc)
     parts = [f"{doc['source']}: {len(doc['ranks'])} rank{'s' if len(doc['ranks']) != 1 else ''}"]
-    parts += _headline_text(doc.get("headline"))
+    parts += headline_lines(doc.get("headline"))
     if len(doc["ranks"]) > MAX_RANK_TABLES:
         rows = [{"rank": r["rank"], "step": None, **_ms(r["trace"] or {})} for r in doc["ranks"]]
         cols = [("rank", "rank")] + [c for c in STEP_COLUMNS if c[0] != "step"]
