@@ -19,7 +19,7 @@ from traceview.dashboards.query import parse_filters, parse_query
 from traceview.dashboards.state import DashboardState
 from traceview.dashboards.timeline_page import name_contains
 from traceview.safe_text import one_line
-from traceview.summary import headline_lines
+from traceview.summary import finding_heading, headline_lines
 
 FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif"
 TABLE_TOP = 50  # kernels per rank in the table (the CLI's --top defaults to 10)
@@ -69,13 +69,15 @@ def _findings(summary: dict) -> html.Div:
                     style={"color": SEVERITY_COLORS.get(f["severity"], "#111827")},
                 ),
                 " ",
+                html.Span(one_line(finding_heading(f)), className="finding-heading", style={"fontWeight": 600}),
+                ": ",
                 one_line(f["message"]),
                 html.Br(),
                 html.Span(one_line(f["advice"]), style={"color": "#4b5563"}),
             ],
             className="finding-rule",
         )
-        for f in summary.get("findings") or []
+        for f in summary.get("findings_by_rule") or []
     ]
     straggler = figures.straggler_line(summary)
     if straggler:

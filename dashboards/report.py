@@ -24,7 +24,7 @@ from traceview.dashboards import figures
 from traceview.dashboards.diff_report import diff_section
 from traceview.dashboards.html_page import Page, fmt_ms, fmt_pct, header_item, heading, items, table, text
 from traceview.dashboards.timeline_page import TimelineData
-from traceview.summary import headline_lines
+from traceview.summary import finding_heading, headline_lines
 
 RAW_WINDOW_TASKS = 4_000  # raw tasks drawn per timeline window in a report
 TIMELINE_LIMIT = 5_000  # the whole-trace timeline is binned above this many tasks
@@ -68,7 +68,7 @@ def _header(summary: dict) -> list[dict]:
 def findings_section(summary: dict) -> list[dict]:
     """Rule findings (each citing its numbers), straggler, long steps, failed ranks, warnings."""
     blocks: list[dict] = []
-    rows = summary.get("findings") or []
+    rows = [{**f, "heading": finding_heading(f)} for f in summary.get("findings_by_rule") or []]
     if rows:
         blocks.append({"kind": "findings", "rows": rows})
     straggler = figures.straggler_line(summary)

@@ -461,8 +461,13 @@ def test_throughput_table_when_the_model_is_given():
 
 
 def test_rule_findings_are_listed_as_text(dp4_app, dp4):
+    """One item per rule (the rule's worst finding, its term and ranks), not one per rank."""
+    from traceview.summary import finding_heading
+
     _, doc = dp4
-    assert doc["findings"]
+    assert len(doc["findings_by_rule"]) < len(doc["findings"])
     layout = json.dumps(dp4_app.layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
-    for finding in doc["findings"]:
-        assert json.dumps(finding["message"])[1:-1] in layout and json.dumps(finding["advice"])[1:-1] in layout
+    for finding in doc["findings_by_rule"]:
+        for text in (finding_heading(finding), finding["message"], finding["advice"]):
+            assert json.dumps(text)[1:-1] in layout
+    assert layout.count('"finding-rule"') == len(doc["findings_by_rule"])

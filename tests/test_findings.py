@@ -25,8 +25,9 @@ from tests.conftest import DATA, ROOT, SAMPLES, SHARED_TRACES, needs_shared
 from tests.support.kineto import complete_event, ns, write_trace
 from traceview.analysis import facts as facts_mod
 from traceview.analysis import findings as F
-from traceview.cli.summary import _rank_ranges, render_summary
+from traceview.cli.summary import render_summary
 from traceview.parsers.kineto import parse_kineto
+from traceview.run_diff import int_ranges
 from traceview.summary import build_summary
 
 DOCS = ROOT / "docs" / "findings.md"
@@ -525,20 +526,57 @@ def test_summary_lists_findings_and_the_text_groups_them_by_rule():
         "severity",
         "rank",
         "metric",
+        "term",
         "value",
         "threshold",
         "message",
         "advice",
     }
+    assert [(f["rule"], f["ranks"]) for f in doc["findings_by_rule"]] == [
+        ("exposed_communication", [0, 1, 3]),
+        ("straggler", [2]),
+    ]
     text = render_summary(doc, "text")
     assert "Findings (4: 4 warning;" in text
-    assert "[warning] Exposed communication outside pipeline transfers (ranks 0-1, 3; shown: rank 1)" in text
+    assert (
+        "[warning] Exposed communication outside pipeline transfers [exposed comm] (ranks 0-1, 3; shown: rank 1)"
+        in text
+    )
     assert [f["rule"] for f in build_summary(trace, details=False)["findings"]] == [f["rule"] for f in doc["findings"]]
 
 
 def test_rank_ranges():
-    assert _rank_ranges([7, 0, 1, 2, 5, 8]) == "0-2, 5, 7-8"
-    assert _rank_ranges([3]) == "3"
+    assert int_ranges([7, 0, 1, 2, 5, 8]) == "0-2, 5, 7-8"
+    assert int_ranges([3]) == "3"
+
+
+def test_findings_by_rule_one_row_per_rule_with_its_ranks():
+    """On the 8-rank DLRM profile the findings fire on many ranks; grouped, each rule is one row:
+    its worst finding (most severe, farthest from the threshold) and every rank it fired on."""
+    trace = tv.load(SAMPLES / "dp4_nccl")
+    found = trace.findings()
+    grouped = F.by_rule(found)
+    assert grouped["rule"].n_unique() == grouped.height == found["rule"].n_unique()
+    for row in grouped.to_dicts():
+        mine = found.filter(pl.col("rule") == row["rule"])
+        assert row["ranks"] == sorted(mine["rank"].drop_nulls().unique().to_list())
+        worst = mine.with_columns((pl.col("value") - pl.col("threshold")).abs().alias("d")).sort("d", descending=True)
+        severities = set(mine["severity"])
+        assert row["severity"] == ("critical" if "critical" in severities else worst["severity"][0])
+        if len(severities) == 1:
+            assert row["value"] == worst["value"][0] and row["rank"] == worst["rank"][0]
+        assert row["term"] in F.TERMS_EXPLAINED
+    # critical rules come first, then the rules' order
+    levels = [{"critical": 0, "warning": 1, "info": 2}[s] for s in grouped["severity"]]
+    assert levels == sorted(levels)
+
+
+def test_every_shipped_rule_names_the_term_it_explains_and_a_bad_term_is_refused(tmp_path):
+    assert all(rule.term in F.TERMS_EXPLAINED for rule in F.load_rules())
+    path = tmp_path / "rules.toml"
+    path.write_text('[[rule]]\nid = "straggler"\nterm = "stragling"\n')
+    with pytest.raises(ValueError, match="term 'stragling' is not a term"):
+        F.load_rules(path)
 
 
 @pytest.mark.integration

@@ -19,7 +19,9 @@ the dashboard and the reports render, so they always agree. Shape:
      "cross_rank": {"straggler", "ranks": [{rank, mean_wait_us, ...}], "step_skew": [...],
                     "collectives": [{collective, process_group, instances, transfer_us, wait_us, busbw_gbps}]},
      "throughput": [{step, tokens_per_s_per_device, model_tflops_per_device, mfu_frac, ...}] (when asked),
-     "findings": [{"rule", "title", "severity", "rank", "metric", "value", "threshold", "message", "advice"}],
+     "findings": [{"rule", "title", "severity", "rank", "metric", "term", "value", "threshold", "message",
+                   "advice"}],
+     "findings_by_rule": [{<a findings row: the rule's worst>, "ranks": [every rank it fired on]}],
      "warnings": [...], "failures": [...]}
 
 Terms: computing, communication, overlapped, communication_not_overlapped, exposed_memcpy, free,
@@ -35,8 +37,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.analysis import iteration
-from traceview.analysis.breakdown import DERIVED, TERMS
+from traceview.analysis import findings, iteration
+from traceview.analysis.breakdown import DERIVED, TERM_LABELS, TERMS
 from traceview.analysis.iteration import LABELS
 from traceview.selection import require_step
 
@@ -208,6 +210,10 @@ def build_summary(
     doc["findings"] = [
         {**r, "value": _round(r["value"], 6), "threshold": _round(r["threshold"], 6)} for r in found.to_dicts()
     ]
+    doc["findings_by_rule"] = [
+        {**r, "value": _round(r["value"], 6), "threshold": _round(r["threshold"], 6)}
+        for r in findings.by_rule(found).to_dicts()
+    ]
     return {
         **doc,
         "warnings": list(trace.warnings) + checks,
@@ -236,3 +242,18 @@ def headline_lines(first: dict | None) -> list[str]:
         else:
             lines[-1] += (" " if lines[-1].endswith(":") else ", ") + share
     return lines
+
+
+def finding_heading(finding: dict) -> str:
+    """A grouped finding's heading (`findings_by_rule` row) in words, the same in every view: its
+    title, the term it explains, and the ranks it fired on when several (which one is shown)."""
+    from traceview.run_diff import int_ranges
+
+    head = finding["title"]
+    term = finding.get("term")
+    if term:
+        head += f" [{LABELS.get(term) or TERM_LABELS.get(term, term)}]"
+    ranks = finding.get("ranks") or []
+    if len(ranks) > 1:
+        head += f" (ranks {int_ranges(ranks)}; shown: rank {finding['rank']})"
+    return head

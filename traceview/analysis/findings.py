@@ -39,6 +39,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview import rules as rule_tables
+from traceview.analysis import breakdown, iteration
 from traceview.analysis.conditions import parse_condition
 from traceview.analysis.facts import FACTS
 
@@ -55,6 +56,7 @@ FINDINGS_SCHEMA = pl.Schema(
         "severity": pl.String,
         "rank": pl.Int64,
         "metric": pl.String,
+        "term": pl.String,
         "value": pl.Float64,
         "threshold": pl.Float64,
         "message": pl.String,
@@ -82,6 +84,8 @@ class Rule:
     when: str | None = None
     extra: tuple[str, ...] = ()
     anchor: str | None = None
+    #: the step or iteration term the finding explains (a `TERMS_EXPLAINED` name), if any
+    term: str | None = None
 
     @property
     def threshold(self) -> float:
@@ -93,6 +97,8 @@ class Rule:
 
 _RULE_KEYS = {f.name for f in dataclasses.fields(Rule)} | {"enabled"}
 _REQUIRED = ("id", "title", "severity", "metric", "message", "advice")
+#: What a rule's `term` may name: the iteration and its terms, and the step terms.
+TERMS_EXPLAINED = ("iteration", *iteration.TERMS, *breakdown.TERMS)
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -170,6 +176,8 @@ def _make_rule(raw: dict, where: str) -> Rule:
         _template_fields(template, where)
     if raw.get("when") is not None:
         condition(raw["when"], where)  # checked at load time
+    if raw.get("term") is not None and raw["term"] not in TERMS_EXPLAINED:
+        raise ValueError(f"{where}: term {raw['term']!r} is not a term ({', '.join(TERMS_EXPLAINED)})")
     return Rule(
         id=raw["id"],
         title=raw["title"],
@@ -183,6 +191,7 @@ def _make_rule(raw: dict, where: str) -> Rule:
         when=raw.get("when"),
         extra=tuple(extra),
         anchor=raw.get("anchor"),
+        term=raw.get("term"),
     )
 
 
@@ -273,6 +282,7 @@ def evaluate(facts_frame: pl.DataFrame, rules: tuple[Rule, ...] | list[Rule]) ->
                     "severity": "critical" if critical else rule.severity,
                     "rank": row["rank"],
                     "metric": rule.metric,
+                    "term": rule.term,
                     "value": v,
                     "threshold": rule.threshold,
                     "message": text,
@@ -285,3 +295,23 @@ def evaluate(facts_frame: pl.DataFrame, rules: tuple[Rule, ...] | list[Rule]) ->
     out = pl.DataFrame(rows, schema={**FINDINGS_SCHEMA, "_order": pl.Int64})
     level = pl.col("severity").replace_strict({s: -i for i, s in enumerate(SEVERITIES)}, return_dtype=pl.Int64)
     return out.sort(level, "_order", "rank", nulls_last=False).drop("_order")
+
+
+def by_rule(found: pl.DataFrame) -> pl.DataFrame:
+    """The findings grouped by rule, one row each: the rule's most severe, farthest-from-threshold
+    row (its severity, rank, value, message) with `ranks`, every rank it fired on (sorted; the
+    profile-wide row has none), in the order of `evaluate` (severity, then rule order)."""
+    if found.height == 0:
+        return found.with_columns(pl.lit(None, pl.List(pl.Int64)).alias("ranks"))
+    level = pl.col("severity").replace_strict({s: -i for i, s in enumerate(SEVERITIES)}, return_dtype=pl.Int64)
+    distance = -(pl.col("value") - pl.col("threshold")).abs()
+    ordered = found.with_row_index("_i").with_columns(level.alias("_level"), distance.alias("_distance"))
+    worst = ordered.sort("_level", "_distance", "_i").group_by("rule", maintain_order=True).first()
+    ranks = ordered.group_by("rule").agg(pl.col("rank").drop_nulls().unique().sort().alias("ranks"))
+    first_seen = ordered.group_by("rule").agg(pl.col("_i").min().alias("_first"))
+    return (
+        worst.join(ranks, on="rule")
+        .join(first_seen, on="rule")
+        .sort("_level", "_first")
+        .select(*FINDINGS_SCHEMA.names(), "ranks")
+    )

@@ -10,7 +10,7 @@ from traceview.analysis import iteration
 from traceview.analysis.breakdown import TERM_LABELS
 from traceview.cli.text import bullet_list, table
 from traceview.safe_text import json_text, one_line_strings
-from traceview.summary import headline_lines
+from traceview.summary import finding_heading, headline_lines
 
 #: (summary key, column header) of the per-step table; values shown in ms.
 STEP_COLUMNS = [
@@ -201,47 +201,29 @@ def _throughput_text(rows: list[dict] | None) -> list[str]:
     return out
 
 
-def _rank_ranges(ranks: list[int]) -> str:
-    """[0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'."""
-    runs: list[list[int]] = []
-    for r in sorted(ranks):
-        if runs and r == runs[-1][1] + 1:
-            runs[-1][1] = r
-        else:
-            runs.append([r, r])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
-
-
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
 
-def _findings_text(findings: list[dict] | None) -> list[str]:
-    """One block per rule: its most severe, farthest-from-threshold finding in full, the other ranks
-    it fired on, and the advice."""
-    if not findings:
+def _findings_text(doc: dict) -> list[str]:
+    """One block per rule (`findings_by_rule`): its most severe, farthest-from-threshold finding in
+    full, the other ranks it fired on, the term it explains, and the advice."""
+    grouped = doc.get("findings_by_rule") or []
+    if not grouped:
         return []
-    groups: dict[str, list[dict]] = {}
-    for f in findings:
-        groups.setdefault(f["rule"], []).append(f)
     blocks = []
-    for rows in groups.values():
-        worst = min(rows, key=lambda f: (SEVERITY_ORDER.get(f["severity"], 3), -abs(f["value"] - f["threshold"])))
-        ranks = [f["rank"] for f in rows if f["rank"] is not None]
-        where = ""
-        if len(ranks) > 1:
-            where = f" (ranks {_rank_ranges(ranks)}; shown: rank {worst['rank']})"
-        head = f"  [{worst['severity']}] {worst['title']}{where}: "
-        text = textwrap.fill(worst["message"], width=110, initial_indent=head, subsequent_indent="      ")
+    for worst in grouped:
+        head = f"  [{worst['severity']}] {finding_heading(worst)}: "
+        text = textwrap.fill(
+            worst["message"], width=110, initial_indent=head, subsequent_indent="      ", break_long_words=False
+        )
         advice = textwrap.fill(worst["advice"], width=110, initial_indent="      advice: ", subsequent_indent="      ")
-        blocks.append((SEVERITY_ORDER.get(worst["severity"], 3), [text, advice]))
-    counts = {}
-    for f in findings:
+        blocks += [text, advice]
+    counts: dict[str, int] = {}
+    for f in doc.get("findings") or []:
         counts[f["severity"]] = counts.get(f["severity"], 0) + 1
     tally = ", ".join(f"{counts[s]} {s}" for s in SEVERITY_ORDER if s in counts)
-    out = ["", f"Findings ({len(findings)}: {tally}; details and every rank in --format json):"]
-    for _, lines in sorted(blocks, key=lambda b: b[0]):
-        out += lines
-    return out
+    n = len(doc.get("findings") or [])
+    return ["", f"Findings ({n}: {tally}; details and every rank in --format json):", *blocks]
 
 
 def render_summary(doc: dict, fmt: str) -> str:
@@ -274,7 +256,7 @@ def render_summary(doc: dict, fmt: str) -> str:
             parts += _rank_details(r)
     parts += _cross_rank_text(doc.get("cross_rank"))
     parts += _throughput_text(doc.get("throughput"))
-    parts += _findings_text(doc.get("findings"))
+    parts += _findings_text(doc)
     for title, items in (("Warnings", doc["warnings"]), ("Failed", doc["failures"])):
         block = bullet_list(title, items)
         if block:
