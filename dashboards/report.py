@@ -19,7 +19,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.analysis import iteration
-from traceview.analysis.breakdown import TERM_LABELS
+from traceview.analysis.breakdown import TABLE_TERMS, TERM_LABELS
 from traceview.dashboards import figures
 from traceview.dashboards.diff_report import diff_section
 from traceview.dashboards.html_page import Page, fmt_ms, fmt_pct, header_item, heading, items, table, text
@@ -31,21 +31,7 @@ TIMELINE_LIMIT = 5_000  # the whole-trace timeline is binned above this many tas
 MAX_STEP_ROWS = 2_000  # rows of the per-step decomposition table
 KERNELS_PER_RANK = 20
 
-STEP_TERMS = [
-    (f"{term}_us", TERM_LABELS[term])
-    for term in (
-        "duration",
-        "computing",
-        "communication",
-        "overlapped",
-        "communication_not_overlapped",
-        "exposed_memcpy",
-        "free",
-        "bubble",
-        "pipeline_bubble",
-        "preparing",
-    )
-]
+STEP_TERMS = [(f"{term}_us", TERM_LABELS[term]) for term in ("duration", *TABLE_TERMS)]
 
 # ---- sections ----
 

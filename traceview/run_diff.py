@@ -237,15 +237,13 @@ def _step_table(b: _Run, w: _Run, per_rank: bool) -> pl.DataFrame:
     ).sort("rank", nulls_last=True)
 
 
-def _term_table(b: _Run, w: _Run, per_rank: bool) -> pl.DataFrame:
+def _terms_side_by_side(means_of, base: pl.DataFrame, new: pl.DataFrame, per_rank: bool, terms) -> pl.DataFrame:
+    """Long-format term means (`means_of`) of both runs side by side with their deltas, in the
+    order of `terms`: rank, term, base_us, new_us, delta_us, delta_pct."""
     both = d.side_by_side(
-        _with_all(d.term_means, b.breakdown, per_rank),
-        _with_all(d.term_means, w.breakdown, per_rank),
-        ["rank", "term"],
-        ["us"],
-        absent_is_zero=False,
+        _with_all(means_of, base, per_rank), _with_all(means_of, new, per_rank), ["rank", "term"], ["us"], False
     )
-    order = {t: i for i, t in enumerate(d.DIFF_TERMS)}
+    order = {t: i for i, t in enumerate(terms)}
     return (
         d.with_delta(both, "us")
         .with_columns(pl.col("term").replace_strict(order, return_dtype=pl.Int64).alias("_o"))
@@ -254,21 +252,13 @@ def _term_table(b: _Run, w: _Run, per_rank: bool) -> pl.DataFrame:
     )
 
 
+def _term_table(b: _Run, w: _Run, per_rank: bool) -> pl.DataFrame:
+    return _terms_side_by_side(d.term_means, b.breakdown, w.breakdown, per_rank, d.DIFF_TERMS)
+
+
 def _iteration_table(b: _Run, w: _Run, per_rank: bool) -> pl.DataFrame:
-    both = d.side_by_side(
-        _with_all(d.iteration_means, b.iterations, per_rank),
-        _with_all(d.iteration_means, w.iterations, per_rank),
-        ["rank", "term"],
-        ["us"],
-        absent_is_zero=False,
-    )
-    order = {t: i for i, t in enumerate(d.ITERATION_TERMS)}
-    return (
-        d.with_attribution(d.with_delta(both, "us"), ["rank"])
-        .with_columns(pl.col("term").replace_strict(order, return_dtype=pl.Int64).alias("_o"))
-        .sort("rank", "_o", nulls_last=True)
-        .select("rank", "term", "base_us", "new_us", "delta_us", "delta_pct", "share_of_change")
-    )
+    table = _terms_side_by_side(d.iteration_means, b.iterations, w.iterations, per_rank, d.ITERATION_TERMS)
+    return d.with_attribution(table, ["rank"]).select(*table.columns, "share_of_change")
 
 
 def _exposure(run: _Run) -> pl.DataFrame:

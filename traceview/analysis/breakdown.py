@@ -70,6 +70,19 @@ TERMS = [
     "start",
 ]
 
+#: The terms a per-step table shows, in this order (the CLI text and the report; after the step time).
+TABLE_TERMS = (
+    "computing",
+    "communication",
+    "overlapped",
+    "communication_not_overlapped",
+    "exposed_memcpy",
+    "free",
+    "bubble",
+    "pipeline_bubble",
+    "preparing",
+)
+
 #: The label of each term wherever a view shows it (CLI text, report, dashboard, diff): one label,
 #: one number. The exclude-receive term has its own label ("exposed comm excl. receives").
 TERM_LABELS: dict[str, str] = {

@@ -43,6 +43,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from traceview.analysis import intervals as iv
+from traceview.analysis import iteration
 
 #: Terms compared, in report order: the step time and its exact decomposition first.
 DIFF_TERMS: tuple[str, ...] = (
@@ -143,15 +144,7 @@ def term_means(breakdown: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
 
 
 #: The iteration and its terms (`traceview.analysis.iteration`), compared first.
-ITERATION_TERMS: tuple[str, ...] = (
-    "iteration",
-    "iteration_computing",
-    "iteration_exposed_comm",
-    "iteration_exposed_memcpy",
-    "data_loading",
-    "host_overhead",
-    "other_idle",
-)
+ITERATION_TERMS: tuple[str, ...] = ("iteration", *iteration.TERMS)
 
 
 def iteration_means(iterations: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
@@ -169,7 +162,7 @@ def with_attribution(both: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
     when the iteration did not change). The terms add up to the iteration in each run, so the
     shares of one key add up to 1 where every term is known."""
     total = both.filter(pl.col("term") == "iteration").select(*by, pl.col("delta_us").alias("_total"))
-    out = both.join(total, on=list(by), how="left", nulls_equal=True)
+    out = both.join(total, on=list(by), how="left", nulls_equal=True, maintain_order="left")
     return out.with_columns(
         pl.when((pl.col("term") != "iteration") & (pl.col("_total") != 0))
         .then(pl.col("delta_us") / pl.col("_total"))

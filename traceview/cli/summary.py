@@ -7,7 +7,7 @@ import textwrap
 import orjson
 
 from traceview.analysis import iteration
-from traceview.analysis.breakdown import TERM_LABELS
+from traceview.analysis.breakdown import TABLE_TERMS, TERM_LABELS
 from traceview.cli.text import bullet_list, table
 from traceview.safe_text import json_text, one_line_strings
 from traceview.summary import finding_heading, headline_lines
@@ -16,19 +16,7 @@ from traceview.summary import finding_heading, headline_lines
 STEP_COLUMNS = [
     ("step", "step"),
     ("duration_ms", "step ms"),
-    *(
-        (f"{term}_ms", TERM_LABELS[term])
-        for term in (
-            "computing",
-            "communication_not_overlapped",
-            "overlapped",
-            "exposed_memcpy",
-            "free",
-            "bubble",
-            "pipeline_bubble",
-            "preparing",
-        )
-    ),
+    *((f"{term}_ms", TERM_LABELS[term]) for term in TABLE_TERMS),
     ("exposed_comm_pct", f"{TERM_LABELS['communication_not_overlapped']} %"),
 ]
 #: (summary key, column header) of the per-step iteration table (ms); the terms add up to the iteration.
