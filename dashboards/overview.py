@@ -98,11 +98,19 @@ def _cell(value, fmt: str) -> str:
 
 
 def _throughput(summary: dict) -> html.Div:
-    """Tokens/s, model TFLOP/s and MFU per step (only when the model/job options were given)."""
+    """Tokens/s, model TFLOP/s, MFU and HFU per step (only when the model/job options were given)."""
     rows = summary.get("throughput") or []
     if not rows:
         return html.Div(id="throughput")
-    head = ["step", "step time (ms)", "tokens/s per device", "model TFLOP/s per device", "peak TFLOP/s", "MFU (%)"]
+    head = [
+        "step",
+        "step time (ms)",
+        "tokens/s per device",
+        "model TFLOP/s per device",
+        "peak TFLOP/s",
+        "MFU (%)",
+        "HFU (%)",
+    ]
     body = [
         html.Tr(
             [
@@ -112,6 +120,7 @@ def _throughput(summary: dict) -> html.Div:
                 html.Td(_cell(r.get("model_tflops_per_device"), ",.1f")),
                 html.Td(_cell(r.get("peak_tflops"), ",.0f")),
                 html.Td(_cell(None if r.get("mfu_frac") is None else r["mfu_frac"] * 100, ".1f")),
+                html.Td(_cell(None if r.get("hfu_frac") is None else r["hfu_frac"] * 100, ".1f")),
             ]
         )
         for r in rows

@@ -274,8 +274,12 @@ def throughput_section(summary: dict) -> list[dict]:
         ("model_tflops_per_device", "model TFLOP/s per device", lambda v: f"{v:,.1f}"),
         ("peak_tflops", "peak TFLOP/s", lambda v: f"{v:,.0f}"),
         ("mfu_frac", "MFU (%)", fmt_pct),
+        ("hfu_frac", "HFU (%)", fmt_pct),
     ]
     blocks = [table(rows, cols, "throughput-table")]
+    formulas = [rows[0][k] for k in ("mfu_formula", "hfu_formula") if rows and rows[0].get(k)]
+    if formulas:
+        blocks.append(items(formulas, "throughput-formulas"))
     check = next((r["check"] for r in rows if r.get("check")), None)
     if check:
         blocks.append(text(check, "bad", "throughput-check"))

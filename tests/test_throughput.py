@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from tests.conftest import SHARED_TRACES, needs_shared
+from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
 from traceview.analysis.throughput import PEAKS_FILE, device_peak, load_device_peaks, throughput
 
 # 7B parameters, 4,096 x 256 = 1,048,576 tokens per step, 64 devices, 1 s steps:
@@ -38,8 +38,17 @@ def test_hand_computed_tokens_tflops_and_mfu():
     assert out["mfu_frac"].to_list() == pytest.approx([688.128 / 989, 344.064 / 989])
 
     rec = throughput(1_000_000.0, tokens_per_step=TOKENS, params=7e9, devices=64, recompute=True, peak_tflops=1000)
-    assert rec["model_tflops_per_device"][0] == pytest.approx(917.504)
-    assert rec["mfu_frac"][0] == pytest.approx(0.917504)
+    # recomputation: the model FLOPs (MFU) stay 6 x params x tokens, the hardware FLOPs (HFU) are 8 x
+    assert rec["model_tflops_per_device"][0] == pytest.approx(688.128)
+    assert rec["mfu_frac"][0] == pytest.approx(0.688128)
+    assert rec["hardware_tflops_per_device"][0] == pytest.approx(917.504)
+    assert rec["hfu_frac"][0] == pytest.approx(0.917504)
+    assert rec["mfu_formula"][0] == (
+        "MFU = 6 x 7e+09 params x 1.049e+06 tokens per step / step time (s) / 64 device(s) / 1000 TFLOP/s peak"
+    )
+    assert rec["hfu_formula"][0].startswith("HFU = 8 x 7e+09 params x 1.049e+06 tokens per step")
+    plain = throughput(1_000_000.0, tokens_per_step=TOKENS, params=7e9, devices=64, peak_tflops=1000)
+    assert plain["hfu_frac"][0] == plain["mfu_frac"][0]
     assert rec["peak_source"][0] == "given"
 
 
@@ -189,15 +198,38 @@ def test_impossible_throughput_is_flagged_everywhere_with_the_probable_input(tmp
     rows = trace.throughput(**wrong)
     assert (rows["mfu_frac"] > 1).all()
     check = rows["check"][0]
-    assert check.startswith("MFU 32471% is impossible: 6 x 7e+09 params x 2.097e+06 tokens per step")
+    pct = round(100 * rows["mfu_frac"][0])  # 6 x 7e9 x 2,097,152 FLOPs in a 68.6 ms iteration on 4 devices: ~32,000 %
+    assert 30_000 < pct < 35_000
+    assert check.startswith(f"MFU {pct}% is impossible: 6 x 7e+09 params x 2.097e+06 tokens per step")
     assert "the model size (params), the tokens per step (seq_len x global_batch), the device count" in check
     fits = trace.throughput(seq_len=2048, global_batch=8, params=1.07e9)  # the README's example
     assert fits["check"].null_count() == fits.height and (fits["mfu_frac"] < 0.5).all()
 
     doc = build_summary(trace, throughput=wrong)
-    assert [w for w in doc["warnings"] if "throughput of 3 of 3 steps: MFU 32471% is impossible" in w]
+    assert [w for w in doc["warnings"] if f"throughput of 3 of 3 steps: MFU {pct}% is impossible" in w]
     assert "mfu-warning" in str(_throughput(doc)) and check in str(_throughput(doc))
     assert [b["text"] for b in throughput_section(doc) if b.get("id") == "throughput-check"] == [check]
     res = run_cli("summary", str(SAMPLES / "dp4_nccl"), "--tokens-per-step", "2097152", "--params", "7e9")
     assert res.returncode == 0
-    assert re.search(r"check: MFU 32471% is impossible", res.stdout)
+    assert re.search(f"check: MFU {pct}% is impossible", res.stdout)
+
+
+def test_the_headline_shows_tokens_mfu_and_hfu_with_their_formulas():
+    """With the model given, the summary's headline carries the mean tokens/s per device, MFU and
+    HFU over the steps, and both formulas with their inputs; the text prints them first."""
+    from traceview.cli.summary import render_summary
+    from traceview.summary import build_summary
+
+    trace = tv.load(SAMPLES / "dp4_nccl")
+    model = {"seq_len": 4096, "global_batch": 32, "params": 1.3e8, "recompute": True}
+    doc = build_summary(trace, throughput=model)
+    rows = trace.throughput(**model)
+    first = doc["headline"]
+    assert first["mfu_frac"] == pytest.approx(rows["mfu_frac"].mean(), abs=1e-6)
+    assert first["hfu_frac"] == pytest.approx(rows["hfu_frac"].mean(), abs=1e-6)
+    assert first["hfu_frac"] == pytest.approx(first["mfu_frac"] * 8 / 6, rel=1e-5)
+    assert first["tokens_per_s_per_device"] == pytest.approx(rows["tokens_per_s_per_device"].mean(), rel=1e-9)
+    text = render_summary(doc, "text").splitlines()
+    assert f"MFU {100 * first['mfu_frac']:.1f} % (HFU {100 * first['hfu_frac']:.1f} %)" in text[1]
+    assert first["mfu_formula"] in text[:6] and first["hfu_formula"] in text[:6]
+    assert "mfu_frac" not in build_summary(trace)["headline"]

@@ -127,7 +127,11 @@ def _throughput(t, **kwargs) -> pl.DataFrame:
     kwargs.setdefault("devices", int(world.max()) if world.len() else t.ranks.height)
     names = t.ranks["device_name"].drop_nulls()
     kwargs.setdefault("device_name", names[0] if names.len() else None)
-    durations = t.run("step_breakdown").select("rank", "step", "duration_us")
+    # a step's time is its wall time: the iteration (host included), the device window where a
+    # step has no iteration
+    lived = t.run("iteration_breakdown").select("rank", "step", pl.col("iteration_us").alias("duration_us"))
+    device = t.run("step_breakdown").select("rank", "step", "duration_us")
+    durations = pl.concat([lived, device.join(lived, on=["rank", "step"], how="anti")])
     return throughput.throughput(durations, **kwargs)
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.analysis import findings, iteration
+from traceview.analysis import throughput as throughput_analysis
 from traceview.analysis.breakdown import DERIVED, TERM_LABELS, TERMS
 from traceview.analysis.iteration import LABELS
 from traceview.selection import require_step
@@ -195,6 +196,7 @@ def build_summary(
         if step is not None:
             rows = rows.filter(pl.col("step") == step)
         doc["throughput"] = [_rounded(r) for r in rows.to_dicts()]
+        doc["headline"] = {**doc["headline"], **_rounded(throughput_analysis.mean_of(rows))}
         flagged = rows.filter(pl.col("check").is_not_null())
         if flagged.height:
             checks.append(
@@ -234,6 +236,11 @@ def headline_lines(first: dict | None) -> list[str]:
     shares = [
         f"{LABELS[t]} {100 * first[f'{t}_frac']:.1f} %" for t in iteration.TERMS if first.get(f"{t}_frac") is not None
     ]
+    if first.get("mfu_frac") is not None or first.get("tokens_per_s_per_device") is not None:
+        tokens = first.get("tokens_per_s_per_device")
+        line += f"; {tokens:,.0f} tokens/s per device" if tokens is not None else ""
+        if first.get("mfu_frac") is not None:
+            line += f"; MFU {100 * first['mfu_frac']:.1f} % (HFU {100 * first['hfu_frac']:.1f} %)"
     lines = [line, "of the iteration:"]
     for share in shares:  # whole items per line, never a label cut in two
         if len(lines[-1]) + len(share) + 2 > 110:
@@ -241,7 +248,9 @@ def headline_lines(first: dict | None) -> list[str]:
             lines.append("  " + share)
         else:
             lines[-1] += (" " if lines[-1].endswith(":") else ", ") + share
-    return lines
+    return lines + [
+        first[k] for k in ("mfu_formula", "hfu_formula") if first.get("mfu_frac") is not None and first.get(k)
+    ]
 
 
 def finding_heading(finding: dict) -> str:

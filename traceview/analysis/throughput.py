@@ -3,15 +3,18 @@
 Definitions, per step (s = step time in seconds, D = devices in the job, T = tokens per step over
 the whole job, i.e. seq_len x global_batch):
 - tokens_per_s = T / s; tokens_per_s_per_device = T / s / D.
-- model FLOPs per step F = 6 x params x T (forward 2 + backward 4 FLOPs per parameter and token;
-  8 x params x T with full activation recomputation, which repeats the forward pass), or
-  flops_per_token x T when the caller gives flops_per_token (then `params` and `recompute` are not
-  used: the caller's count is taken as complete, e.g. including attention FLOPs).
-- model_tflops_per_device = F / s / D / 1e12 (TFLOP/s).
-- mfu_frac = model_tflops_per_device / peak_tflops, the device's dense BF16/FP16 peak from
-  `traceview/rules/device_peaks.toml` (matched on the device name) or the caller's `peak_tflops`.
-These are "model" FLOPs: recomputation and padding count only through the 6/8 factor, never from
-the kernels actually run, so MFU is comparable across implementations (PaLM / Megatron convention).
+- model FLOPs per step F = 6 x params x T (forward 2 + backward 4 FLOPs per parameter and token),
+  or flops_per_token x T when the caller gives flops_per_token (then `params` is not used: the
+  caller's count is taken as complete, e.g. including attention FLOPs). Recomputation never counts.
+- hardware FLOPs per step H = F, or 8/6 x F with full activation recomputation (`recompute`: the
+  forward pass runs twice, 8 x params x T).
+- model_tflops_per_device = F / s / D / 1e12 and hardware_tflops_per_device = H / s / D / 1e12.
+- mfu_frac = model_tflops_per_device / peak_tflops and hfu_frac = hardware_tflops_per_device /
+  peak_tflops, the device's dense BF16/FP16 peak from `traceview/rules/device_peaks.toml` (matched
+  on the device name) or the caller's `peak_tflops`. MFU (model FLOPs utilisation, PaLM's) is
+  comparable across implementations; HFU (hardware FLOPs utilisation) counts the recomputed forward
+  too, so HFU >= MFU (the ml-engineering guide's definitions). `mfu_formula` / `hfu_formula` spell
+  each out with its inputs.
 
 Plausibility: no device runs above its peak, so a step with mfu_frac > 1 has a wrong input (the
 model size, the tokens per step, the device count, or the peak). `check` says so on that step,
@@ -42,9 +45,14 @@ THROUGHPUT_SCHEMA = pl.Schema(
         "tokens_per_s_per_device": pl.Float64,
         "model_flops_per_step": pl.Float64,
         "model_tflops_per_device": pl.Float64,
+        "hardware_flops_per_step": pl.Float64,
+        "hardware_tflops_per_device": pl.Float64,
         "peak_tflops": pl.Float64,
         "peak_source": pl.String,
         "mfu_frac": pl.Float64,
+        "hfu_frac": pl.Float64,
+        "mfu_formula": pl.String,
+        "hfu_formula": pl.String,
         "check": pl.String,
     }
 )
@@ -152,16 +160,19 @@ def throughput(
     params (parameter count) or flops_per_token: the model FLOPs (flops_per_token wins when both).
     devices: devices in the job (world size); defaults to the number of distinct ranks of a frame
     input: pass the world size when not every rank was loaded. Required for other inputs.
-    recompute: full activation recomputation (8 instead of 6 FLOPs per parameter and token).
+    recompute: full activation recomputation: the hardware FLOPs are 8 instead of 6 per parameter
+    and token (HFU); the model FLOPs (MFU) do not change.
     device_name: matched against `traceview/rules/device_peaks.toml` for the peak; peak_tflops
     (dense TFLOP/s per device) overrides it. rules: a user's rules file (or several) whose
     `[[device_peaks.rule]]` entries are tried before the shipped table.
 
     Columns (one row per step, sorted by step): step, step_time_us, devices, tokens_per_step,
     tokens_per_s, tokens_per_s_per_device, model_flops_per_step (FLOPs), model_tflops_per_device
-    (TFLOP/s), peak_tflops (per device), peak_source ('given', the table entry name, with
-    ' (approximate)' when the table marks it so, or null), mfu_frac (0..1), check (null, or why the
-    step's numbers are impossible and which input is probably wrong: see the module docstring).
+    (TFLOP/s), hardware_flops_per_step, hardware_tflops_per_device, peak_tflops (per device),
+    peak_source ('given', the table entry name, with ' (approximate)' when the table marks it so,
+    or null), mfu_frac and hfu_frac (0..1), mfu_formula and hfu_formula (the definitions with this
+    call's inputs), check (null, or why the step's numbers are impossible (HFU above 100 %) and
+    which input is probably wrong: see the module docstring).
     Values that cannot be computed (no tokens, no FLOPs, unknown device, step time <= 0) are null.
     """
     given = {"tokens_per_step": tokens_per_step, "seq_len": seq_len, "global_batch": global_batch}
@@ -185,7 +196,8 @@ def throughput(
         if flops_per_token is not None:
             flops = float(flops_per_token) * tokens_per_step
         elif params is not None:
-            flops = (8.0 if recompute else 6.0) * float(params) * tokens_per_step
+            flops = 6.0 * float(params) * tokens_per_step
+    hardware = None if flops is None else flops * (8.0 / 6.0 if recompute else 1.0)
     source = None
     if peak_tflops is not None:
         peak, source = float(peak_tflops), "given"
@@ -199,22 +211,34 @@ def throughput(
 
     seconds = pl.when(pl.col("step_time_us") > 0).then(pl.col("step_time_us") / 1e6)
     tokens = pl.lit(tokens_per_step, pl.Float64)
-    tflops = pl.lit(flops, pl.Float64) / seconds / devices / 1e12
-    how = (
+    model_tflops = pl.lit(flops, pl.Float64) / seconds / devices / 1e12
+    tflops = pl.lit(hardware, pl.Float64) / seconds / devices / 1e12
+    model_how = (
         f"{flops_per_token:.4g} FLOPs per token"
         if flops_per_token is not None
-        else f"{8 if recompute else 6} x {params:.4g} params"
+        else f"6 x {params:.4g} params"
         if params is not None
         else ""
     )
+    how = model_how
+    if recompute and model_how:
+        how = f"8/6 x {model_how}" if flops_per_token is not None else f"8 x {params:.4g} params"
+    formulas: dict[str, str | None] = {"mfu_formula": None, "hfu_formula": None}
+    if model_how and tokens_per_step is not None:
+        tail = (
+            f" x {tokens_per_step:.4g} tokens per step / step time (s) / {devices} device(s) / "
+            f"{f'{peak:g}' if peak else '(unknown)'} TFLOP/s peak"
+        )
+        formulas = {"mfu_formula": f"MFU = {model_how}{tail}", "hfu_formula": f"HFU = {how}{tail}"}
     check = pl.format(
-        "MFU {}% is impossible: {} x {} tokens per step = {} model FLOPs in {} ms on {} device(s) is {} TFLOP/s "
+        "{} {}% is impossible: {} x {} tokens per step = {} FLOPs in {} ms on {} device(s) is {} TFLOP/s "
         "per device, above the {} TFLOP/s peak; the model size (params), the tokens per step (seq_len x "
         "global_batch), the device count or the peak is probably wrong",
+        pl.lit("HFU" if recompute else "MFU"),
         (tflops / peak * 100 if peak else pl.lit(None)).round(0).cast(pl.Int64),
         pl.lit(how),
         pl.lit(f"{tokens_per_step:.4g}" if tokens_per_step is not None else ""),
-        pl.lit(f"{flops:.4g}" if flops else ""),
+        pl.lit(f"{hardware:.4g}" if hardware else ""),
         (pl.col("step_time_us") / 1000).round(3),
         pl.lit(devices),
         tflops.round(1),
@@ -227,13 +251,26 @@ def throughput(
             (tokens / seconds).alias("tokens_per_s"),
             (tokens / seconds / devices).alias("tokens_per_s_per_device"),
             pl.lit(flops, pl.Float64).alias("model_flops_per_step"),
-            tflops.alias("model_tflops_per_device"),
+            model_tflops.alias("model_tflops_per_device"),
+            pl.lit(hardware, pl.Float64).alias("hardware_flops_per_step"),
+            tflops.alias("hardware_tflops_per_device"),
             pl.lit(peak, pl.Float64).alias("peak_tflops"),
             pl.lit(source, pl.String).alias("peak_source"),
-            (tflops / pl.lit(peak, pl.Float64)).alias("mfu_frac"),
+            (model_tflops / pl.lit(peak, pl.Float64)).alias("mfu_frac"),
+            (tflops / pl.lit(peak, pl.Float64)).alias("hfu_frac"),
+            *[pl.lit(v, pl.String).alias(k) for k, v in formulas.items()],
             pl.when(tflops / pl.lit(peak, pl.Float64) > 1).then(check).alias("check"),
         )
         .select(list(THROUGHPUT_SCHEMA))
         .cast(dict(THROUGHPUT_SCHEMA))
         .sort("step")
     )
+
+
+def mean_of(rows: pl.DataFrame) -> dict:
+    """The headline's throughput (`throughput` rows, one per step): the mean over the steps of
+    tokens_per_s_per_device, mfu_frac and hfu_frac (nulls skipped), and the formulas."""
+    if rows.height == 0:
+        return {}
+    means = rows.select(pl.col("tokens_per_s_per_device", "mfu_frac", "hfu_frac").mean()).row(0, named=True)
+    return {**means, "mfu_formula": rows["mfu_formula"][0], "hfu_formula": rows["hfu_formula"][0]}

@@ -170,7 +170,9 @@ ModelOptions.options = _group(
         click.option("--global-batch", type=click.IntRange(min=1), help="Sequences per step, whole job."),
         click.option("--params", type=_POSITIVE, help="Model parameters (model FLOPs = 6 x params x tokens)."),
         click.option("--flops-per-token", type=_POSITIVE, help="Model FLOPs per token (instead of --params)."),
-        click.option("--recompute", is_flag=True, help="Full activation recomputation (8 x params x tokens)."),
+        click.option(
+            "--recompute", is_flag=True, help="Full activation recomputation: HFU counts 8 x params x tokens (MFU 6 x)."
+        ),
         click.option(
             "--devices", type=click.IntRange(min=1), help="Devices in the job (default: recorded world size)."
         ),

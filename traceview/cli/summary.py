@@ -139,6 +139,7 @@ TPUT_COLUMNS = [
     ("model_tflops_per_device", "TFLOP/s/device"),
     ("peak_tflops", "peak"),
     ("mfu_pct", "MFU %"),
+    ("hfu_pct", "HFU %"),
 ]
 
 
@@ -178,11 +179,17 @@ def _throughput_text(rows: list[dict] | None) -> list[str]:
     if not rows:
         return []
     shown = [
-        dict(r, step_time_ms=r["step_time_us"] / 1000, mfu_pct=None if r["mfu_frac"] is None else 100 * r["mfu_frac"])
+        dict(
+            r,
+            step_time_ms=r["step_time_us"] / 1000,
+            mfu_pct=None if r["mfu_frac"] is None else 100 * r["mfu_frac"],
+            hfu_pct=None if r["hfu_frac"] is None else 100 * r["hfu_frac"],
+        )
         for r in rows
     ]
     source = rows[0].get("peak_source") or "unknown device: give --peak-tflops"
-    out = ["", f"Throughput (peak: {source}):", table(shown, TPUT_COLUMNS)]
+    out = ["", f"Throughput (peak: {source}; step = the slowest rank's iteration):", table(shown, TPUT_COLUMNS)]
+    out += [f"  {rows[0][k]}" for k in ("mfu_formula", "hfu_formula") if rows[0].get(k)]
     check = next((r["check"] for r in rows if r.get("check")), None)
     if check:
         out.append(textwrap.fill(check, width=110, initial_indent="  check: ", subsequent_indent="         "))
