@@ -104,7 +104,7 @@ def _throughput(summary: dict) -> html.Div:
         return html.Div(id="throughput")
     head = [
         "step",
-        "step time (ms)",
+        "iteration, slowest rank (ms)",
         "tokens/s per device",
         "model TFLOP/s per device",
         "peak TFLOP/s",

@@ -269,7 +269,7 @@ def throughput_section(summary: dict) -> list[dict]:
     rows = summary.get("throughput") or []
     cols = [
         ("step", "step", None),
-        ("step_time_us", "step (ms)", fmt_ms),
+        ("step_time_us", "iteration, slowest rank (ms)", fmt_ms),
         ("tokens_per_s_per_device", "tokens/s per device", lambda v: f"{v:,.0f}"),
         ("model_tflops_per_device", "model TFLOP/s per device", lambda v: f"{v:,.1f}"),
         ("peak_tflops", "peak TFLOP/s", lambda v: f"{v:,.0f}"),

@@ -306,3 +306,42 @@ def test_the_headline_leads_the_summary_the_report_and_the_dashboard(tmp_path):
     layout = overview_layout(DashboardState(trace=trace, summary=doc))
     first = layout.children[0]
     assert first.id == "headline" and [p.children for p in first.children] == [line.strip() for line in lines]
+
+
+def test_device_work_belongs_to_the_host_step_that_launched_it(tmp_path):
+    """A kernel launched in host step 1 that runs inside step 2's GPU annotation still extends
+    iteration 1 (the launch decides, not the task's device-window step), and an iteration that
+    ends where the previous one did is empty, not a window that swallows the next one."""
+    gpu = "gpu_user_annotation"
+    events = [
+        _x("user_annotation", "ProfilerStep#1", 0, 10),
+        _x("user_annotation", "ProfilerStep#2", 10, 10),
+        _launch(8, 1),
+        _kernel(30, 20, 1),  # launched in host step 1, runs 30-50
+        _launch(12, 2),
+        _kernel(50, 5, 2),  # launched in host step 2, runs 50-55
+        _x(gpu, "ProfilerStep#1", 0, 30, tid=7),
+        _x(gpu, "ProfilerStep#2", 30, 25, tid=7),  # holds both kernels
+    ]
+    trace = _load(tmp_path, events)
+    assert set(trace.steps["window_rule"]) == {"gpu_annotation"}
+    it = trace.iteration_breakdown()
+    one, two = _row(it, 1), _row(it, 2)
+    assert (one["iteration_start_ns"], one["iteration_end_ns"]) == (0, 50_000)
+    assert (two["iteration_start_ns"], two["iteration_end_ns"]) == (50_000, 55_000)
+    assert one["iteration_computing_us"] == 20.0 and two["iteration_computing_us"] == 5.0
+    _check_identity_and_tiling(it, "annotated")
+
+
+def test_a_change_too_small_to_attribute_has_no_shares(tmp_path):
+    """Two runs whose iterations differ by less than 0.5 %: the deltas are shown, the shares are
+    null (a near-zero denominator would print -50,000 %), and the headline names no term."""
+    from traceview.run_diff import iteration_headline
+
+    base = _training_run(tmp_path / "base.pt.trace.json", 20_000)
+    new = _training_run(tmp_path / "new.pt.trace.json", 20_010)
+    result = tv.diff(base, new)
+    rows = result.iteration.filter(pl.col("rank").is_null())
+    assert rows.filter(pl.col("term") == "iteration")["delta_us"][0] == pytest.approx(10, abs=0.01)
+    assert rows["share_of_change"].null_count() == rows.height
+    assert "% of the change" not in iteration_headline(result.to_dict())

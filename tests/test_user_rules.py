@@ -124,7 +124,7 @@ def test_user_ascend_rules_come_before_the_shipped_ones(tmp_path):
 def test_classes_peaks_and_findings_of_the_file_reach_every_analysis(rules_file, tmp_path):
     shipped = tv.load(DP4, use_cache=False)
     user = tv.load(DP4, use_cache=False, rules=rules_file)
-    assert user.rules_file == str(rules_file)
+    assert user.rules_file == str(rules_file.resolve())
 
     def attention(t, **kw):
         return t.compute_classes(**kw).filter(pl.col("class") == "attention")["count"].sum()
@@ -184,6 +184,10 @@ BAD = {
         "peak_tflops must be a positive number",
     ),
     "not TOML": ("[[task_kinds", "invalid TOML"),
+    "devices per package 0": (
+        "[[device_peaks.rule]]\nname = 'x'\nmatch = 'a'\npeak_tflops = 1.0\ndevices_per_package = 0\n",
+        "devices_per_package must be a positive integer",
+    ),
 }
 
 

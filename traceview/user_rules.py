@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from traceview import rules as rule_tables
 from traceview.errors import TraceError
@@ -37,7 +38,7 @@ def user_rules(path: str | os.PathLike | None) -> UserRules:
         return UserRules()
     from traceview.analysis import classes, findings, iteration, throughput
 
-    file = os.fspath(path)
+    file = os.fspath(Path(path).resolve())  # analyses read it again later, whatever the working folder
     fix = "fix the rules file (docs/rules.md shows each section)"
     try:
         doc = rule_tables.check_combined(file)

@@ -156,18 +156,29 @@ def iteration_means(iterations: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame
     return means.unpivot(index=list(by), on=list(ITERATION_TERMS), variable_name="term", value_name="us")
 
 
+#: The iteration's change must reach this share of the base iteration (and 1 µs) before it is
+#: attributed to the terms: a near-zero change would give meaningless shares (-50,000 %).
+ATTRIBUTION_MIN_CHANGE_FRAC = 0.005
+
+
 def with_attribution(both: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
     """Add `share_of_change` to each term row of an iteration comparison (`delta_us` per `by`
-    key and term): the term's delta / the iteration's delta (null for the iteration itself, or
-    when the iteration did not change). The terms add up to the iteration in each run, so the
-    shares of one key add up to 1 where every term is known."""
-    total = both.filter(pl.col("term") == "iteration").select(*by, pl.col("delta_us").alias("_total"))
+    key and term): the term's delta / the iteration's delta; null for the iteration itself, and
+    when the iteration changed by less than ATTRIBUTION_MIN_CHANGE_FRAC of its base (or 1 µs).
+    The terms add up to the iteration in each rank-step, so the shares of one key add up to 1
+    where every term is known in both runs (host terms are unknown without host events)."""
+    total = both.filter(pl.col("term") == "iteration").select(
+        *by, pl.col("delta_us").alias("_total"), pl.col("base_us").alias("_base")
+    )
     out = both.join(total, on=list(by), how="left", nulls_equal=True, maintain_order="left")
+    moved = pl.col("_total").abs() >= pl.max_horizontal(
+        pl.lit(1.0), ATTRIBUTION_MIN_CHANGE_FRAC * pl.col("_base").abs()
+    )
     return out.with_columns(
-        pl.when((pl.col("term") != "iteration") & (pl.col("_total") != 0))
+        pl.when((pl.col("term") != "iteration") & moved)
         .then(pl.col("delta_us") / pl.col("_total"))
         .alias("share_of_change")
-    ).drop("_total")
+    ).drop("_total", "_base")
 
 
 def per_step(tasks: pl.DataFrame, by: Sequence[str], n: int) -> pl.DataFrame:

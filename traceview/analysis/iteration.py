@@ -137,7 +137,13 @@ def windows(steps: pl.DataFrame, device_tasks: pl.DataFrame, launches: pl.DataFr
     launched = None
     if launches is not None and launches.height and "correlation" in device_tasks.columns:
         hosts = rows.filter(has_host).select("rank", "step", "host_start_ns", "host_end_ns").sort("host_start_ns")
-        tasks = device_tasks.join(launches, on=["rank", "correlation"], how="inner").sort("launch_start_ns")
+        # the host step is the one whose range holds the launch (not the task's own `step`, which a
+        # GPU annotation may give)
+        tasks = (
+            device_tasks.select("rank", "correlation", "end_ns")
+            .join(launches, on=["rank", "correlation"], how="inner")
+            .sort("launch_start_ns")
+        )
         launched = (
             tasks.join_asof(
                 hosts,
@@ -223,8 +229,11 @@ def iteration_breakdown(
         ]
     )
     spans = pl.concat([device, host]).filter(pl.col("rank").is_in(win["rank"].unique().implode()))
-    segs = iv.segments(spans, ["rank"], _SETS, cuts=iv.window_cuts(win, ["rank"]))
-    segs = iv.clip_to_windows(segs, win, ["rank"], "step")
+    # an empty window (a step ending before the previous iteration did) holds nothing, and would
+    # tie with the next window's start in the as-of clip
+    lived = win.filter(pl.col("win_end_ns") > pl.col("win_start_ns"))
+    segs = iv.segments(spans, ["rank"], _SETS, cuts=iv.window_cuts(lived, ["rank"]))
+    segs = iv.clip_to_windows(segs, lived, ["rank"], "step")
     measured = iv.lengths(segs, ["rank", "step"], _MEASURES)
     host_ranks = host_events.select("rank").unique().with_columns(pl.lit(True).alias("_host"))
     out = (

@@ -91,6 +91,11 @@ def _checked_peaks(doc: dict, file) -> tuple[dict, ...]:
         peak = e["peak_tflops"]
         if isinstance(peak, bool) or not isinstance(peak, (int, float)) or not peak > 0:
             raise ValueError(f"{file}: device peak {i}: peak_tflops must be a positive number, got {peak!r}")
+        per = e.get("devices_per_package", 1)
+        if isinstance(per, bool) or not isinstance(per, int) or per < 1:
+            raise ValueError(f"{file}: device peak {i}: devices_per_package must be a positive integer, got {per!r}")
+        if not isinstance(e["name"], str) or not isinstance(e["match"], str):
+            raise ValueError(f"{file}: device peak {i}: name and match must be strings")
     return tuple(entries)
 
 

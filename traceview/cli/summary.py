@@ -134,7 +134,7 @@ COLL_COLUMNS = [
 ]
 TPUT_COLUMNS = [
     ("step", "step"),
-    ("step_time_ms", "step ms"),
+    ("step_time_ms", "iteration ms (slowest rank)"),
     ("tokens_per_s_per_device", "tokens/s/device"),
     ("model_tflops_per_device", "TFLOP/s/device"),
     ("peak_tflops", "peak"),
@@ -188,7 +188,7 @@ def _throughput_text(rows: list[dict] | None) -> list[str]:
         for r in rows
     ]
     source = rows[0].get("peak_source") or "unknown device: give --peak-tflops"
-    out = ["", f"Throughput (peak: {source}; step = the slowest rank's iteration):", table(shown, TPUT_COLUMNS)]
+    out = ["", f"Throughput (peak: {source}):", table(shown, TPUT_COLUMNS)]
     out += [f"  {rows[0][k]}" for k in ("mfu_formula", "hfu_formula") if rows[0].get(k)]
     check = next((r["check"] for r in rows if r.get("check")), None)
     if check:
