@@ -23,6 +23,7 @@ import polars as pl
 
 from traceview.analysis import diff as d
 from traceview.errors import TraceError
+from traceview.selection import int_ranges
 from traceview.summary import _rounded
 
 #: Labels of the two runs in notes and errors.
@@ -61,18 +62,6 @@ def iteration_headline(doc: dict) -> str | None:
             for r in named
         )
     return line
-
-
-def int_ranges(values) -> str:
-    """Sorted integers as compact ranges: [0, 1, 2, 3, 7] -> '0-3, 7'."""
-    vals = sorted({int(v) for v in values if v is not None})
-    runs: list[list[int]] = []
-    for v in vals:
-        if runs and v == runs[-1][1] + 1:
-            runs[-1][1] = v
-        else:
-            runs.append([v, v])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 @dataclasses.dataclass

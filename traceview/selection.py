@@ -121,6 +121,11 @@ def format_spec(numbers: Iterable[int]) -> str:
     return str(Selection((n, n) for n in numbers if n is not None))
 
 
+def int_ranges(numbers: Iterable[int]) -> str:
+    """Integers as compact ranges for text: [0, 1, 2, 3, 7] -> "0-3, 7" ("" for none)."""
+    return format_spec(numbers).replace(",", ", ")
+
+
 def listing(noun: str, present: Iterable[int]) -> str:
     """'steps 1-3, 7', 'step 7' or 'no steps'."""
     present = {p for p in present if p is not None}

@@ -41,7 +41,7 @@ from traceview.analysis import findings, iteration
 from traceview.analysis import throughput as throughput_analysis
 from traceview.analysis.breakdown import DERIVED, TERM_LABELS, TERMS
 from traceview.analysis.iteration import LABELS
-from traceview.selection import require_step
+from traceview.selection import int_ranges, require_step
 
 TERM_COLUMNS = [f"{t}_us" for t in TERMS] + DERIVED
 #: The iteration's columns in each step entry (`traceview.analysis.iteration`).
@@ -209,18 +209,18 @@ def build_summary(
         details=details,
         micro_batches=micro_batches,
     )
-    doc["findings"] = [
-        {**r, "value": _round(r["value"], 6), "threshold": _round(r["threshold"], 6)} for r in found.to_dicts()
-    ]
-    doc["findings_by_rule"] = [
-        {**r, "value": _round(r["value"], 6), "threshold": _round(r["threshold"], 6)}
-        for r in findings.by_rule(found).to_dicts()
-    ]
+    doc["findings"] = _finding_rows(found)
+    doc["findings_by_rule"] = _finding_rows(findings.by_rule(found))
     return {
         **doc,
         "warnings": list(trace.warnings) + checks,
         "failures": list(trace.failures),
     }
+
+
+def _finding_rows(frame: pl.DataFrame) -> list[dict]:
+    """Findings rows as JSON-ready dicts, value and threshold to 1e-6."""
+    return [{**r, "value": _round(r["value"], 6), "threshold": _round(r["threshold"], 6)} for r in frame.to_dicts()]
 
 
 def headline_lines(first: dict | None) -> list[str]:
@@ -256,8 +256,6 @@ def headline_lines(first: dict | None) -> list[str]:
 def finding_heading(finding: dict) -> str:
     """A grouped finding's heading (`findings_by_rule` row) in words, the same in every view: its
     title, the term it explains, and the ranks it fired on when several (which one is shown)."""
-    from traceview.run_diff import int_ranges
-
     head = finding["title"]
     term = finding.get("term")
     if term:

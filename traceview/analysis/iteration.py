@@ -283,10 +283,9 @@ def headline(step_terms: pl.DataFrame, iteration_terms: pl.DataFrame) -> pl.Data
     shares = lived.select(
         pl.len().cast(pl.Int64).alias("iterations"),
         pl.col("iteration_us").mean().alias("mean_iteration_us"),
+        # a term null in every row (host terms without host events) has no share
         *[
-            pl.when(total > 0).then(pl.col(f"{t}_us").sum() / total).alias(f"{t}_frac")
-            if t not in ("data_loading", "host_overhead")
-            else pl.when((total > 0) & pl.col(f"{t}_us").is_not_null().any())
+            pl.when((total > 0) & pl.col(f"{t}_us").is_not_null().any())
             .then(pl.col(f"{t}_us").sum() / total)
             .alias(f"{t}_frac")
             for t in TERMS
