@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.analysis import iteration
+from traceview.analysis import iteration, phases
 from traceview.analysis.breakdown import TABLE_TERMS, TERM_LABELS
 from traceview.dashboards import figures
 from traceview.dashboards.diff_report import diff_section
@@ -107,6 +107,10 @@ ITERATION_TERMS = [("iteration_us", iteration.LABELS["iteration"])] + [
 ]
 
 
+#: The phase columns in the report: wall time, then device time.
+PHASE_ORDER = [*phases.WALL_COLUMNS, *phases.DEVICE_COLUMNS]
+
+
 def iteration_section(summary: dict) -> list[dict]:
     """The headline (`summary.headline_lines`) and where each rank-step's iteration went."""
     lines = headline_lines(summary.get("headline"))
@@ -130,6 +134,19 @@ def iteration_section(summary: dict) -> list[dict]:
     blocks.append(
         table(rows[:MAX_STEP_ROWS], cols + [("window", "window", None)], "iteration-table", text_columns=("window",))
     )
+    phased = [r for r in rows if r.get("wall_forward_us") is not None]
+    if phased:
+        phase_cols = [("rank", "rank", None), ("step", "step", None)] + [
+            (f"{c}_us", f"{iteration.LABELS[c]} (ms)", fmt_ms) for c in PHASE_ORDER
+        ]
+        blocks.append(
+            text(
+                "Phases: wall times add up to the iteration, device times to the device's busy time in it "
+                "(docs/metrics.md, 'Phases').",
+                "note",
+            )
+        )
+        blocks.append(table(phased[:MAX_STEP_ROWS], phase_cols, "phase-table"))
     return blocks
 
 

@@ -14,7 +14,7 @@ import pytest
 import traceview as tv
 from tests.conftest import ROOT, SHARED_TRACES, needs_shared
 from tests.support.kineto import complete_event, write_trace
-from traceview.analysis import iteration
+from traceview.analysis import iteration, phases
 
 SAMPLES = ROOT / "sample_traces"
 TERMS_US = [f"{t}_us" for t in iteration.TERMS]
@@ -145,6 +145,16 @@ def _check_identity_and_tiling(frame: pl.DataFrame, where: str) -> None:
         & (pl.col("iteration_start_ns") < pl.col("iteration_end_ns").shift(1))
     )
     assert overlap.height == 0, f"{where}: iterations overlap: {overlap.head(3).to_dicts()}"
+    # phases: the wall times add up to the iteration, the device times to the device's busy time
+    for columns, total in (
+        (phases.WALL_COLUMNS, pl.col("iteration_us")),
+        (phases.DEVICE_COLUMNS, pl.sum_horizontal(*[pl.col(f"{t}_us") for t in iteration.TERMS[:3]])),
+    ):
+        known = frame.filter(pl.col(f"{columns[0]}_us").is_not_null())
+        parts = pl.sum_horizontal(*[pl.col(f"{c}_us") for c in columns])
+        off = known.filter((parts - total).abs() > 1e-6)
+        assert off.height == 0, f"{where}: {columns} do not add up: {off.head(3).to_dicts()}"
+        assert known.filter(pl.min_horizontal(*[pl.col(f"{c}_us") for c in columns]) < 0).height == 0, where
 
 
 @pytest.mark.parametrize("sample", ["dp4_nccl", "pp4_1f1b", "ascend_2rank", "cpu_single"])
@@ -276,7 +286,9 @@ def test_diff_attributes_a_data_loading_change_to_data_loading(tmp_path):
     rows = {r["term"]: r for r in result.iteration.filter(pl.col("rank").is_null()).to_dicts()}
     assert rows["iteration"]["delta_us"] == pytest.approx(-15_000, abs=1)
     assert rows["data_loading"]["share_of_change"] >= 0.9
-    assert sum(r["share_of_change"] for t, r in rows.items() if t != "iteration") == pytest.approx(1.0)
+    # the terms add up to the iteration, and so do the wall-time phases: each set's shares add up to 1
+    assert sum(rows[t]["share_of_change"] for t in iteration.TERMS) == pytest.approx(1.0)
+    assert sum(rows[c]["share_of_change"] for c in phases.WALL_COLUMNS) == pytest.approx(1.0)
     from traceview.cli.diff import render_diff
 
     text = render_diff(result, "text")

@@ -39,7 +39,8 @@ def iteration_headline(doc: dict) -> str | None:
     the terms it came from, largest first (those moving at least ATTRIBUTION_MIN_SHARE of it), e.g.
     "Iteration 177.592 -> 154.911 ms (-22.681 ms, -12.8 %): data loading -23.758 ms (105 % of the
     change), ..."; None when a run has no iteration."""
-    from traceview.analysis.iteration import LABELS
+    from traceview.analysis.iteration import LABELS, TERMS
+    from traceview.analysis.phases import WALL_COLUMNS
 
     rows = {r["term"]: r for r in doc.get("iteration", []) if r["rank"] is None}
     whole = rows.get("iteration")
@@ -47,20 +48,21 @@ def iteration_headline(doc: dict) -> str | None:
         return None
     line = f"Iteration {whole['base_us'] / 1000:,.3f} -> {whole['new_us'] / 1000:,.3f} ms ({whole['delta_us'] / 1000:+,.3f} ms"
     line += f", {whole['delta_pct']:+.1f} %)" if whole["delta_pct"] is not None else ")"
-    movers = sorted(
-        (
-            r
-            for t, r in rows.items()
-            if t != "iteration" and r["delta_us"] is not None and r["share_of_change"] is not None
-        ),
-        key=lambda r: -abs(r["delta_us"]),
-    )
-    named = [r for r in movers if abs(r["share_of_change"]) >= ATTRIBUTION_MIN_SHARE]
-    if named:
-        line += ": " + ", ".join(
-            f"{LABELS[r['term']]} {r['delta_us'] / 1000:+,.3f} ms ({100 * r['share_of_change']:.0f} % of the change)"
-            for r in named
+    for names, lead in ((TERMS, ": "), (WALL_COLUMNS, "; by phase: ")):
+        movers = sorted(
+            (
+                r
+                for t, r in rows.items()
+                if t in names and r["delta_us"] is not None and r["share_of_change"] is not None
+            ),
+            key=lambda r: -abs(r["delta_us"]),
         )
+        named = [r for r in movers if abs(r["share_of_change"]) >= ATTRIBUTION_MIN_SHARE]
+        if named:
+            line += lead + ", ".join(
+                f"{LABELS[r['term']]} {r['delta_us'] / 1000:+,.3f} ms ({100 * r['share_of_change']:.0f} % of the change)"
+                for r in named
+            )
     return line
 
 

@@ -41,11 +41,15 @@ from traceview.analysis import findings, iteration
 from traceview.analysis import throughput as throughput_analysis
 from traceview.analysis.breakdown import DERIVED, TERM_LABELS, TERMS
 from traceview.analysis.iteration import LABELS
+from traceview.analysis.phases import WALL_COLUMNS as PHASE_WALL
 from traceview.selection import int_ranges, require_step
 
 TERM_COLUMNS = [f"{t}_us" for t in TERMS] + DERIVED
 #: The iteration's columns in each step entry (`traceview.analysis.iteration`).
-ITERATION_COLUMNS = ["iteration_us", *(f"{t}_us" for t in iteration.TERMS + iteration.HOST_PARTS)]
+ITERATION_COLUMNS = [
+    "iteration_us",
+    *(f"{t}_us" for t in iteration.TERMS + iteration.HOST_PARTS + iteration.PHASE_COLUMNS),
+]
 STREAM_IDLE_COLUMNS = [
     "rank",
     "stream",
@@ -226,7 +230,8 @@ def _finding_rows(frame: pl.DataFrame) -> list[dict]:
 def headline_lines(first: dict | None) -> list[str]:
     """The headline of a summary (`doc["headline"]`) in words, the same in every view (summary
     text, report, dashboard): the mean iteration and its largest term, then every term's share of
-    the iteration, lines of at most 110 characters; [] without an iteration."""
+    the iteration and every phase's share of its wall time, lines of at most 110 characters; []
+    without an iteration."""
     if not first or first.get("mean_iteration_us") is None:
         return []
     n = first["iterations"]
@@ -236,18 +241,27 @@ def headline_lines(first: dict | None) -> list[str]:
     shares = [
         f"{LABELS[t]} {100 * first[f'{t}_frac']:.1f} %" for t in iteration.TERMS if first.get(f"{t}_frac") is not None
     ]
+    phase_shares = [
+        f"{c.removeprefix('wall_')} {100 * first[f'{c}_frac']:.1f} %"
+        for c in PHASE_WALL
+        if first.get(f"{c}_frac") is not None
+    ]
     if first.get("mfu_frac") is not None or first.get("tokens_per_s_per_device") is not None:
         tokens = first.get("tokens_per_s_per_device")
         line += f"; {tokens:,.0f} tokens/s per device" if tokens is not None else ""
         if first.get("mfu_frac") is not None:
             line += f"; MFU {100 * first['mfu_frac']:.1f} % (HFU {100 * first['hfu_frac']:.1f} %)"
-    lines = [line, "of the iteration:"]
-    for share in shares:  # whole items per line, never a label cut in two
-        if len(lines[-1]) + len(share) + 2 > 110:
-            lines[-1] += ","
-            lines.append("  " + share)
-        else:
-            lines[-1] += (" " if lines[-1].endswith(":") else ", ") + share
+    lines = [line]
+    for head, items in (("of the iteration:", shares), ("by phase (wall time):", phase_shares)):
+        if not items:
+            continue
+        lines.append(head)
+        for share in items:  # whole items per line, never a label cut in two
+            if len(lines[-1]) + len(share) + 2 > 110:
+                lines[-1] += ","
+                lines.append("  " + share)
+            else:
+                lines[-1] += (" " if lines[-1].endswith(":") else ", ") + share
     return lines + [
         first[k] for k in ("mfu_formula", "hfu_formula") if first.get("mfu_frac") is not None and first.get(k)
     ]

@@ -43,7 +43,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from traceview.analysis import intervals as iv
-from traceview.analysis import iteration
+from traceview.analysis import iteration, phases
 
 #: Terms compared, in report order: the step time and its exact decomposition first.
 DIFF_TERMS: tuple[str, ...] = (
@@ -143,8 +143,10 @@ def term_means(breakdown: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
     return means.unpivot(index=list(by), on=list(DIFF_TERMS), variable_name="term", value_name="us")
 
 
-#: The iteration and its terms (`traceview.analysis.iteration`), compared first.
-ITERATION_TERMS: tuple[str, ...] = ("iteration", *iteration.TERMS)
+#: The iteration, its terms and its wall-time phases (`traceview.analysis.iteration`,
+#: `traceview.analysis.phases`), compared first; the terms add up to the iteration, and so do the
+#: phases.
+ITERATION_TERMS: tuple[str, ...] = ("iteration", *iteration.TERMS, *phases.WALL_COLUMNS)
 
 
 def iteration_means(iterations: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:

@@ -54,6 +54,7 @@ import polars as pl
 
 from traceview import rules as rule_tables
 from traceview.analysis import intervals as iv
+from traceview.analysis import phases
 from traceview.analysis.breakdown import SET_OF_KIND
 
 #: Output columns after rank, step (units in the names).
@@ -81,10 +82,15 @@ LABELS: dict[str, str] = {
     "other_idle": "other idle",
     "host_runtime": "host runtime",
     "host_framework": "host framework",
+    **phases.LABELS,
 }
 
-_SETS = ["comp", "comm", "mem", "runtime", "data", "host"]
-_IDLE = ~pl.col("comp") & ~pl.col("comm") & ~pl.col("mem")
+#: The phase columns (µs) after the terms: device time and wall time per phase.
+PHASE_COLUMNS = [*phases.DEVICE_COLUMNS, *phases.WALL_COLUMNS]
+
+_SETS = ["comp", "comm", "mem", "runtime", "data", "host", *phases.SETS]
+_BUSY = pl.col("comp") | pl.col("comm") | pl.col("mem")
+_IDLE = ~_BUSY
 _MEASURES = {
     "iteration_computing_ns": pl.col("comp"),
     "iteration_exposed_comm_ns": pl.col("comm") & ~pl.col("comp"),
@@ -96,33 +102,73 @@ _MEASURES = {
 }
 
 
-def load_host_rules(extra: str | Path | Sequence[str | Path] | None = None) -> dict[str, tuple[str, ...]]:
-    """The host-span patterns of `traceview/rules/phases.toml`, a user's first (`extra`: rules files
-    whose `[[phases.data_loading]]` / `[[phases.not_activity]]` entries, each a `pattern`, come
-    first): {"data_loading": (...), "not_activity": (...)}. RulesError naming the file and entry
-    for an unknown key or a bad regex."""
+def _phase_measures() -> dict[str, pl.Expr]:
+    """device_<phase>_ns and wall_<phase>_ns over the sweep's sets (`traceview.analysis.phases`):
+    each instant to the first phase, in PHASES order, that holds it."""
+    out: dict[str, pl.Expr] = {}
+    device_before, host_before = pl.lit(False), pl.lit(False)
+    host_idle = _IDLE & ~pl.col("data")
+    for phase in phases.MARKED:
+        device = pl.col(f"dev_{phase}") & ~device_before
+        host = host_idle & pl.col(f"host_{phase}") & ~host_before
+        out[f"device_{phase}_ns"] = device
+        out[f"wall_{phase}_ns"] = device | host
+        device_before = device_before | pl.col(f"dev_{phase}")
+        host_before = host_before | pl.col(f"host_{phase}")
+    out["device_other_ns"] = _BUSY & ~device_before
+    out["wall_other_ns"] = (_BUSY & ~device_before) | (_IDLE & (pl.col("data") | ~host_before))
+    return out
+
+
+_MEASURES.update(_phase_measures())
+
+#: The pattern lists of `traceview/rules/phases.toml` (each entry one `pattern`).
+_PATTERN_KEYS = ("data_loading", "not_activity", "enqueue", "dequeue")
+_PHASE_KEYS = {"phase", "host", "task"}
+
+
+def _phase_entry(entry: dict, where: str) -> tuple[str, str, str]:
+    """(phase, "host" or "task", pattern) of one [[phase]] entry; RulesError naming `where`."""
+    if set(entry) - _PHASE_KEYS or "phase" not in entry or len(set(entry) & {"host", "task"}) != 1:
+        raise rule_tables.RulesError(f"{where}: an entry has 'phase' and one of 'host' or 'task'")
+    if entry["phase"] not in phases.MARKED:
+        raise rule_tables.RulesError(f"{where}: phase {entry['phase']!r} is not one of {', '.join(phases.MARKED)}")
+    key = "host" if "host" in entry else "task"
+    return entry["phase"], key, rule_tables.check_regex(entry[key], where, key=key)
+
+
+def load_host_rules(extra: str | Path | Sequence[str | Path] | None = None) -> dict[str, tuple]:
+    """The host-span and phase patterns of `traceview/rules/phases.toml`, a user's first (`extra`:
+    rules files whose `[[phases.<key>]]` entries come first): {"data_loading": (...),
+    "not_activity": (...), "enqueue": (...), "dequeue": (...)} (regexes) and "phase_rules":
+    ((phase, "host" or "task", regex), ...). RulesError naming the file and entry for an
+    unknown key or a bad regex."""
     docs = [(p, rule_tables.section(p, "phases")) for p in rule_tables.user_files(extra)]
     docs = [(p, d) for p, d in docs if d is not None]
     docs.append((rule_tables.shipped_path("phases"), rule_tables.shipped("phases")))
-    out: dict[str, list[str]] = {"data_loading": [], "not_activity": []}
+    keys = (*_PATTERN_KEYS, "phase")
+    out: dict[str, list] = {k: [] for k in keys}
     for path, doc in docs:
-        unknown = sorted(set(doc) - set(out))
+        unknown = sorted(set(doc) - set(keys))
         if unknown:
-            raise rule_tables.RulesError(
-                f"{path}: phases: unknown key(s) {', '.join(unknown)} (data_loading, not_activity)"
-            )
-        for key in out:
+            raise rule_tables.RulesError(f"{path}: phases: unknown key(s) {', '.join(unknown)} ({', '.join(keys)})")
+        for key in keys:
             if key not in doc:
                 continue
-            for i, entry in enumerate(rule_tables.entries(doc, path, key=key, allowed=tuple(out)), start=1):
+            for i, entry in enumerate(rule_tables.entries(doc, path, key=key, allowed=keys), start=1):
                 where = f"{path}: phases.{key} {i}"
+                if key == "phase":
+                    out[key].append(_phase_entry(entry, where))
+                    continue
                 if set(entry) != {"pattern"}:
                     raise rule_tables.RulesError(f"{where}: an entry has one key, 'pattern'")
                 out[key].append(rule_tables.check_regex(entry["pattern"], where))
-    return {k: tuple(v) for k, v in out.items()}
+    rules = {k: tuple(out[k]) for k in _PATTERN_KEYS}
+    rules["phase_rules"] = tuple(out["phase"])
+    return rules
 
 
-def _any_of(patterns: tuple[str, ...]) -> pl.Expr:
+def _any_of(patterns: tuple[str, ...]) -> pl.Expr:  # noqa: D103
     if not patterns:
         return pl.lit(False)
     return pl.col("name").str.contains("|".join(f"(?:{p})" for p in patterns)).fill_null(False)
@@ -201,19 +247,30 @@ def iteration_breakdown(
     launches: pl.DataFrame | None = None,
     data_loading: tuple[str, ...] = (),
     not_activity: tuple[str, ...] = (),
+    enqueue: tuple[str, ...] = (),
+    dequeue: tuple[str, ...] = (),
+    phase_rules: tuple[tuple[str, str, str], ...] = (),
 ) -> pl.DataFrame:
-    """Per rank and step: the iteration window and its terms (definitions in the module docstring).
+    """Per rank and step: the iteration window, its terms and its phases (definitions in the
+    module docstring and `traceview.analysis.phases`).
 
     `data_loading` / `not_activity`: the regexes of host span names that are data loading / not
-    program activity (`load_host_rules()` gives the shipped ones, plus a user's).
+    program activity; `enqueue` / `dequeue`: a task queue's events; `phase_rules`: (phase, "host"
+    or "task", regex) (`load_host_rules()` gives the shipped ones, plus a user's).
 
     Returns rank, step, iteration_rule, iteration_start_ns, iteration_end_ns, iteration_us, the
-    TERMS (`_us`), host_runtime_us, host_framework_us; sorted by rank, step.
+    TERMS (`_us`), host_runtime_us, host_framework_us, the PHASE_COLUMNS (`_us`); sorted by rank,
+    step.
     """
     win = windows(steps, device_tasks, launches).rename(
         {"iteration_start_ns": "win_start_ns", "iteration_end_ns": "win_end_ns"}
     )
-    device = device_tasks.select(
+    if launches is None:
+        launches = pl.DataFrame(schema={"rank": pl.Int64, "correlation": pl.Int64, "launch_start_ns": pl.Int64})
+    host_phase = phases.host_spans(host_events, steps, phase_rules, not_activity)
+    issued = phases.issue_points(host_events, launches, enqueue, dequeue)
+    tasks = device_tasks.with_columns(phases.task_phases(device_tasks, host_phase, issued, phase_rules).alias("_phase"))
+    device = tasks.select(
         "rank", pl.col("kind").replace_strict(SET_OF_KIND, default="comp").alias("set"), "start_ns", "end_ns"
     )
     activity = host_events.filter(~_any_of(not_activity))
@@ -226,6 +283,10 @@ def iteration_breakdown(
             activity.filter(pl.col("kind").is_in(["operator", "annotation"])).select(
                 "rank", pl.lit("host").alias("set"), "start_ns", "end_ns"
             ),
+            tasks.filter(pl.col("_phase") != "other").select(
+                "rank", ("dev_" + pl.col("_phase")).alias("set"), "start_ns", "end_ns"
+            ),
+            host_phase.select("rank", ("host_" + pl.col("phase")).alias("set"), "start_ns", "end_ns"),
         ]
     )
     spans = pl.concat([device, host]).filter(pl.col("rank").is_in(win["rank"].unique().implode()))
@@ -236,17 +297,27 @@ def iteration_breakdown(
     segs = iv.clip_to_windows(segs, lived, ["rank"], "step")
     measured = iv.lengths(segs, ["rank", "step"], _MEASURES)
     host_ranks = host_events.select("rank").unique().with_columns(pl.lit(True).alias("_host"))
+    named_ranks = tasks.filter(pl.col("_phase") != "other").select("rank").unique()
+    phased_ranks = (
+        pl.concat([host_ranks.select("rank"), named_ranks]).unique().with_columns(pl.lit(True).alias("_phased"))
+    )
     out = (
         win.join(measured, on=["rank", "step"], how="left")
         .join(host_ranks, on="rank", how="left")
+        .join(phased_ranks, on="rank", how="left")
         .with_columns(pl.col(c).fill_null(0) for c in _MEASURES)
         .with_columns((pl.col("win_end_ns") - pl.col("win_start_ns")).alias("iteration_ns"))
     )
     host_terms = ["host_runtime_ns", "data_loading_ns", "host_framework_ns"]
+    known = pl.col("_host").fill_null(False)
     out = out.with_columns(
-        *[pl.when(pl.col("_host").fill_null(False)).then(pl.col(c)).alias(c) for c in host_terms],
+        *[pl.when(known).then(pl.col(c)).alias(c) for c in host_terms + [f"{c}_ns" for c in phases.WALL_COLUMNS]],
+        *[
+            pl.when(pl.col("_phased").fill_null(False)).then(pl.col(f"{c}_ns")).alias(f"{c}_ns")
+            for c in phases.DEVICE_COLUMNS
+        ],
     ).with_columns((pl.col("host_runtime_ns") + pl.col("host_framework_ns")).alias("host_overhead_ns"))
-    us = [(pl.col(f"{t}_ns") / 1000.0).alias(f"{t}_us") for t in ["iteration", *TERMS, *HOST_PARTS]]
+    us = [(pl.col(f"{t}_ns") / 1000.0).alias(f"{t}_us") for t in ["iteration", *TERMS, *HOST_PARTS, *PHASE_COLUMNS]]
     return out.select(
         "rank",
         "step",
@@ -266,7 +337,9 @@ def headline(step_terms: pl.DataFrame, iteration_terms: pl.DataFrame) -> pl.Data
     - `iterations`: rank-steps with a positive iteration; `mean_iteration_us`: their mean
       iteration_us; `<term>_frac` for each of TERMS: Σ term / Σ iteration_us (its share of all
       iteration time; the shares add up to 1 where host terms are known);
-    - `largest_term`: the TERMS entry with the largest share, `largest_term_frac` its share.
+    - `largest_term`: the TERMS entry with the largest share, `largest_term_frac` its share;
+    - `wall_<phase>_frac` for each phase: Σ wall_<phase>_us / Σ iteration_us over the rank-steps
+      whose phases are known (`traceview.analysis.phases`; they add up to 1).
 
     Nulls when there is no such step.
     """
@@ -280,6 +353,7 @@ def headline(step_terms: pl.DataFrame, iteration_terms: pl.DataFrame) -> pl.Data
     )
     lived = iteration_terms.filter(pl.col("iteration_us") > 0)
     total = pl.col("iteration_us").sum()
+    phased = pl.col("iteration_us").filter(pl.col(f"{phases.WALL_COLUMNS[0]}_us").is_not_null())
     shares = lived.select(
         pl.len().cast(pl.Int64).alias("iterations"),
         pl.col("iteration_us").mean().alias("mean_iteration_us"),
@@ -289,6 +363,10 @@ def headline(step_terms: pl.DataFrame, iteration_terms: pl.DataFrame) -> pl.Data
             .then(pl.col(f"{t}_us").sum() / total)
             .alias(f"{t}_frac")
             for t in TERMS
+        ],
+        *[
+            pl.when(phased.sum() > 0).then(pl.col(f"{c}_us").sum() / phased.sum()).alias(f"{c}_frac")
+            for c in phases.WALL_COLUMNS
         ],
     )
     known = {t: shares[f"{t}_frac"][0] for t in TERMS if shares[f"{t}_frac"][0] is not None}

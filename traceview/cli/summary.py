@@ -6,7 +6,7 @@ import textwrap
 
 import orjson
 
-from traceview.analysis import iteration
+from traceview.analysis import iteration, phases
 from traceview.analysis.breakdown import TABLE_TERMS, TERM_LABELS
 from traceview.cli.text import bullet_list, table
 from traceview.safe_text import json_text, one_line_strings
@@ -25,6 +25,11 @@ ITERATION_TABLE = [
     ("iteration_ms", "iteration ms"),
     *((f"{t}_ms", iteration.LABELS[t]) for t in iteration.TERMS),
     ("iteration_rule", "window"),
+]
+#: (summary key, column header) of the per-step phase table (ms): wall time, then device time.
+PHASE_TABLE = [
+    ("step", "step"),
+    *((f"{c}_ms", iteration.LABELS[c]) for c in [*phases.WALL_COLUMNS, *phases.DEVICE_COLUMNS]),
 ]
 #: Above this many ranks the text output shows one row per rank instead of per-rank step tables.
 MAX_RANK_TABLES = 8
@@ -248,6 +253,10 @@ def render_summary(doc: dict, fmt: str) -> str:
             if lived:
                 parts += ["  where the iteration went (ms; the terms add up to the iteration):"]
                 parts.append(table(lived, ITERATION_TABLE))
+                phased = [row for row in lived if row.get("wall_forward_ms") is not None]
+                if phased:
+                    parts += ["  phases (ms; wall times add up to the iteration, device times to its busy time):"]
+                    parts.append(table(phased, PHASE_TABLE))
             parts += _rank_details(r)
     parts += _cross_rank_text(doc.get("cross_rank"))
     parts += _throughput_text(doc.get("throughput"))

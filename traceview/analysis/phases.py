@@ -1,0 +1,207 @@
+"""Phases: forward, backward, optimizer and other, for device time and for wall time (DESIGN.md §3,
+"The whole iteration"; docs/metrics.md, "Phases").
+
+**Host phase spans** (per rank; `traceview/rules/phases.toml` [[phase]] entries with a `host`
+pattern, searched in host event names; a user's first):
+
+- optimizer: `Optimizer.step#...`, `Optimizer.zero_grad#...` spans;
+- backward: `autograd::engine::evaluate_function: ...` spans (2021 traces: the autograd node
+  names, `...Backward0`), and every event on an *autograd thread*: a thread that records a
+  backward span and no step annotation (ProfilerStep#N; the [[not_activity]] patterns), as the
+  autograd engine's device threads do;
+- forward: spans of the rules' forward patterns (none shipped), and the *forward region* of each
+  step: from the host step's start to the end of its last backward span inside it (the whole
+  host step when it has none, as in inference);
+- a span matching several phases belongs to the first in the priority optimizer, backward,
+  forward.
+
+**Device phase of a task**: a [[phase]] entry with a `task` pattern matching the task's name
+decides first (MindSpore scopes); otherwise the phase of the host at the task's *issue point*,
+the start of its launch call (the runtime event with its correlation id; a graph launch's
+kernels share it). Where a task queue sits between operator and launch (torch_npu: the operator
+records `Enqueue`, a worker thread `Dequeue@...` and the launch inside it), the issue point is the
+start of the Enqueue paired with the Dequeue holding the launch (the queue is first in, first
+out: the k-th Enqueue of a rank with the k-th Dequeue, when the rank has as many of each; the
+[task_queue] patterns name them). A task with neither is `other`.
+
+**Measures** (over each iteration window, in `traceview.analysis.iteration`'s sweep; busy = any
+device task running):
+
+- `device_<phase>_us`: device busy time whose running tasks include one of that phase, each
+  instant once in the priority optimizer, backward, forward, other. Σ device phases = the
+  device's busy time in the iteration (iteration_computing + exposed comm + exposed memcpy).
+- `wall_<phase>_us`: device busy instants by the device's phase; idle instants by the host's
+  (the first phase span covering the instant; data loading and instants outside every span are
+  `other`). Σ wall phases = iteration_us.
+
+Device phases are null on a rank with no host events and no task rule match (nothing says what
+any task is for); wall phases are null on a rank without host events.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceview.analysis import intervals as iv
+
+#: The phases, in their order of attribution (an instant in two goes to the first).
+PHASES = ("optimizer", "backward", "forward", "other")
+#: The phases host spans mark (`other` is what none marks).
+MARKED = PHASES[:-1]
+#: Output columns (µs) of `traceview.analysis.iteration.iteration_breakdown`, in display order.
+DEVICE_COLUMNS = [f"device_{p}" for p in ("forward", "backward", "optimizer", "other")]
+WALL_COLUMNS = [f"wall_{p}" for p in ("forward", "backward", "optimizer", "other")]
+LABELS: dict[str, str] = {
+    **{f"device_{p}": f"device {p}" for p in PHASES},
+    **{f"wall_{p}": f"{p} (wall)" for p in PHASES},
+}
+
+#: The interval sets this module adds to the iteration's sweep.
+SETS = [*(f"dev_{p}" for p in MARKED), *(f"host_{p}" for p in MARKED)]
+
+
+def _matches(patterns: tuple[str, ...], column: str = "name") -> pl.Expr:
+    if not patterns:
+        return pl.lit(False)
+    return pl.col(column).str.contains("|".join(f"(?:{p})" for p in patterns)).fill_null(False)
+
+
+def _phase_of(rules: tuple[tuple[str, str, str], ...], where: str, column: str = "name") -> pl.Expr:
+    """The first phase whose `where` ("host" or "task") patterns match `column`, else null."""
+    expr = pl.lit(None, pl.String)
+    for phase in reversed(MARKED):
+        patterns = tuple(p for ph, w, p in rules if ph == phase and w == where)
+        expr = pl.when(_matches(patterns, column)).then(pl.lit(phase)).otherwise(expr)
+    return expr
+
+
+def host_spans(
+    host_events: pl.DataFrame,
+    steps: pl.DataFrame,
+    rules: tuple[tuple[str, str, str], ...],
+    not_activity: tuple[str, ...] = (),
+) -> pl.DataFrame:
+    """The host phase spans (module docstring): rank, phase, start_ns, end_ns."""
+    ev = host_events.select("rank", "pid", "tid", "name", "start_ns", "end_ns").with_columns(
+        _phase_of(rules, "host").alias("phase")
+    )
+    thread = ["rank", "pid", "tid"]
+    autograd = (
+        ev.group_by(thread)
+        .agg(
+            (pl.col("phase") == "backward").any().alias("_bwd"),
+            _matches(not_activity).any().alias("_step"),
+        )
+        .filter(pl.col("_bwd") & ~pl.col("_step"))
+        .select(thread)
+    )
+    on_autograd = ev.join(autograd, on=thread, how="semi", nulls_equal=True).with_columns(
+        pl.when(pl.col("phase") == "optimizer").then(pl.lit("optimizer")).otherwise(pl.lit("backward")).alias("phase")
+    )
+    marked = pl.concat([ev.filter(pl.col("phase").is_not_null()), on_autograd]).select(
+        "rank", "phase", "start_ns", "end_ns"
+    )
+    return pl.concat([marked, forward_regions(marked, steps)]).unique()
+
+
+def forward_regions(marked: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """Each host step's forward region: [host start, end of its last backward span starting inside
+    it) (clipped to the host step), or the whole host step when no backward span starts inside it.
+    rank, phase ("forward"), start_ns, end_ns."""
+    hosts = (
+        steps.filter(pl.col("host_start_ns").is_not_null() & pl.col("host_end_ns").is_not_null())
+        .select("rank", "step", "host_start_ns", "host_end_ns")
+        .sort("host_start_ns")
+    )
+    backward = marked.filter(pl.col("phase") == "backward").select("rank", "start_ns", "end_ns").sort("start_ns")
+    last = (
+        backward.join_asof(
+            hosts, left_on="start_ns", right_on="host_start_ns", by="rank", strategy="backward", check_sortedness=False
+        )
+        .filter(pl.col("start_ns") < pl.col("host_end_ns"))
+        .group_by("rank", "step")
+        .agg(pl.col("end_ns").max().alias("_bwd_end"))
+    )
+    return hosts.join(last, on=["rank", "step"], how="left").select(
+        "rank",
+        pl.lit("forward").alias("phase"),
+        pl.col("host_start_ns").alias("start_ns"),
+        pl.min_horizontal(pl.col("_bwd_end").fill_null(pl.col("host_end_ns")), "host_end_ns").alias("end_ns"),
+    )
+
+
+def issue_points(
+    host_events: pl.DataFrame,
+    launches: pl.DataFrame,
+    enqueue: tuple[str, ...] = (),
+    dequeue: tuple[str, ...] = (),
+) -> pl.DataFrame:
+    """When the host issued the work of each correlation id: rank, correlation, issue_ns (the
+    launch call's start, or the start of the paired Enqueue when the launch runs inside a Dequeue;
+    module docstring)."""
+    points = launches.select("rank", "correlation", pl.col("launch_start_ns").alias("issue_ns"))
+    if not enqueue or not dequeue or host_events.height == 0:
+        return points
+
+    def queue(patterns: tuple[str, ...], prefix: str) -> pl.DataFrame:
+        return (
+            host_events.filter(_matches(patterns))
+            .select("rank", pl.col("start_ns").alias(f"{prefix}_start"), pl.col("end_ns").alias(f"{prefix}_end"))
+            .sort("rank", f"{prefix}_start")
+            .with_columns(pl.int_range(pl.len()).over("rank").alias("_k"), pl.len().over("rank").alias(f"_{prefix}_n"))
+        )
+
+    pairs = (
+        queue(dequeue, "deq")
+        .join(queue(enqueue, "enq"), on=["rank", "_k"], how="inner")
+        .filter(pl.col("_deq_n") == pl.col("_enq_n"))
+        .select("rank", "deq_start", "deq_end", "enq_start")
+        .sort("deq_start")
+    )
+    if pairs.height == 0:
+        return points
+    found = (
+        points.sort("issue_ns")
+        .join_asof(
+            pairs, left_on="issue_ns", right_on="deq_start", by="rank", strategy="backward", check_sortedness=False
+        )
+        .with_columns(
+            pl.when(pl.col("issue_ns") < pl.col("deq_end"))
+            .then(pl.col("enq_start"))
+            .otherwise(pl.col("issue_ns"))
+            .alias("issue_ns")
+        )
+    )
+    return found.select("rank", "correlation", "issue_ns")
+
+
+def _covered(points: pl.DataFrame, spans: pl.DataFrame, at: str) -> pl.Series:
+    """Whether each row's time `at` lies in U(spans) of its rank (in the order of `points`)."""
+    merged = iv.merged(spans).select("rank", "s", "e").sort("s")
+    probe = points.select("rank", pl.col(at).alias("_t")).with_row_index("_i").sort("_t")
+    hit = probe.join_asof(merged, left_on="_t", right_on="s", by="rank", strategy="backward", check_sortedness=False)
+    return hit.sort("_i").select((pl.col("_t") < pl.col("e")).fill_null(False))["_t"]
+
+
+def task_phases(
+    device_tasks: pl.DataFrame,
+    spans: pl.DataFrame,
+    issues: pl.DataFrame,
+    rules: tuple[tuple[str, str, str], ...],
+) -> pl.Series:
+    """The phase of every device task (module docstring), in the order of `device_tasks`."""
+    tasks = (
+        device_tasks.select("rank", "name", "correlation")
+        .with_row_index("_i")
+        .with_columns(_phase_of(rules, "task").alias("_named"))
+        .join(issues, on=["rank", "correlation"], how="left")
+    )
+    known = tasks.filter(pl.col("issue_ns").is_not_null())
+    phase = pl.lit("other")
+    for p in reversed(MARKED):
+        phase = pl.when(pl.col(f"_in_{p}")).then(pl.lit(p)).otherwise(phase)
+    launched = known.with_columns(
+        _covered(known, spans.filter(pl.col("phase") == p), "issue_ns").alias(f"_in_{p}") for p in MARKED
+    ).select("_i", phase.alias("_launched"))
+    out = tasks.join(launched, on="_i", how="left").sort("_i")
+    return out.select(pl.coalesce("_named", "_launched", pl.lit("other")).alias("phase"))["phase"]
