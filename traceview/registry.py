@@ -29,7 +29,17 @@ from pathlib import Path
 
 import polars as pl
 
-from traceview.analysis import breakdown, bubbles, collectives, facts, findings, gaps, iteration, throughput
+from traceview.analysis import (
+    breakdown,
+    bubbles,
+    collectives,
+    facts,
+    findings,
+    gaps,
+    iteration,
+    platform,
+    throughput,
+)
 from traceview.analysis import classes as cls
 
 #: Marks an analysis that takes free keyword arguments (checked by the analysis itself).
@@ -148,6 +158,7 @@ def _findings(t, throughput, rules, classes, details, micro_batches) -> pl.DataF
         micro_batches=micro_batches,
         iterations=t.run("iteration_breakdown"),
         gpu_bubbles=t.run("bubbles"),
+        platform=platform.platform_facts(t.ranks, t.host_events, t.device_tasks),
     )
     return findings.evaluate(table, findings.load_rules(rules))
 

@@ -123,4 +123,16 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
     "mfu_frac": (pl.Float64, "Profile-wide row: mean MFU over the steps (throughput); null when not computed."),
     "model_tflops": (pl.Float64, "Profile-wide row: mean model TFLOP/s per device."),
     "peak_tflops": (pl.Float64, "Profile-wide row: the dense peak TFLOP/s per device used for MFU."),
+    "device_type": (pl.String, "The rank's device: gpu, npu, mtia, cpu; null when unknown (analysis.platform)."),
+    "ddp_seen": (pl.Boolean, "The host recorded DistributedDataParallel activity (analysis.platform)."),
+    "fsdp_seen": (pl.Boolean, "The host recorded FullyShardedDataParallel activity (analysis.platform)."),
+    "graph_launches_per_step": (
+        pl.Float64,
+        "CUDA/HIP graph launches (cudaGraphLaunch, hipGraphLaunch) per step (analysis.platform).",
+    ),
+    "graph_frac": (
+        pl.Float64,
+        "Device time of the tasks graph launches replayed / all device time of the rank (0 without graph launches; "
+        "null without device tasks; analysis.platform).",
+    ),
 }

@@ -333,6 +333,7 @@ def facts(
     micro_batches: int | None = None,
     iterations: pl.DataFrame | None = None,
     gpu_bubbles: pl.DataFrame | None = None,
+    platform: pl.DataFrame | None = None,
     tiny_kernel_us: float = TINY_KERNEL_US,
     gemm_alignment: int = GEMM_ALIGNMENT,
 ) -> pl.DataFrame:
@@ -346,7 +347,8 @@ def facts(
     `pipeline_stages` (bubbles.pipeline_stages), `stragglers` (collectives.stragglers), `throughput`
     (throughput.throughput), `micro_batches` (the run's m, for the ideal bubble), `iterations`
     (iteration.iteration_breakdown), `gpu_bubbles` (bubbles.gpu_bubbles: the pipeline-bubble
-    estimate the pipeline facts read on ranks whose bubble_rule is "pipeline").
+    estimate the pipeline facts read on ranks whose bubble_rule is "pipeline"), `platform`
+    (platform.platform_facts: device type, DDP/FSDP, CUDA graphs).
     `tiny_kernel_us`: the tiny-kernel bound (µs); `gemm_alignment`: the GEMM dim multiple.
     """
     windows = _windows(step_breakdown, trace_breakdown, gpu_bubbles)
@@ -402,6 +404,8 @@ def facts(
         .join(_worst_steps(step_breakdown), on="rank", how="left")
         .join(_iteration_facts(iterations), on="rank", how="left")
     )
+    if platform is not None:
+        out = out.join(platform, on="rank", how="left")
     out = _with_pipeline(out, pipeline_stages, micro_batches)
     out = out.with_columns(pl.col("is_straggler").fill_null(False))
     rows = [out]

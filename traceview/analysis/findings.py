@@ -86,6 +86,8 @@ class Rule:
     anchor: str | None = None
     #: the step or iteration term the finding explains (a `TERMS_EXPLAINED` name), if any
     term: str | None = None
+    #: (condition, text): sentences added to the advice where the condition holds on the row
+    advice_when: tuple[tuple[str, str], ...] = ()
 
     @property
     def threshold(self) -> float:
@@ -176,6 +178,14 @@ def _make_rule(raw: dict, where: str) -> Rule:
         _template_fields(template, where)
     if raw.get("when") is not None:
         condition(raw["when"], where)  # checked at load time
+    advice_when = []
+    for i, item in enumerate(raw.get("advice_when", []), start=1):
+        if not isinstance(item, dict) or set(item) != {"when", "text"}:
+            raise ValueError(f"{where}: advice_when {i} must be a table with 'when' and 'text'")
+        if not all(isinstance(item[k], str) and item[k].strip() for k in ("when", "text")):
+            raise ValueError(f"{where}: advice_when {i}: 'when' and 'text' must be non-empty strings")
+        condition(item["when"], f"{where}: advice_when {i}")
+        advice_when.append((item["when"], " ".join(item["text"].split())))
     if raw.get("term") is not None and raw["term"] not in TERMS_EXPLAINED:
         raise ValueError(f"{where}: term {raw['term']!r} is not a term ({', '.join(TERMS_EXPLAINED)})")
     return Rule(
@@ -192,6 +202,7 @@ def _make_rule(raw: dict, where: str) -> Rule:
         extra=tuple(extra),
         anchor=raw.get("anchor"),
         term=raw.get("term"),
+        advice_when=tuple(advice_when),
     )
 
 
@@ -264,7 +275,10 @@ def evaluate(facts_frame: pl.DataFrame, rules: tuple[Rule, ...] | list[Rule]) ->
         fires = rule.crosses(value, rule.threshold)
         if rule.when:
             fires = fires & condition(rule.when, rule.id)
-        hits = facts_frame.filter(fires.fill_null(False))
+        hits = facts_frame.filter(fires.fill_null(False)).with_columns(
+            condition(when, rule.id).fill_null(False).alias(f"_advice_{i}")
+            for i, (when, _) in enumerate(rule.advice_when)
+        )
         extras = [(t, _template_fields(t, rule.id)) for t in rule.extra]
         for row in hits.to_dicts():
             v = float(row[rule.metric])
@@ -286,7 +300,9 @@ def evaluate(facts_frame: pl.DataFrame, rules: tuple[Rule, ...] | list[Rule]) ->
                     "value": v,
                     "threshold": rule.threshold,
                     "message": text,
-                    "advice": rule.advice,
+                    "advice": " ".join(
+                        [rule.advice] + [text for i, (_, text) in enumerate(rule.advice_when) if row[f"_advice_{i}"]]
+                    ).strip(),
                     "_order": order,
                 }
             )

@@ -286,6 +286,12 @@ def stream_idle(
 # 3. launch delays
 
 
+def _first_of_each_launch(tasks: pl.DataFrame) -> pl.DataFrame:
+    """The tasks without a correlation id, and the earliest task of each (rank, correlation)."""
+    first = pl.col("start_ns").rank("ordinal").over("rank", "correlation") == 1
+    return tasks.filter(pl.col("correlation").is_null() | first)
+
+
 def launch_delays(
     device_tasks: pl.DataFrame, host_events: pl.DataFrame, launches: pl.DataFrame | None = None
 ) -> pl.DataFrame:
@@ -294,13 +300,14 @@ def launch_delays(
     launch_delay_us = task start − launch call end (µs); negative when the task started before
     the launch call returned (common for a short kernel on an idle device). launch_us = the
     launch call's duration (µs). Tasks without a launch call (see the module docstring) are left
-    out.
+    out, and so are all but the first task of a launch call that launched several (a CUDA/HIP
+    graph replay: its later kernels wait for the graph's own earlier ones, not for the host).
 
     Returns rank, stream, step, name, kind, correlation, start_ns, launch_start_ns,
     launch_end_ns, launch_us, launch_delay_us; sorted by rank, start_ns.
     """
     tasks = _with_launch(
-        device_tasks.select("rank", "stream", "step", "name", "kind", "correlation", "start_ns"),
+        _first_of_each_launch(device_tasks.select("rank", "stream", "step", "name", "kind", "correlation", "start_ns")),
         host_events,
         how="inner",
         launches=launches,
@@ -316,16 +323,19 @@ def launch_delay_stats(
 ) -> pl.DataFrame:
     """Launch-delay distribution per rank (µs), over the tasks of `launch_delays`.
 
-    Returns rank, tasks (all device tasks of the rank), count (tasks with a launch call),
-    mean_us, p50_us, p90_us, p99_us, max_us (quantiles with linear interpolation between the
+    Returns rank, tasks (all device tasks of the rank), count (tasks with a launch call, a graph
+    replay counted once), mean_us, p50_us, p90_us, p99_us, max_us (quantiles with linear interpolation between the
     two nearest ranks, as numpy's default; null when count = 0); sorted by rank.
     """
-    tasks = _with_launch(device_tasks.select("rank", "correlation", "start_ns"), host_events, launches=launches)
+    every = device_tasks.select("rank", "correlation", "start_ns")
+    tasks = _with_launch(_first_of_each_launch(every), host_events, launches=launches)
+    totals = every.group_by("rank").agg(pl.len().cast(pl.Int64).alias("tasks"))
     d = _us(pl.col("start_ns") - pl.col("launch_end_ns"))  # null without a launch call
     return (
-        tasks.group_by("rank")
+        tasks.join(totals, on="rank")
+        .group_by("rank")
         .agg(
-            pl.len().cast(pl.Int64).alias("tasks"),
+            pl.col("tasks").first(),
             d.count().cast(pl.Int64).alias("count"),
             d.mean().alias("mean_us"),
             d.quantile(0.5, "linear").alias("p50_us"),
