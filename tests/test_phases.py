@@ -143,3 +143,40 @@ def test_resnet50_phases_follow_its_launches():
     assert (frame["device_optimizer_us"] / frame["iteration_us"]).max() < 0.02
     # the data loading is all wall 'other' (with the short idle after the backward)
     assert (frame["wall_other_us"] - frame["data_loading_us"]).min() >= 0
+
+
+ASCEND_WITH_DATA = [
+    "msinsight/test/data/pytorch/text/level0/rank0_ascend_pt",
+    "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt",
+    "msinsight/test/data/pytorch/db/level2/rank0_ascend_pt",
+]
+
+
+@needs_shared
+@pytest.mark.parametrize("rel", ASCEND_WITH_DATA)
+def test_the_ascend_iteration_from_the_framework_step(rel):
+    """torch_npu profiles (text and DB exports) with a DataLoader span in their framework layer:
+    the iteration is the framework's ProfilerStep#50 range (the device work ends inside it), and
+    its data loading is the DataLoader span, the device idle meanwhile (every one of its instants:
+    the first device task starts after it ends), less the runtime calls inside it."""
+    trace = tv.load(SHARED_TRACES / rel, use_cache=False)
+    row = trace.iteration_breakdown().row(0, named=True)
+    step = trace.steps.row(0, named=True)
+    assert row["iteration_us"] * 1000 == pytest.approx(step["host_end_ns"] - step["host_start_ns"], abs=1)
+    host = trace.host_events
+    loader = host.filter(pl.col("name").str.starts_with("enumerate(DataLoader)#")).row(0, named=True)
+    assert loader["end_ns"] <= step["device_start_ns"]
+    runtime = host.filter(
+        (pl.col("kind") == "runtime")
+        & (pl.col("start_ns") >= loader["start_ns"])
+        & (pl.col("end_ns") <= loader["end_ns"])
+    )
+    frames = host.filter(pl.col("name").str.starts_with("torch/utils/data/"))
+    low = (loader["dur_ns"] - runtime["dur_ns"].sum()) / 1000
+    high = (
+        max(loader["end_ns"], frames["end_ns"].max() or 0) - min(loader["start_ns"], frames["start_ns"].min() or 0)
+    ) / 1000
+    assert low - 1 <= row["data_loading_us"] <= high + 1
+    # the phases: an optimizer and a backward (DDP on the autograd thread), and every wall instant once
+    assert row["device_backward_us"] > 0 or rel.endswith("level0/rank0_ascend_pt")
+    assert sum(row[f"{c}_us"] for c in phases.WALL_COLUMNS) == pytest.approx(row["iteration_us"])

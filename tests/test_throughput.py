@@ -231,5 +231,5 @@ def test_the_headline_shows_tokens_mfu_and_hfu_with_their_formulas():
     assert first["tokens_per_s_per_device"] == pytest.approx(rows["tokens_per_s_per_device"].mean(), rel=1e-9)
     text = render_summary(doc, "text").splitlines()
     assert f"MFU {100 * first['mfu_frac']:.1f} % (HFU {100 * first['hfu_frac']:.1f} %)" in text[1]
-    assert first["mfu_formula"] in text[:6] and first["hfu_formula"] in text[:6]
+    assert first["mfu_formula"] in text[:8] and first["hfu_formula"] in text[:8]
     assert "mfu_frac" not in build_summary(trace)["headline"]
