@@ -3,7 +3,7 @@
 The file is a bare JSON array of Chrome-trace X events written by the MindSpore profiler (1.x-2.x
 old layout): `ts` / `dur` are float µs (relative to the first op, or epoch µs on GPU), `pid` is a
 lane group and `tid` the stream. `args` of an op carries `type` (the op type, e.g. MatMul) and
-`fullname` / `op_full_name` (the scope path) and `input_<i>` descriptors.
+`fullname` / `op_full_name` (the scope path, kept as `scope`) and `input_<i>` descriptors.
 
 Which events are device ops. MindSpore writes beside each timeline a `*timeline_summary_<rank>.json`
 with `op_exe_times` (number of op executions) and `num_of_streams`. Both are reproduced by:
@@ -80,6 +80,7 @@ def events_frame(events: list) -> pl.DataFrame:
         "dur": texts([e.get("dur") for e in events]),
         "op_type": texts([a.get("type") for a in args]),
         "op_full_name": texts([a.get("op_full_name") for a in args]),
+        "fullname": texts([a.get("fullname") for a in args]),
         "grid": texts([a.get("grid_dim") for a in args]),
         "block": texts([a.get("block_dim") for a in args]),
         "input_shapes": [_input_shapes(a) for a in args],
@@ -149,6 +150,7 @@ def parse_mindspore_timeline(path: Path) -> ParsedRank:
         "input_shapes",
         "grid",
         "block",
+        pl.coalesce("fullname", "op_full_name").alias("scope"),
     ).sort("start_ns", "stream", maintain_order=True)
     annotations = (
         ops.filter(stream.is_null()).select("name", pl.col("ts_ns").alias("start_ns"), "end_ns").sort("start_ns")

@@ -180,3 +180,37 @@ def test_the_ascend_iteration_from_the_framework_step(rel):
     # the phases: an optimizer and a backward (DDP on the autograd thread), and every wall instant once
     assert row["device_backward_us"] > 0 or rel.endswith("level0/rank0_ascend_pt")
     assert sum(row[f"{c}_us"] for c in phases.WALL_COLUMNS) == pytest.approx(row["iteration_us"])
+
+
+MINDSPORE = "mindinsight/tests/utils/resource/run_1/normal_run/profiler/timeline_display_1.json"
+
+
+@needs_shared
+def test_mindspore_phases_from_the_op_scopes():
+    """A MindSpore timeline (no steps, no host): each op's phase from its scope (`Gradients/...`
+    backward, `.../optimizer_d-Adam/...` optimizer, the rest of `Default/` forward); the whole-trace
+    device phases add up to the device's busy time."""
+    trace = tv.load(SHARED_TRACES / MINDSPORE, use_cache=False)
+    tasks = trace.device_tasks
+    assert tasks["scope"].str.starts_with("Gradients/").sum() > 1000
+    row = trace.device_phases().row(0, named=True)
+    busy = trace.trace_breakdown().row(0, named=True)
+    assert sum(row[f"{c}_us"] for c in phases.DEVICE_COLUMNS) == pytest.approx(
+        busy["computing_us"] + busy["communication_not_overlapped_us"] + busy["exposed_memcpy_us"], abs=1e-3
+    )
+    backward = tasks.filter(pl.col("scope").str.starts_with("Gradients/"))
+    assert row["device_backward_us"] == pytest.approx(
+        tv.analysis.intervals.union_length(backward, ["rank"])["union_ns"][0] / 1000, abs=1e-3
+    )
+    assert row["device_optimizer_us"] > 0 and row["device_forward_us"] > 0
+
+
+@needs_shared
+def test_an_inference_trace_without_steps_is_forward():
+    """vLLM's piecewise graph replays: no steps, no backward, no optimizer: all device time forward."""
+    trace = tv.load(
+        SHARED_TRACES / "tracelens/tests/traces/inference/vllm_prefilldecode_piecewise/graph_execution.json.gz"
+    )
+    row = trace.device_phases().row(0, named=True)
+    assert row["device_forward_us"] > 0
+    assert row["device_backward_us"] == row["device_optimizer_us"] == row["device_other_us"] == 0

@@ -37,6 +37,7 @@ from traceview.analysis import (
     findings,
     gaps,
     iteration,
+    phases,
     platform,
     throughput,
 )
@@ -163,6 +164,13 @@ def _findings(t, throughput, rules, classes, details, micro_batches) -> pl.DataF
     return findings.evaluate(table, findings.load_rules(rules))
 
 
+def _device_phases(t, rules) -> pl.DataFrame:
+    host = iteration.load_host_rules(rules)
+    del host["data_loading"]
+    _, task_phase = phases.classify(t.device_tasks, t.host_events, t.steps, t.run("launch_calls"), **host)
+    return phases.device_totals(t.device_tasks, task_phase, t.host_events)
+
+
 _CLASSES = {"classes": "compute_classes"}
 
 _ROWS = [
@@ -181,6 +189,15 @@ _ROWS = [
         "rank",
         {"rules": None},
         keys=("rank", "step"),
+        rule_params={"rules": "phases"},
+    ),
+    Analysis(
+        "device_phases",
+        lambda t, rules: _device_phases(t, rules),
+        "traceview.analysis.phases",
+        "rank",
+        {"rules": None},
+        keys=("rank",),
         rule_params={"rules": "phases"},
     ),
     Analysis(

@@ -66,6 +66,11 @@ DEVICE_TASKS: dict[str, tuple[pl.DataType, str]] = {
         "Communication tasks: message size in bytes = max(In msg nelems, Out msg nelems) x dtype size "
         "(the nccl-tests size S); null if not recorded.",
     ),
+    "scope": (
+        pl.String,
+        "The op's framework scope path when the trace records one (MindSpore `fullname` / `op_full_name`, e.g. "
+        "'Gradients/Default/network-WithLossCell/.../Conv2D-op1'); null otherwise.",
+    ),
 }
 
 HOST_EVENTS: dict[str, tuple[pl.DataType, str]] = {

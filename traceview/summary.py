@@ -169,6 +169,7 @@ def build_summary(
     unclassified = dict(trace.unclassified_share(classes).select("rank", "unclassified_share").iter_rows())
     top_kernels = _listed(trace.top_kernels(top, classes))
     rules = dict(steps.group_by("rank").agg(pl.col("window_rule").first()).iter_rows())
+    device_phases = _per_rank(trace.device_phases())
     ranks = []
     for meta in trace.ranks.to_dicts():
         rank = meta["rank"]
@@ -181,6 +182,7 @@ def build_summary(
                 "pipeline_stage": (stages.get(rank) or {}).get("stage"),
                 "pipeline_stages": (stages.get(rank) or {}).get("n_stages"),
                 "trace": _terms(whole[rank]) if rank in whole else None,
+                "device_phases": device_phases.get(rank),
                 "steps": by_rank_steps.get(rank, []),
                 "compute_classes": compute_classes.get(rank, []),
                 "unclassified_share": _round(unclassified.get(rank, 0.0), 6),

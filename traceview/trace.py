@@ -129,6 +129,12 @@ class Trace:
         [[phases.data_loading]] patterns come first. See `traceview.analysis.iteration`."""
         return self.run("iteration_breakdown", rules=rules)
 
+    def device_phases(self, rules: str | None = None) -> pl.DataFrame:
+        """Per rank, over the whole trace: device time by phase (forward, backward, optimizer,
+        other; µs), each busy instant once. Needs no steps (MindSpore timelines, inference). See
+        `traceview.analysis.phases.device_totals`."""
+        return self.run("device_phases", rules=rules)
+
     def headline(self, step: int | None = None) -> pl.DataFrame:
         """One row, over every rank's steps (or only step `step`): mean step and iteration time (µs),
         the exposed communication's share of the step time, each iteration term's share of the

@@ -267,9 +267,10 @@ def iteration_breakdown(
     )
     if launches is None:
         launches = pl.DataFrame(schema={"rank": pl.Int64, "correlation": pl.Int64, "launch_start_ns": pl.Int64})
-    host_phase = phases.host_spans(host_events, steps, phase_rules, not_activity)
-    issued = phases.issue_points(host_events, launches, enqueue, dequeue)
-    tasks = device_tasks.with_columns(phases.task_phases(device_tasks, host_phase, issued, phase_rules).alias("_phase"))
+    host_phase, task_phase = phases.classify(
+        device_tasks, host_events, steps, launches, phase_rules, not_activity, enqueue, dequeue
+    )
+    tasks = device_tasks.with_columns(task_phase.alias("_phase"))
     device = tasks.select(
         "rank", pl.col("kind").replace_strict(SET_OF_KIND, default="comp").alias("set"), "start_ns", "end_ns"
     )

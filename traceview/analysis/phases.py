@@ -11,12 +11,13 @@ pattern, searched in host event names; a user's first):
   autograd engine's device threads do;
 - forward: spans of the rules' forward patterns (none shipped), and the *forward region* of each
   step: from the host step's start to the end of its last backward span inside it (the whole
-  host step when it has none, as in inference);
+  host step when it has none, as in inference); a rank without host steps is one step, from its
+  first host event to its last;
 - a span matching several phases belongs to the first in the priority optimizer, backward,
   forward.
 
-**Device phase of a task**: a [[phase]] entry with a `task` pattern matching the task's name
-decides first (MindSpore scopes); otherwise the phase of the host at the task's *issue point*,
+**Device phase of a task**: a [[phase]] entry with a `task` pattern matching the task's scope
+(MindSpore's `Gradients/...` paths; the name where no scope is recorded) decides first; otherwise the phase of the host at the task's *issue point*,
 the start of its launch call (the runtime event with its correlation id; a graph launch's
 kernels share it). Where a task queue sits between operator and launch (torch_npu: the operator
 records `Enqueue`, a worker thread `Dequeue@...` and the launch inside it), the issue point is the
@@ -101,18 +102,26 @@ def host_spans(
     marked = pl.concat([ev.filter(pl.col("phase").is_not_null()), on_autograd]).select(
         "rank", "phase", "start_ns", "end_ns"
     )
-    return pl.concat([marked, forward_regions(marked, steps)]).unique()
+    # a rank without host steps (an inference trace) is one step: its whole host time
+    stepped = steps.filter(pl.col("host_start_ns").is_not_null() & pl.col("host_end_ns").is_not_null())
+    whole = (
+        ev.join(stepped.select("rank").unique(), on="rank", how="anti")
+        .group_by("rank")
+        .agg(
+            pl.lit(None, pl.Int64).alias("step"),
+            pl.col("start_ns").min().alias("host_start_ns"),
+            pl.col("end_ns").max().alias("host_end_ns"),
+        )
+    )
+    ranges = pl.concat([stepped.select(whole.columns), whole], how="vertical_relaxed")
+    return pl.concat([marked, forward_regions(marked, ranges)]).unique()
 
 
 def forward_regions(marked: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
     """Each host step's forward region: [host start, end of its last backward span starting inside
     it) (clipped to the host step), or the whole host step when no backward span starts inside it.
-    rank, phase ("forward"), start_ns, end_ns."""
-    hosts = (
-        steps.filter(pl.col("host_start_ns").is_not_null() & pl.col("host_end_ns").is_not_null())
-        .select("rank", "step", "host_start_ns", "host_end_ns")
-        .sort("host_start_ns")
-    )
+    `steps`: rank, step, host_start_ns, host_end_ns. rank, phase ("forward"), start_ns, end_ns."""
+    hosts = steps.select("rank", "step", "host_start_ns", "host_end_ns").sort("host_start_ns")
     backward = marked.filter(pl.col("phase") == "backward").select("rank", "start_ns", "end_ns").sort("start_ns")
     last = (
         backward.join_asof(
@@ -122,7 +131,7 @@ def forward_regions(marked: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
         .group_by("rank", "step")
         .agg(pl.col("end_ns").max().alias("_bwd_end"))
     )
-    return hosts.join(last, on=["rank", "step"], how="left").select(
+    return hosts.join(last, on=["rank", "step"], how="left", nulls_equal=True).select(
         "rank",
         pl.lit("forward").alias("phase"),
         pl.col("host_start_ns").alias("start_ns"),
@@ -190,8 +199,9 @@ def task_phases(
     rules: tuple[tuple[str, str, str], ...],
 ) -> pl.Series:
     """The phase of every device task (module docstring), in the order of `device_tasks`."""
+    scoped = pl.coalesce("scope", "name") if "scope" in device_tasks.columns else pl.col("name")
     tasks = (
-        device_tasks.select("rank", "name", "correlation")
+        device_tasks.select("rank", scoped.alias("name"), "correlation")
         .with_row_index("_i")
         .with_columns(_phase_of(rules, "task").alias("_named"))
         .join(issues, on=["rank", "correlation"], how="left")
@@ -205,3 +215,48 @@ def task_phases(
     ).select("_i", phase.alias("_launched"))
     out = tasks.join(launched, on="_i", how="left").sort("_i")
     return out.select(pl.coalesce("_named", "_launched", pl.lit("other")).alias("phase"))["phase"]
+
+
+def classify(
+    device_tasks: pl.DataFrame,
+    host_events: pl.DataFrame,
+    steps: pl.DataFrame,
+    launches: pl.DataFrame,
+    phase_rules: tuple[tuple[str, str, str], ...] = (),
+    not_activity: tuple[str, ...] = (),
+    enqueue: tuple[str, ...] = (),
+    dequeue: tuple[str, ...] = (),
+) -> tuple[pl.DataFrame, pl.Series]:
+    """The host phase spans (`host_spans`) and the phase of every device task (`task_phases`, in
+    the order of `device_tasks`). `launches`: `gaps.launch_calls(host_events)`."""
+    spans = host_spans(host_events, steps, phase_rules, not_activity)
+    issued = issue_points(host_events, launches, enqueue, dequeue)
+    return spans, task_phases(device_tasks, spans, issued, phase_rules)
+
+
+def device_totals(device_tasks: pl.DataFrame, task_phase: pl.Series, host_events: pl.DataFrame) -> pl.DataFrame:
+    """Per rank, over its whole trace: `device_<phase>_us` for the DEVICE_COLUMNS, each device busy
+    instant once by the phase priority (as per iteration, but with no step needed: MindSpore
+    timelines, inference traces). Null on a rank with no host events and no task rule match."""
+    tasks = device_tasks.select("rank", "start_ns", "end_ns").with_columns(task_phase.alias("phase"))
+    spans = pl.concat(
+        [
+            tasks.select("rank", pl.lit("busy").alias("set"), "start_ns", "end_ns"),
+            tasks.filter(pl.col("phase") != "other").select(
+                "rank", ("dev_" + pl.col("phase")).alias("set"), "start_ns", "end_ns"
+            ),
+        ]
+    )
+    measures, before = {}, pl.lit(False)
+    for phase in MARKED:
+        measures[f"device_{phase}_ns"] = pl.col(f"dev_{phase}") & ~before
+        before = before | pl.col(f"dev_{phase}")
+    measures["device_other_ns"] = pl.col("busy") & ~before
+    segs = iv.segments(spans, ["rank"], ["busy", *(f"dev_{p}" for p in MARKED)])
+    known = pl.concat([host_events.select("rank"), tasks.filter(pl.col("phase") != "other").select("rank")]).unique()
+    out = device_tasks.select("rank").unique().join(iv.lengths(segs, ["rank"], measures), on="rank", how="left")
+    known_rank = pl.col("rank").is_in(known["rank"].implode())
+    return out.select(
+        "rank",
+        *[pl.when(known_rank).then(pl.col(f"{c}_ns").fill_null(0) / 1000.0).alias(f"{c}_us") for c in DEVICE_COLUMNS],
+    ).sort("rank")

@@ -78,8 +78,13 @@ def _short(name: str) -> str:
 
 
 def _rank_details(r: dict) -> list[str]:
-    """Compute classes, top kernels, idle per stream, launch delays and long steps of one rank."""
+    """Device time by phase, compute classes, top kernels, idle per stream, launch delays and long
+    steps of one rank."""
     out = []
+    phased = r.get("device_phases") or {}
+    if any(v for v in phased.values()):
+        parts = ", ".join(f"{c.removeprefix('device_')} {phased[f'{c}_us'] / 1000:,.3f}" for c in phases.DEVICE_COLUMNS)
+        out += ["", f"  device time by phase, whole trace (ms): {parts}"]
     if r.get("compute_classes"):
         rows = [dict(c, time_ms=c["time_us"] / 1000, pct=100 * c["share"]) for c in r["compute_classes"]]
         out += [
