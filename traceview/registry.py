@@ -164,10 +164,22 @@ def _findings(t, throughput, rules, classes, details, micro_batches) -> pl.DataF
     return findings.evaluate(table, findings.load_rules(rules))
 
 
+def _labelled_segments(*inputs) -> pl.DataFrame:
+    return iteration.label_segments(iteration.iteration_segments(*inputs)[1])
+
+
 def _device_phases(t, rules) -> pl.DataFrame:
-    host = iteration.load_host_rules(rules)
-    del host["data_loading"]
-    _, task_phase = phases.classify(t.device_tasks, t.host_events, t.steps, t.run("launch_calls"), **host)
+    r = iteration.load_host_rules(rules)
+    _, task_phase = phases.classify(
+        t.device_tasks,
+        t.host_events,
+        t.steps,
+        t.run("launch_calls"),
+        r.phase_rules,
+        r.not_activity,
+        r.enqueue,
+        r.dequeue,
+    )
     return phases.device_totals(t.device_tasks, task_phase, t.host_events)
 
 
@@ -180,17 +192,23 @@ _ROWS = [
         "traceview.analysis.breakdown",
         keys=("rank", "step"),
     ),
-    Analysis(
-        "iteration_breakdown",
-        lambda t, rules: iteration.iteration_breakdown(
-            t.device_tasks, t.host_events, t.steps, t.run("launch_calls"), **iteration.load_host_rules(rules)
-        ),
-        "traceview.analysis.iteration",
-        "rank",
-        {"rules": None},
-        keys=("rank", "step"),
-        rule_params={"rules": "phases"},
-    ),
+    *[
+        Analysis(
+            name,
+            lambda t, rules, fn=fn: fn(
+                t.device_tasks, t.host_events, t.steps, t.run("launch_calls"), iteration.load_host_rules(rules)
+            ),
+            "traceview.analysis.iteration",
+            "rank",
+            {"rules": None},
+            keys=keys,
+            rule_params={"rules": "phases"},
+        )
+        for name, fn, keys in (
+            ("iteration_breakdown", iteration.iteration_breakdown, ("rank", "step")),
+            ("iteration_segments", _labelled_segments, ("rank", "seg_start_ns")),
+        )
+    ],
     Analysis(
         "device_phases",
         lambda t, rules: _device_phases(t, rules),

@@ -129,6 +129,12 @@ class Trace:
         [[phases.data_loading]] patterns come first. See `traceview.analysis.iteration`."""
         return self.run("iteration_breakdown", rules=rules)
 
+    def iteration_segments(self, rules: str | None = None) -> pl.DataFrame:
+        """Where each instant of every iteration went: rank, step, seg_start_ns, seg_end_ns and the
+        segment's term and wall phase (the iteration_breakdown's attribution, instant by instant;
+        the Perfetto export draws them). See `traceview.analysis.iteration.label_segments`."""
+        return self.run("iteration_segments", rules=rules)
+
     def device_phases(self, rules: str | None = None) -> pl.DataFrame:
         """Per rank, over the whole trace: device time by phase (forward, backward, optimizer,
         other; µs), each busy instant once. Needs no steps (MindSpore timelines, inference). See

@@ -47,6 +47,7 @@ other_idle_us.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -122,6 +123,20 @@ def _phase_measures() -> dict[str, pl.Expr]:
 
 _MEASURES.update(_phase_measures())
 
+
+@dataclasses.dataclass(frozen=True)
+class HostRules:
+    """What the host's spans mean (`traceview/rules/phases.toml`; `load_host_rules`): regexes of
+    host event names that are data loading / not program activity / a task queue's Enqueue and
+    Dequeue, and the phase rules, (phase, "host" or "task", regex) in order."""
+
+    data_loading: tuple[str, ...] = ()
+    not_activity: tuple[str, ...] = ()
+    enqueue: tuple[str, ...] = ()
+    dequeue: tuple[str, ...] = ()
+    phase_rules: tuple[tuple[str, str, str], ...] = ()
+
+
 #: The pattern lists of `traceview/rules/phases.toml` (each entry one `pattern`).
 _PATTERN_KEYS = ("data_loading", "not_activity", "enqueue", "dequeue")
 _PHASE_KEYS = {"phase", "host", "task"}
@@ -137,12 +152,10 @@ def _phase_entry(entry: dict, where: str) -> tuple[str, str, str]:
     return entry["phase"], key, rule_tables.check_regex(entry[key], where, key=key)
 
 
-def load_host_rules(extra: str | Path | Sequence[str | Path] | None = None) -> dict[str, tuple]:
+def load_host_rules(extra: str | Path | Sequence[str | Path] | None = None) -> HostRules:
     """The host-span and phase patterns of `traceview/rules/phases.toml`, a user's first (`extra`:
-    rules files whose `[[phases.<key>]]` entries come first): {"data_loading": (...),
-    "not_activity": (...), "enqueue": (...), "dequeue": (...)} (regexes) and "phase_rules":
-    ((phase, "host" or "task", regex), ...). RulesError naming the file and entry for an
-    unknown key or a bad regex."""
+    rules files whose `[[phases.<key>]]` entries come first). RulesError naming the file and
+    entry for an unknown key or a bad regex."""
     docs = [(p, rule_tables.section(p, "phases")) for p in rule_tables.user_files(extra)]
     docs = [(p, d) for p, d in docs if d is not None]
     docs.append((rule_tables.shipped_path("phases"), rule_tables.shipped("phases")))
@@ -163,9 +176,7 @@ def load_host_rules(extra: str | Path | Sequence[str | Path] | None = None) -> d
                 if set(entry) != {"pattern"}:
                     raise rule_tables.RulesError(f"{where}: an entry has one key, 'pattern'")
                 out[key].append(rule_tables.check_regex(entry["pattern"], where))
-    rules = {k: tuple(out[k]) for k in _PATTERN_KEYS}
-    rules["phase_rules"] = tuple(out["phase"])
-    return rules
+    return HostRules(**{k: tuple(out[k]) for k in _PATTERN_KEYS}, phase_rules=tuple(out["phase"]))
 
 
 def _any_of(patterns: tuple[str, ...]) -> pl.Expr:  # noqa: D103
@@ -240,47 +251,38 @@ def windows(steps: pl.DataFrame, device_tasks: pl.DataFrame, launches: pl.DataFr
     )
 
 
-def iteration_breakdown(
+def iteration_segments(
     device_tasks: pl.DataFrame,
     host_events: pl.DataFrame,
     steps: pl.DataFrame,
     launches: pl.DataFrame | None = None,
-    data_loading: tuple[str, ...] = (),
-    not_activity: tuple[str, ...] = (),
-    enqueue: tuple[str, ...] = (),
-    dequeue: tuple[str, ...] = (),
-    phase_rules: tuple[tuple[str, str, str], ...] = (),
-) -> pl.DataFrame:
-    """Per rank and step: the iteration window, its terms and its phases (definitions in the
-    module docstring and `traceview.analysis.phases`).
-
-    `data_loading` / `not_activity`: the regexes of host span names that are data loading / not
-    program activity; `enqueue` / `dequeue`: a task queue's events; `phase_rules`: (phase, "host"
-    or "task", regex) (`load_host_rules()` gives the shipped ones, plus a user's).
-
-    Returns rank, step, iteration_rule, iteration_start_ns, iteration_end_ns, iteration_us, the
-    TERMS (`_us`), host_runtime_us, host_framework_us, the PHASE_COLUMNS (`_us`); sorted by rank,
-    step.
-    """
+    rules: HostRules = HostRules(),
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The iteration's sweep: the iteration windows (`windows`, as win_start_ns / win_end_ns),
+    the elementary segments of every window with one Boolean column per set (_SETS), and the
+    ranks whose device tasks a task rule gave a phase. The terms and phases are lengths of
+    Boolean combinations of these columns (_MEASURES); `label_segments` names each segment's."""
     win = windows(steps, device_tasks, launches).rename(
         {"iteration_start_ns": "win_start_ns", "iteration_end_ns": "win_end_ns"}
     )
     if launches is None:
         launches = pl.DataFrame(schema={"rank": pl.Int64, "correlation": pl.Int64, "launch_start_ns": pl.Int64})
     host_phase, task_phase = phases.classify(
-        device_tasks, host_events, steps, launches, phase_rules, not_activity, enqueue, dequeue
+        device_tasks, host_events, steps, launches, rules.phase_rules, rules.not_activity, rules.enqueue, rules.dequeue
     )
     tasks = device_tasks.with_columns(task_phase.alias("_phase"))
     device = tasks.select(
         "rank", pl.col("kind").replace_strict(SET_OF_KIND, default="comp").alias("set"), "start_ns", "end_ns"
     )
-    activity = host_events.filter(~_any_of(not_activity))
+    activity = host_events.filter(~_any_of(rules.not_activity))
     host = pl.concat(
         [
             activity.filter(pl.col("kind") == "runtime").select(
                 "rank", pl.lit("runtime").alias("set"), "start_ns", "end_ns"
             ),
-            activity.filter(_any_of(data_loading)).select("rank", pl.lit("data").alias("set"), "start_ns", "end_ns"),
+            activity.filter(_any_of(rules.data_loading)).select(
+                "rank", pl.lit("data").alias("set"), "start_ns", "end_ns"
+            ),
             activity.filter(pl.col("kind").is_in(["operator", "annotation"])).select(
                 "rank", pl.lit("host").alias("set"), "start_ns", "end_ns"
             ),
@@ -296,9 +298,64 @@ def iteration_breakdown(
     lived = win.filter(pl.col("win_end_ns") > pl.col("win_start_ns"))
     segs = iv.segments(spans, ["rank"], _SETS, cuts=iv.window_cuts(lived, ["rank"]))
     segs = iv.clip_to_windows(segs, lived, ["rank"], "step")
+    named_ranks = tasks.filter(pl.col("_phase") != "other").select("rank").unique()
+    return win, segs, named_ranks
+
+
+#: The terms of a segment in attribution order (_MEASURES' term keys; host_overhead in its parts).
+SEGMENT_TERMS = [
+    "iteration_computing",
+    "iteration_exposed_comm",
+    "iteration_exposed_memcpy",
+    "host_runtime",
+    "data_loading",
+    "host_framework",
+    "other_idle",
+]
+
+
+def label_segments(segs: pl.DataFrame) -> pl.DataFrame:
+    """Where each instant of every iteration went: `iteration_segments`' segments as rank, step,
+    seg_start_ns, seg_end_ns, `term` (the SEGMENT_TERMS entry the segment's time goes to) and
+    `wall_phase` (forward, backward, optimizer or other), sorted by rank and time: the same
+    attribution as the iteration's terms and wall phases, so the segments of one rank-step and
+    term add up to its `<term>_us` (host terms on ranks with host events)."""
+
+    def first(names: list[str], prefix: str = "") -> pl.Expr:
+        expr = pl.lit(None, pl.String)
+        for name in reversed(names):
+            expr = pl.when(_MEASURES[f"{prefix}{name}_ns"]).then(pl.lit(name.removeprefix(prefix))).otherwise(expr)
+        return expr
+
+    return (
+        segs.with_columns(
+            first(SEGMENT_TERMS).alias("term"),
+            first([f"wall_{p}" for p in phases.PHASES]).str.strip_prefix("wall_").alias("wall_phase"),
+        )
+        .select("rank", "step", "seg_start_ns", "seg_end_ns", "term", "wall_phase")
+        .sort("rank", "seg_start_ns")
+    )
+
+
+def iteration_breakdown(
+    device_tasks: pl.DataFrame,
+    host_events: pl.DataFrame,
+    steps: pl.DataFrame,
+    launches: pl.DataFrame | None = None,
+    rules: HostRules = HostRules(),
+) -> pl.DataFrame:
+    """Per rank and step: the iteration window, its terms and its phases (definitions in the
+    module docstring and `traceview.analysis.phases`).
+
+    `rules`: what the host spans mean (`load_host_rules()` gives the shipped ones, plus a user's).
+
+    Returns rank, step, iteration_rule, iteration_start_ns, iteration_end_ns, iteration_us, the
+    TERMS (`_us`), host_runtime_us, host_framework_us, the PHASE_COLUMNS (`_us`); sorted by rank,
+    step.
+    """
+    win, segs, named_ranks = iteration_segments(device_tasks, host_events, steps, launches, rules)
     measured = iv.lengths(segs, ["rank", "step"], _MEASURES)
     host_ranks = host_events.select("rank").unique().with_columns(pl.lit(True).alias("_host"))
-    named_ranks = tasks.filter(pl.col("_phase") != "other").select("rank").unique()
     phased_ranks = (
         pl.concat([host_ranks.select("rank"), named_ranks]).unique().with_columns(pl.lit(True).alias("_phased"))
     )

@@ -249,6 +249,34 @@ def report(
 
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
+@click.option(
+    "--format", "fmt", type=click.Choice(["perfetto"]), default="perfetto", show_default=True, help="Export format."
+)
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), default=None, help="Output file (default: beside PATH)."
+)
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@LoadOptions.options
+@handle_errors
+def export(path: Path, fmt: str, output, force: bool, load: LoadOptions) -> None:
+    """Write the profile for another viewer: --format perfetto is a Chrome-trace JSON file that
+    ui.perfetto.dev and chrome://tracing open (every rank, the events, flows from launches to
+    kernels, and traceview's iteration, terms, phases and findings as tracks; docs/export.md)."""
+    from traceview.cli.report import check_writable, default_output, write_output
+    from traceview.dashboards.perfetto import perfetto_json
+
+    out = default_output(path, fmt) if output is None else output
+    check_writable(out, fmt, force)  # before the load: a bad target costs nothing
+    trace = load.load(path)
+    write_output(out, fmt, lambda: perfetto_json(trace), force)
+    echo_err(f"wrote {out}")
+    _warn_on_stderr(trace.warnings, trace.failures, fmt)
+    if trace.failures:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (127.0.0.1: this machine only).")
 @click.option(
     "--port", type=click.IntRange(1, 65535), default=8050, show_default=True, help="Port (the next free one if taken)."

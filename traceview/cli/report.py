@@ -23,7 +23,13 @@ import orjson
 
 from traceview.errors import TraceError
 
-SUFFIX = {"html": ".report.html", "json": ".report.json", "csv": ".report-csv", "parquet": ".report-parquet"}
+SUFFIX = {
+    "html": ".report.html",
+    "json": ".report.json",
+    "csv": ".report-csv",
+    "parquet": ".report-parquet",
+    "perfetto": ".perfetto.json",
+}
 #: Formats written as a folder of tables (the others are one file).
 FOLDER_FORMATS = ("csv", "parquet")
 TRACE_EXTENSIONS = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json")
@@ -142,7 +148,9 @@ def write_output(out: Path, fmt: str, render, force: bool) -> None:
             _move_folder(tmp, out, names)
         else:
             data = render()
-            if fmt == "html":
+            if isinstance(data, bytes):  # a document already encoded (the Perfetto export)
+                tmp.write_bytes(data)
+            elif fmt == "html":
                 tmp.write_text(data, encoding="utf-8")
             else:
                 tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
