@@ -242,12 +242,19 @@ def _tasks(tasks: pl.DataFrame, args: list) -> pl.DataFrame:
 
 def _with_args(rows: pl.DataFrame, args: list, fields: pl.Schema, names: dict[str, str]) -> pl.DataFrame:
     """`rows` (with `_a`) plus one column per arg in `fields` (read as text, cast leniently to
-    its dtype, named by `names`)."""
+    its dtype, named by `names`; a value that is not a string or a number, e.g. a list, is null)."""
     found = [a if type(a := args[p]) is dict else _EMPTY for p in rows["_a"].to_list()]
     return rows.with_columns(
-        pl.Series(names[key], [a.get(key) for a in found], dtype=pl.String, strict=False).cast(dtype, strict=False)
+        pl.Series(names[key], [_scalar(a.get(key)) for a in found], dtype=pl.String, strict=False).cast(
+            dtype, strict=False
+        )
         for key, dtype in fields.items()
     )
+
+
+def _scalar(value):
+    """`value` if it is a string or a number (not a bool), else None."""
+    return value if type(value) in (str, int, float) else None
 
 
 _EMPTY: dict = {}

@@ -225,3 +225,27 @@ def test_odd_values_in_kernel_args(tmp_path, key, token):
     t = _load(tmp_path, (head + f'"{key}": {token}' + rest).replace('"gemm_kernel"', '"gemm\\ud800"', 1))
     assert sorted(_kernel_us(t)) == [1.0, 20.25]
     t.step_breakdown(), t.trace_breakdown()
+
+
+def test_a_collective_arg_that_is_a_list_is_null(tmp_path):
+    """Found by the property test: a communication kernel whose `Collective name` arg is a list
+    ([false, []]) raised polars' TypeError from the parser; the arg is now read as missing."""
+    import orjson
+
+    import traceview as tv
+
+    path = tmp_path / "t.pt.trace.json"
+    kernel = {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+        "pid": 1,
+        "tid": 7,
+        "ts": 10,
+        "dur": 5,
+        "args": {"stream": 7, "Collective name": [False, []], "Group size": [1]},
+    }
+    path.write_bytes(orjson.dumps({"traceEvents": [kernel]}))
+    tasks = tv.load(path, use_cache=False).device_tasks
+    assert tasks["kind"].to_list() == ["communication"]
+    assert tasks["group_size"].to_list() == [None]
