@@ -419,16 +419,7 @@ def reference_steps(r: Rank) -> dict[int, dict]:
 # ---------------------------------------------------------------------------------------------
 # Checks shared by the properties.
 
-TERMS = [
-    "computing",
-    "communication",
-    "overlapped",
-    "communication_not_overlapped",
-    "exposed_memcpy",
-    "free",
-    "idle",
-    "busy",
-]
+TERMS = list(ref.WINDOW_TERMS)
 
 
 def _ns(us: float | None) -> int | None:
@@ -459,7 +450,7 @@ def check_empty_window(row: dict, where: str) -> None:
     """A step window holding no busy time: every measured term 0, all of it idle; the terms that
     need a busy span (free, stage, preparing) are null."""
     assert row["last_busy_ns"] is None, where
-    for t in ["computing", "communication", "overlapped", "communication_not_overlapped", "exposed_memcpy", "busy"]:
+    for t in ref.TERMS:
         assert row[f"{t}_us"] == 0, f"{where}: {t}"
     assert row["idle_us"] == row["duration_us"] >= 0, where
     assert row["free_us"] is None and row["stage_us"] is None and row["preparing_us"] is None, where
