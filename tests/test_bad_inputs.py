@@ -29,6 +29,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import DATA, ROOT
+from tests.support.serve import serve
 from traceview.cli.main import main
 
 pytestmark = pytest.mark.integration
@@ -527,23 +528,7 @@ def _free_port() -> int:
 def test_serve_in_a_real_process(tmp_path):
     """A recoverable input is served (HTTP 200 on /); a fatal one exits 1 before binding."""
     port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "traceview",
-            "serve",
-            str(path_of("duplicated.json")),
-            "--port",
-            str(port),
-            "--no-cache",
-            "-q",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = serve(path_of("duplicated.json"), "--port", str(port), "--no-cache", "-q", text=True)
     try:
         deadline = time.monotonic() + 60
         status = None
