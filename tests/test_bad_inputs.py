@@ -29,6 +29,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import DATA, ROOT
+from tests.support.serve import serve
 from traceview.cli.main import main
 
 pytestmark = pytest.mark.integration
@@ -346,36 +347,31 @@ def test_fatal_serve_exits_before_serving(name, fake_server):
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", LOADS)
-def test_loads_info(name):
+def _loads_with_its_warnings(command: str, name: str) -> dict:
+    """`command` (info or summary) on a recoverable input: exit 0, no failures, the expected warnings
+    in the JSON document, the same on stderr and in the text output. Returns the JSON document."""
     case = CASES[name]
-    out = cli("info", str(path_of(name)), "--format", "json")
+    out = cli(command, str(path_of(name)), "--format", "json")
     assert out.code == 0, out.stderr
     doc = out.json()
     assert doc["failures"] == []
     warning_lines(doc["warnings"], case.warnings + case.summary_warnings, "json")
     assert stderr_warnings(out) == doc["warnings"]
-    text = cli("info", str(path_of(name)))
+    text = cli(command, str(path_of(name)))
     assert text.code == 0 and text.stderr == ""
     for line in doc["warnings"]:
         assert f"  - {line}\n" in text.stdout + "\n"
+    return doc
+
+
+@pytest.mark.parametrize("name", LOADS)
+def test_loads_info(name):
+    _loads_with_its_warnings("info", name)
 
 
 @pytest.mark.parametrize("name", LOADS)
 def test_loads_summary_with_the_clean_numbers(name):
-    case = CASES[name]
-    out = cli("summary", str(path_of(name)), "--format", "json")
-    assert out.code == 0, out.stderr
-    doc = out.json()
-    assert doc["failures"] == []
-    expected = case.warnings + case.summary_warnings
-    warning_lines(doc["warnings"], expected, "json")
-    assert stderr_warnings(out) == doc["warnings"]
-    assert_same_numbers(doc, name)
-    text = cli("summary", str(path_of(name)))
-    assert text.code == 0 and text.stderr == ""
-    for line in doc["warnings"]:
-        assert f"  - {line}\n" in text.stdout + "\n"
+    assert_same_numbers(_loads_with_its_warnings("summary", name), name)
 
 
 @pytest.mark.parametrize("name", LOADS)
@@ -527,23 +523,7 @@ def _free_port() -> int:
 def test_serve_in_a_real_process(tmp_path):
     """A recoverable input is served (HTTP 200 on /); a fatal one exits 1 before binding."""
     port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "traceview",
-            "serve",
-            str(path_of("duplicated.json")),
-            "--port",
-            str(port),
-            "--no-cache",
-            "-q",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = serve(path_of("duplicated.json"), "--port", str(port), "--no-cache", "-q", text=True)
     try:
         deadline = time.monotonic() + 60
         status = None

@@ -11,6 +11,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
+from tests.support.intervals import WINDOW_TERMS
 from tests.test_real_traces import ASCEND_DIRS, KINETO
 from traceview.analysis.breakdown import step_breakdown, trace_breakdown
 
@@ -158,16 +159,7 @@ def test_dp4_sample_steps_equal_construction():
         for step_name, want in e["steps"].items():
             step = int(step_name.split("#")[1])
             row = got.filter((pl.col("rank") == int(rank)) & (pl.col("step") == step)).row(0, named=True)
-            for term in (
-                "computing",
-                "communication",
-                "overlapped",
-                "communication_not_overlapped",
-                "exposed_memcpy",
-                "busy",
-                "free",
-                "idle",
-            ):
+            for term in WINDOW_TERMS:
                 assert row[f"{term}_us"] * 1000 == pytest.approx(want[f"{term}_ns"], abs=0.5), (rank, step, term)
             assert row["duration_us"] * 1000 == pytest.approx(want["window_ns"], abs=0.5)
     _check_identities(got)

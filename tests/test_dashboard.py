@@ -20,6 +20,8 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, ROOT, SAMPLES
+from tests.support.callbacks import dependency, request
+from tests.support.serve import serve
 from traceview.dashboards import figures
 from traceview.dashboards.app import app_for, create_app
 from traceview.dashboards.colors import CLASS_COLORS, TERM_COLORS
@@ -227,17 +229,9 @@ def test_served_pages(dp4_app):
 
 def test_overview_callback_over_http(dp4_app):
     client = dp4_app.server.test_client()
-    deps = orjson.loads(client.get("/_dash-dependencies").data)
-    (dep,) = [d for d in deps if "fig-breakdown.figure" in d["output"]]
-    payload = {
-        "output": dep["output"],
-        "outputs": [
-            {"id": o.split(".")[0], "property": o.split(".")[1]} for o in dep["output"].strip(".").split("...")
-        ],
-        "inputs": [{"id": "url", "property": "search", "value": "?rank=3&step=5"}],
-        "changedPropIds": ["url.search"],
-        "state": [],
-    }
+    dep = dependency(client, "fig-breakdown.figure")
+    inputs = [{"id": "url", "property": "search", "value": "?rank=3&step=5"}]
+    payload = request(dep, inputs, ["url.search"], state=[])
     resp = client.post("/_dash-update-component", json=payload)
     assert resp.status_code == 200, resp.data[:500]
     body = orjson.loads(resp.data)["response"]
@@ -270,16 +264,8 @@ def test_hostile_kernel_name_is_only_data(hostile_trace):
         assert not {"cellRenderer", "cellRendererSelector"} & set(column), column
     assert not getattr(grid, "dangerously_allow_code", False)
     # over the wire the name is a JSON string value (application/json), never markup in HTML
-    deps = orjson.loads(client.get("/_dash-dependencies").data)
-    (dep,) = [d for d in deps if "kernel-table.rowData" in d["output"]]
-    payload = {
-        "output": dep["output"],
-        "outputs": [
-            {"id": o.split(".")[0], "property": o.split(".")[1]} for o in dep["output"].strip(".").split("...")
-        ],
-        "inputs": [{"id": "url", "property": "search", "value": ""}],
-        "changedPropIds": ["url.search"],
-    }
+    dep = dependency(client, "kernel-table.rowData")
+    payload = request(dep, [{"id": "url", "property": "search", "value": ""}], ["url.search"])
     resp = client.post("/_dash-update-component", json=payload)
     assert resp.status_code == 200 and resp.content_type.startswith("application/json")
     assert HOSTILE in [r["name"] for r in orjson.loads(resp.data)["response"]["kernel-table"]["rowData"]]
@@ -324,24 +310,7 @@ def test_serve_starts_a_real_server_on_the_next_free_port(tmp_path):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "traceview",
-                "serve",
-                "sample_traces/dp4_nccl",
-                "-q",
-                "--port",
-                str(port),
-                "--cache-dir",
-                str(tmp_path),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc = serve("sample_traces/dp4_nccl", "-q", "--port", str(port), "--cache-dir", str(tmp_path), text=True)
         try:
             line = proc.stdout.readline()  # printed before the server starts
             assert line.startswith("Serving sample_traces/dp4_nccl at http://127.0.0.1:"), line
@@ -367,8 +336,7 @@ def test_serve_starts_a_real_server_on_the_next_free_port(tmp_path):
 
 def _post_sync(client, search, ranks, step, changed, compare=(None, None), **widgets):
     """Post the URL <-> widgets sync callback: `widgets` maps a FILTER_WIDGETS id to its value."""
-    deps = orjson.loads(client.get("/_dash-dependencies").data)
-    (dep,) = [d for d in deps if "url.search" in d["output"]]
+    dep = dependency(client, "url.search")
     values = {
         "rank-select": ranks,
         "step-select": step,
@@ -379,15 +347,9 @@ def _post_sync(client, search, ranks, step, changed, compare=(None, None), **wid
         "tl-host": None,
         **widgets,
     }
-    payload = {
-        "output": dep["output"],
-        "outputs": [
-            {"id": o.split(".")[0], "property": o.split(".")[1]} for o in dep["output"].strip(".").split("...")
-        ],
-        "inputs": [{"id": "url", "property": "search", "value": search}]
-        + [{"id": w, "property": prop, "value": values[w]} for w, prop in FILTER_WIDGETS.items()],
-        "changedPropIds": [changed],
-    }
+    inputs = [{"id": "url", "property": "search", "value": search}]
+    inputs += [{"id": w, "property": prop, "value": values[w]} for w, prop in FILTER_WIDGETS.items()]
+    payload = request(dep, inputs, [changed])
     resp = client.post("/_dash-update-component", json=payload)
     assert resp.status_code in (200, 204), resp.data[:300]
     return orjson.loads(resp.data)["response"] if resp.status_code == 200 else {}

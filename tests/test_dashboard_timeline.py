@@ -14,6 +14,8 @@ from dash.exceptions import PreventUpdate
 
 import traceview as tv
 from tests.conftest import SAMPLES, timeline_segments
+from tests.support.callbacks import dependency, request
+from tests.support.timeline import frame
 from tests.test_dashboard import HOSTILE, hostile_trace  # noqa: F401  (fixture)
 from traceview.analysis import timeline as tl
 from traceview.dashboards.app import app_for
@@ -242,16 +244,6 @@ def _cells(children):
     return out
 
 
-def _dep(client, output):
-    deps = orjson.loads(client.get("/_dash-dependencies").data)
-    (dep,) = [d for d in deps if output in d["output"]]
-    return dep
-
-
-def _outputs(dep):
-    return [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in dep["output"].strip(".").split("...")]
-
-
 def test_timeline_page_over_http(dp4):
     _, app = dp4
     client = app.server.test_client()
@@ -259,20 +251,15 @@ def test_timeline_page_over_http(dp4):
     assert page.status_code == 200 and b"<title>traceview</title>" in page.data
     layout = client.get("/_dash-layout").data
     assert b'"nav-timeline"' in layout and b'"\\u002ftimeline"' in layout and b'"tl-graph"' in layout
-    dep = _dep(client, "tl-graph.figure")
-    payload = {
-        "output": dep["output"],
-        "outputs": _outputs(dep),
-        "inputs": [
-            {"id": "url", "property": "pathname", "value": "/timeline"},
-            {"id": "url", "property": "search", "value": "?rank=1"},
-            {"id": "tl-window", "property": "data", "value": {"xaxis.range[0]": 30, "xaxis.range[1]": 32, "_seq": 1.5}},
-            {"id": "tl-step", "property": "value", "value": None},
-            {"id": "tl-reset", "property": "n_clicks", "value": 0},
-        ],
-        "changedPropIds": ["tl-window.data"],
-        "state": [],
-    }
+    dep = dependency(client, "tl-graph.figure")
+    inputs = [
+        {"id": "url", "property": "pathname", "value": "/timeline"},
+        {"id": "url", "property": "search", "value": "?rank=1"},
+        {"id": "tl-window", "property": "data", "value": {"xaxis.range[0]": 30, "xaxis.range[1]": 32, "_seq": 1.5}},
+        {"id": "tl-step", "property": "value", "value": None},
+        {"id": "tl-reset", "property": "n_clicks", "value": 0},
+    ]
+    payload = request(dep, inputs, ["tl-window.data"], state=[])
     resp = client.post("/_dash-update-component", json=payload)
     assert resp.status_code == 200, resp.data[:500]
     body = orjson.loads(resp.data)["response"]
@@ -280,17 +267,12 @@ def test_timeline_page_over_http(dp4):
     assert fig["layout"]["xaxis"]["range"] == pytest.approx([30, 32])
     assert all(t["type"] == "scattergl" for t in fig["data"]) and body["tl-note"]["children"].startswith("raw: ")
     # the page switch keeps the query string in the navigation
-    dep = _dep(client, "page-timeline.style")
-    payload = {
-        "output": dep["output"],
-        "outputs": _outputs(dep),
-        "inputs": [
-            {"id": "url", "property": "pathname", "value": "/timeline"},
-            {"id": "url", "property": "search", "value": "?rank=1"},
-        ],
-        "changedPropIds": ["url.pathname"],
-        "state": [],
-    }
+    dep = dependency(client, "page-timeline.style")
+    inputs = [
+        {"id": "url", "property": "pathname", "value": "/timeline"},
+        {"id": "url", "property": "search", "value": "?rank=1"},
+    ]
+    payload = request(dep, inputs, ["url.pathname"], state=[])
     body = orjson.loads(client.post("/_dash-update-component", json=payload).data)["response"]
     assert body["page-timeline"]["style"] == {} and body["page-overview"]["style"] == {"display": "none"}
     assert body["nav-overview"]["href"] == "/?rank=1" and body["nav-timeline"]["href"] == "/timeline?rank=1"
@@ -312,20 +294,7 @@ def test_hostile_kernel_name_stays_text(hostile_trace):  # noqa: F811
 
 
 def test_timeline_data_without_steps_or_tasks():
-    empty = pl.DataFrame(
-        schema={
-            "rank": pl.Int64,
-            "stream": pl.Int64,
-            "name": pl.String,
-            "kind": pl.String,
-            "start_ns": pl.Int64,
-            "end_ns": pl.Int64,
-            "dur_ns": pl.Int64,
-            "step": pl.Int64,
-            "correlation": pl.Int64,
-        }
-    )
-    data = TimelineData(empty)
+    data = TimelineData(frame([]))
     fig, note, mode = data.figure(*data.full_window())
     assert mode == "empty" and note == "no device tasks" and data.step_window(1) is None
     assert data.find("x|y") is None and data.window_from_relayout({"xaxis.range[0]": "a", "xaxis.range[1]": 1}) is None
@@ -404,23 +373,18 @@ def test_compare_view_of_a_big_profile_stays_under_the_limit(big_app):
 def test_step_picker_clears_after_a_zoom_so_the_same_step_can_be_picked_again(dp4):
     _, app = dp4
     client = app.server.test_client()
-    dep = _dep(client, "tl-graph.figure")
+    dep = dependency(client, "tl-graph.figure")
     assert "tl-step.value" in dep["output"]
 
     def post(changed, relayout, step):
-        payload = {
-            "output": dep["output"],
-            "outputs": _outputs(dep),
-            "inputs": [
-                {"id": "url", "property": "pathname", "value": "/timeline"},
-                {"id": "url", "property": "search", "value": ""},
-                {"id": "tl-graph", "property": "relayoutData", "value": relayout},
-                {"id": "tl-step", "property": "value", "value": step},
-                {"id": "tl-reset", "property": "n_clicks", "value": 0},
-            ],
-            "changedPropIds": [changed],
-            "state": [],
-        }
+        inputs = [
+            {"id": "url", "property": "pathname", "value": "/timeline"},
+            {"id": "url", "property": "search", "value": ""},
+            {"id": "tl-graph", "property": "relayoutData", "value": relayout},
+            {"id": "tl-step", "property": "value", "value": step},
+            {"id": "tl-reset", "property": "n_clicks", "value": 0},
+        ]
+        payload = request(dep, inputs, [changed], state=[])
         resp = client.post("/_dash-update-component", json=payload)
         assert resp.status_code == 200, resp.data[:300]
         return orjson.loads(resp.data)["response"]

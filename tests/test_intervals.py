@@ -9,34 +9,17 @@ from hypothesis import strategies as st
 
 from tests.support import intervals as ref
 from traceview.analysis import intervals as iv
+from traceview.analysis.breakdown import MEASURES
 
 SETS = ["comp", "comm", "mem"]
 
 
 def _reference(rows, window=None):
-    """Slow reference (tests.support.intervals.cells): every cell between all boundaries, with the
+    """Slow reference (tests.support.intervals.lengths): every cell between all boundaries, with the
     sets covering it."""
     lo, hi = window or (min((s for _, s, _ in rows), default=0), max((e for _, _, e in rows), default=0))
-    out = {"comp": 0, "comm": 0, "overlap": 0, "comm_only": 0, "mem_exposed": 0, "busy": 0}
-    for t0, t1, on in ref.cells(rows, lo, hi):
-        n = t1 - t0
-        out["comp"] += n * ("comp" in on)
-        out["comm"] += n * ("comm" in on)
-        out["overlap"] += n * ({"comp", "comm"} <= on)
-        out["comm_only"] += n * ("comm" in on and "comp" not in on)
-        out["mem_exposed"] += n * (on == {"mem"})
-        out["busy"] += n * bool(on & {"comp", "comm", "mem"})
-    return out
+    return ref.lengths(rows, lo, hi)
 
-
-MEASURES = {
-    "comp": pl.col("comp"),
-    "comm": pl.col("comm"),
-    "overlap": pl.col("comp") & pl.col("comm"),
-    "comm_only": pl.col("comm") & ~pl.col("comp"),
-    "mem_exposed": pl.col("mem") & ~pl.col("comp") & ~pl.col("comm"),
-    "busy": pl.col("comp") | pl.col("comm") | pl.col("mem"),
-}
 
 interval = st.tuples(st.sampled_from(SETS), st.integers(0, 60), st.integers(0, 20)).map(
     lambda t: (t[0], t[1], t[1] + t[2])
@@ -92,7 +75,14 @@ def test_hand_made_case():
     rows = [("comp", 0, 10), ("comp", 5, 15), ("comm", 12, 30), ("mem", 28, 40), ("comp", 35, 36)]
     segs = iv.segments(_frame(rows), ["rank"], SETS)
     got = iv.lengths(segs, ["rank"], MEASURES).drop("rank").row(0, named=True)
-    assert got == {"comp": 16, "comm": 18, "overlap": 3, "comm_only": 15, "mem_exposed": 9, "busy": 40}
+    assert got == {
+        "computing": 16,
+        "communication": 18,
+        "overlapped": 3,
+        "communication_not_overlapped": 15,
+        "exposed_memcpy": 9,
+        "busy": 40,
+    }
 
 
 def test_union_length_groups():

@@ -29,6 +29,7 @@ import random
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import polars as pl
 import pytest
@@ -90,15 +91,13 @@ KINDS = {
 # The generator: the truth in integer ns, then the Kineto document.
 
 
-@dataclass
-class Task:
+class _Interval:
+    """A generated task's end and canonical set (the first field of its kind in the class's `kinds`)."""
+
+    kinds: ClassVar[dict[str, tuple]]
     kind: str
-    name: str
-    stream: int
-    start: int  # ns
-    dur: int  # ns
-    corr: int | None  # launch correlation (None: no launch in the trace)
-    launch: int | None  # ns, start of the runtime call
+    start: int
+    dur: int
 
     @property
     def end(self) -> int:
@@ -106,7 +105,19 @@ class Task:
 
     @property
     def set(self) -> str:
-        return KINDS[self.kind][0]
+        return self.kinds[self.kind][0]
+
+
+@dataclass
+class Task(_Interval):
+    kinds: ClassVar = KINDS
+    kind: str
+    name: str
+    stream: int
+    start: int  # ns
+    dur: int  # ns
+    corr: int | None  # launch correlation (None: no launch in the trace)
+    launch: int | None  # ns, start of the runtime call
 
 
 @dataclass
@@ -419,16 +430,7 @@ def reference_steps(r: Rank) -> dict[int, dict]:
 # ---------------------------------------------------------------------------------------------
 # Checks shared by the properties.
 
-TERMS = [
-    "computing",
-    "communication",
-    "overlapped",
-    "communication_not_overlapped",
-    "exposed_memcpy",
-    "free",
-    "idle",
-    "busy",
-]
+TERMS = list(ref.WINDOW_TERMS)
 
 
 def _ns(us: float | None) -> int | None:
@@ -459,7 +461,7 @@ def check_empty_window(row: dict, where: str) -> None:
     """A step window holding no busy time: every measured term 0, all of it idle; the terms that
     need a busy span (free, stage, preparing) are null."""
     assert row["last_busy_ns"] is None, where
-    for t in ["computing", "communication", "overlapped", "communication_not_overlapped", "exposed_memcpy", "busy"]:
+    for t in ref.TERMS:
         assert row[f"{t}_us"] == 0, f"{where}: {t}"
     assert row["idle_us"] == row["duration_us"] >= 0, where
     assert row["free_us"] is None and row["stage_us"] is None and row["preparing_us"] is None, where
@@ -774,21 +776,14 @@ ASCEND_KINDS = {
 
 
 @dataclass
-class AscendTask:
+class AscendTask(_Interval):
+    kinds: ClassVar = ASCEND_KINDS
     kind: str
     name: str
     step: int | None
     stream: int
     start: int  # ns after the epoch offset
     dur: int
-
-    @property
-    def end(self) -> int:
-        return self.start + self.dur
-
-    @property
-    def set(self) -> str:
-        return ASCEND_KINDS[self.kind][0]
 
 
 @st.composite

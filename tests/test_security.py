@@ -32,6 +32,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, ROOT, SAMPLES, run_cli
+from tests.support.serve import serve
 from traceview.dashboards.app import create_app
 from traceview.dashboards.diff_report import diff_html
 from traceview.errors import TraceError
@@ -476,22 +477,7 @@ def test_served_socket_listens_on_loopback_only():
     from tests.test_browser import _free_port
 
     port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "traceview",
-            "serve",
-            str(SAMPLES / "dp4_nccl"),
-            "--port",
-            str(port),
-            "--quiet",
-            "--no-cache",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    proc = serve(SAMPLES / "dp4_nccl", "--port", str(port), "--quiet", "--no-cache", stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120
         while not _listening(port) and proc.poll() is None and time.monotonic() < deadline:

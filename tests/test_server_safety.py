@@ -14,6 +14,8 @@ from werkzeug.serving import make_server
 
 import traceview as tv
 from tests.conftest import SAMPLES
+from tests.support import callbacks
+from tests.support.serve import serve
 from traceview.dashboards.app import create_app
 from traceview.dashboards.server import allowed_path
 from traceview.summary import build_summary
@@ -200,9 +202,8 @@ def test_request_bodies_are_capped(served):
 
 
 def _callback(client, output_id: str, inputs: list[dict]):
-    deps = orjson.loads(client.get("/_dash-dependencies").data)
-    dep = next(d for d in deps if output_id in d["output"])
-    outputs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in dep["output"].strip(".").split("...")]
+    dep = callbacks.dependency(client, output_id)
+    outputs = callbacks.outputs(dep)
     payload = {
         "output": dep["output"],
         "outputs": outputs if len(outputs) > 1 else outputs[0],
@@ -249,32 +250,12 @@ def test_malformed_callback_inputs_answer_no_update_and_log_one_line(served, win
 
 def test_the_real_server_sends_no_banner_and_enforces_host_and_body(tmp_path):
     """`traceview serve` itself (waitress): raw requests over a socket."""
-    import subprocess
-    import sys
     import time
-
-    from tests.conftest import ROOT
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "traceview",
-            "serve",
-            str(SAMPLES / "dp4_nccl"),
-            "--port",
-            str(port),
-            "-q",
-            "--cache-dir",
-            str(tmp_path / "c"),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    proc = serve(SAMPLES / "dp4_nccl", "--port", str(port), "-q", "--cache-dir", str(tmp_path / "c"))
     try:
 
         def ask(raw: bytes) -> bytes:

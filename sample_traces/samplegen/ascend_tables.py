@@ -74,6 +74,13 @@ ASC = {
     "compute_stream": 2,
     "hccl_group": "712",
 }
+
+
+def _memset(name, base_ns, host_op, phase):
+    """An ASC_OPS row of a MemSet task (vector core, no shapes, block dim 48)."""
+    return (name, "MemSet", "AI_VECTOR_CORE", base_ns, host_op, "N/A", "N/A", "N/A", "N/A", 48, phase)
+
+
 # (name, type, core, base dur ns, host op, input shapes, dtypes, formats, output shapes, block dim, phase)
 ASC_OPS = [
     (
@@ -180,19 +187,7 @@ ASC_OPS = [
         32,
         "fwd",
     ),
-    (
-        "aclnnNLLLoss_NLLLossAiCore_MemSet",
-        "MemSet",
-        "AI_VECTOR_CORE",
-        5_180,
-        "aten::nll_loss_forward",
-        "N/A",
-        "N/A",
-        "N/A",
-        "N/A",
-        48,
-        "fwd",
-    ),
+    _memset("aclnnNLLLoss_NLLLossAiCore_MemSet", 5_180, "aten::nll_loss_forward", "fwd"),
     (
         "aclnnNLLLoss_NLLLossAiCore_NLLLoss",
         "NLLLoss",
@@ -232,19 +227,7 @@ ASC_OPS = [
         32,
         "bwd",
     ),
-    (
-        "aclnnMm_MatMulCommon_MemSet",
-        "MemSet",
-        "AI_VECTOR_CORE",
-        11_260,
-        "aten::mm",
-        "N/A",
-        "N/A",
-        "N/A",
-        "N/A",
-        48,
-        "bwd",
-    ),
+    _memset("aclnnMm_MatMulCommon_MemSet", 11_260, "aten::mm", "bwd"),
     (
         "aclnnMm_MatMulCommon_MatMulV2",
         "MatMulV2",
@@ -336,19 +319,7 @@ ASC_OPS = [
         24,
         "bwd",
     ),
-    (
-        "Conv2DBackpropFilter4_MemSet",
-        "MemSet",
-        "AI_VECTOR_CORE",
-        12_620,
-        "aten::convolution_backward",
-        "N/A",
-        "N/A",
-        "N/A",
-        "N/A",
-        48,
-        "bwd",
-    ),
+    _memset("Conv2DBackpropFilter4_MemSet", 12_620, "aten::convolution_backward", "bwd"),
     (
         "Conv2DBackpropFilter4",
         "Conv2DBackpropFilter",
@@ -375,19 +346,7 @@ ASC_OPS = [
         48,
         "bwd",
     ),
-    (
-        "Conv2DBackpropFilter5_MemSet",
-        "MemSet",
-        "AI_VECTOR_CORE",
-        12_280,
-        "aten::convolution_backward",
-        "N/A",
-        "N/A",
-        "N/A",
-        "N/A",
-        48,
-        "bwd",
-    ),
+    _memset("Conv2DBackpropFilter5_MemSet", 12_280, "aten::convolution_backward", "bwd"),
     (
         "Conv2DBackpropFilter5",
         "Conv2DBackpropFilter",

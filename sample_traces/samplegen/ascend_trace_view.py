@@ -16,32 +16,26 @@ def asc_trace_view(rk, pid, rng):
     def M(name, p, tid, args):
         ev.append({"ph": "M", "name": name, "pid": p, "tid": tid, "args": args})
 
-    M("process_name", pid, 0, {"name": "Python"})
-    M("process_labels", pid, 0, {"labels": "CPU"})
-    M("process_sort_index", pid, 0, {"sort_index": 0})
+    def process(p, name, labels, sort_index, threads=()):
+        """A process's metadata: its name, its threads (tid, name, sort index or None), its labels, its sort index."""
+        M("process_name", p, 0, {"name": name})
+        for tid, thread, thread_sort in threads:
+            M("thread_name", p, tid, {"name": thread})
+            if thread_sort is not None:
+                M("thread_sort_index", p, tid, {"sort_index": thread_sort})
+        M("process_labels", p, 0, {"labels": labels})
+        M("process_sort_index", p, 0, {"sort_index": sort_index})
+
+    process(pid, "Python", "CPU", 0)
     for tid in (main_tid, bwd_tid):
         M("thread_name", pid, tid, {"name": f"Thread {tid}"})
         M("thread_sort_index", pid, tid, {"sort_index": tid})
-    M("process_name", hw, 0, {"name": "Ascend Hardware"})
-    M("thread_name", hw, ASC["compute_stream"], {"name": f"Stream {ASC['compute_stream']}"})
-    M("thread_sort_index", hw, ASC["compute_stream"], {"sort_index": ASC["compute_stream"]})
-    M("process_labels", hw, 0, {"labels": "NPU"})
-    M("process_sort_index", hw, 0, {"sort_index": 13})
-    M("process_name", hccl, 0, {"name": "HCCL"})
-    M("thread_name", hccl, 0, {"name": "Group 0 Communication"})
-    M("thread_sort_index", hccl, 0, {"sort_index": 0})
-    M("thread_name", hccl, 1, {"name": "Plane 0"})
-    M("thread_sort_index", hccl, 1, {"sort_index": 1})
-    M("process_labels", hccl, 0, {"labels": "NPU"})
-    M("process_sort_index", hccl, 0, {"sort_index": 15})
-    M("process_name", cann, 0, {"name": "CANN"})
-    M("process_labels", cann, 0, {"labels": "CPU"})
-    M("process_sort_index", cann, 0, {"sort_index": 7})
-    M("process_name", ovl, 0, {"name": "Overlap Analysis"})
-    for i, n in enumerate(["Computing", "Communication", "Communication(Not Overlapped)", "Free"]):
-        M("thread_name", ovl, i, {"name": n})
-    M("process_labels", ovl, 0, {"labels": "NPU"})
-    M("process_sort_index", ovl, 0, {"sort_index": 23})
+    stream = ASC["compute_stream"]
+    process(hw, "Ascend Hardware", "NPU", 13, [(stream, f"Stream {stream}", stream)])
+    process(hccl, "HCCL", "NPU", 15, [(0, "Group 0 Communication", 0), (1, "Plane 0", 1)])
+    process(cann, "CANN", "CPU", 7)
+    lanes = ["Computing", "Communication", "Communication(Not Overlapped)", "Free"]
+    process(ovl, "Overlap Analysis", "NPU", 23, [(i, n, None) for i, n in enumerate(lanes)])
 
     def X(name, p, tid, ts, dur, args=None, cat=None):
         e = {"ph": "X", "name": name, "pid": p, "tid": tid, "ts": us3(ts), "dur": dur / 1000}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .intervals import clip, overlap_breakdown, union
 from .kernels import COMPUTE_STREAM, NCCL_ALLREDUCE
-from .kineto_rank import KERNEL_COLLECTIVE_KEYS, KinetoRank, collective_args, kineto_header, shape_args
+from .kineto_rank import KERNEL_COLLECTIVE_KEYS, collective_args, kineto_header, sample_ranks, shape_args
 from .layers import layer_forward_spec, run_backward_entry, run_forward_entry
 from .output import gzip_bytes, write_bytes, write_json
 
@@ -290,18 +290,7 @@ def bucket_ready(idx, bucket):
 
 def build_dp4():
     world = DP["world"]
-    ranks = [
-        KinetoRank(
-            rank=r,
-            world=world,
-            pid=DP["pids"][r],
-            device=r,
-            t0=DP["t0_ns"] + 1_370 * r,
-            seed=20240 + r,
-            first_corr=1000 * (r + 1) + 17,
-        )
-        for r in range(world)
-    ]
+    ranks = sample_ranks(DP, world, clock_step_ns=1_370, seed=20240, corr_stride=1000, corr_offset=17)
     progs = [dp_rank_program(R) for R in ranks]
     reqs = [next(p) for p in progs]
     collectives = []

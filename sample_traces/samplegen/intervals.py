@@ -62,6 +62,17 @@ def gaps(u):
     return sum(u[k + 1][0] - u[k][1] for k in range(len(u) - 1))
 
 
+#: overlap_breakdown's lengths (ns) that tile a window, in the order the checks and the README take them.
+OVERLAP_TERMS_NS = (
+    "computing_ns",
+    "communication_ns",
+    "overlapped_ns",
+    "communication_not_overlapped_ns",
+    "exposed_memcpy_ns",
+    "free_ns",
+)
+
+
 def overlap_breakdown(comp, comm, mem=()):
     """DESIGN.md section 3 numbers for one rank and one window, given already-clipped interval lists."""
     uc, um, ux = union(comp), union(comm), union(mem)

@@ -350,6 +350,24 @@ class KinetoRank:
         return "\n".join(lines).encode()
 
 
+def sample_ranks(cfg, world, *, clock_step_ns, seed, corr_stride, corr_offset, **kwargs):
+    """The KinetoRank of each rank r of a multi-rank sample: GPU r, pid cfg["pids"][r], clock from
+    cfg["t0_ns"] + r x clock_step_ns, seed seed + r, correlation ids from corr_stride x (r + 1) + corr_offset."""
+    return [
+        KinetoRank(
+            rank=r,
+            world=world,
+            pid=cfg["pids"][r],
+            device=r,
+            t0=cfg["t0_ns"] + clock_step_ns * r,
+            seed=seed + r,
+            first_corr=corr_stride * (r + 1) + corr_offset,
+            **kwargs,
+        )
+        for r in range(world)
+    ]
+
+
 def kineto_header(*, rank, world, n_gpus, trace_id, pg_desc="default_pg"):
     return {
         "schemaVersion": 1,

@@ -9,7 +9,7 @@ from pathlib import Path
 from .dp4 import kineto_step_windows
 from .intervals import clip, length, subtract, union
 from .kernels import NCCL_SENDRECV
-from .kineto_rank import KERNEL_COLLECTIVE_KEYS, KinetoRank, collective_args, kineto_header, shape_args
+from .kineto_rank import KERNEL_COLLECTIVE_KEYS, collective_args, kineto_header, sample_ranks, shape_args
 from .output import gzip_bytes, write_bytes, write_json
 
 # Sample 2: pp4_1f1b
@@ -46,13 +46,17 @@ def pp_programs(p, m):
             if sends or recvs:
                 prog.append(("P", tuple(sends), tuple(recvs)))
 
+        def alone(op, tensor, mb, receives, sends):
+            """A warm-up forward or a cool-down backward: receive its input, compute, send its output."""
+            if receives:
+                p2p([], [(tensor, mb)])
+            prog.append((op, mb))
+            if sends:
+                p2p([(tensor, mb)], [])
+
         fi = bi = 0
         for _ in range(W):  # warm-up: recv_forward, forward, send_forward
-            if not first:
-                p2p([], [("act", fi)])
-            prog.append(("F", fi))
-            if not last:
-                p2p([("act", fi)], [])
+            alone("F", "act", fi, not first, not last)
             fi += 1
         if R_ > 0 and not first:
             p2p([], [("act", fi)])
@@ -69,11 +73,7 @@ def pp_programs(p, m):
                     p2p([("grad", bi)], [("act", fi)])  # send_backward_recv_forward
             bi += 1
         for _ in range(W):  # cool-down: recv_backward, backward, send_backward
-            if not last:
-                p2p([], [("grad", bi)])
-            prog.append(("B", bi))
-            if not first:
-                p2p([("grad", bi)], [])
+            alone("B", "grad", bi, not last, not first)
             bi += 1
         progs.append(prog)
     return progs
@@ -239,19 +239,7 @@ def pp_host_op_for_kernel(R, key, dur, at):
 
 def write_pp4(out: Path):
     p, m, F, B, tau = PP["p"], PP["m"], PP["F_ns"], PP["B_ns"], PP["transfer_ns"]
-    ranks = [
-        KinetoRank(
-            rank=r,
-            world=p,
-            pid=PP["pids"][r],
-            device=r,
-            t0=PP["t0_ns"] + 2_110 * r,
-            seed=31337 + r,
-            kernel_gap=(0, 0),
-            first_corr=5000 * (r + 1) + 3,
-        )
-        for r in range(p)
-    ]
+    ranks = sample_ranks(PP, p, clock_step_ns=2_110, seed=31337, corr_stride=5000, corr_offset=3, kernel_gap=(0, 0))
     host_start = [PP["t0_ns"] + 40_000 + 2_110 * r for r in range(p)]
     schedules = {}
     for step in PP["steps"]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .dp4 import DP, DP_BUCKETS
+from .intervals import OVERLAP_TERMS_NS
 from .kernels import NCCL_ALLREDUCE, NCCL_SENDRECV
 from .pp4 import PP
 
@@ -10,6 +11,15 @@ from .pp4 import PP
 # README
 def fmt_ns(ns):
     return f"{ns:,}"
+
+
+def md_table(header, rows):
+    """A Markdown table's lines: the header, the rule, then a line a row (a cell as str() writes it)."""
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(map(str, row)) + " |" for row in rows),
+    ]
 
 
 def readme_text(dp_exp, pp_exp, asc_exp, cpu_info, sizes, file_list):
@@ -34,10 +44,9 @@ def readme_text(dp_exp, pp_exp, asc_exp, cpu_info, sizes, file_list):
     a("`--check` recomputes them from the written files.  Times are integer nanoseconds; Kineto `ts`/`dur` are")
     a("microseconds with exactly 3 decimals (parse them exactly: value * 1000 is an integer).")
     a("")
-    a("| sample | what | files | bytes |")
-    a("|---|---|---|---|")
-    for k, v in sizes.items():
-        a(f"| `{k}/` | {v[0]} | {v[1]} | {v[2]:,} |")
+    L.extend(
+        md_table(("sample", "what", "files", "bytes"), ((f"`{k}/`", v[0], v[1], f"{v[2]:,}") for k, v in sizes.items()))
+    )
     a("")
     a("Definitions follow `DESIGN.md` section 3 (U = union of intervals over all streams of one device, |X| =")
     a("length): computing = |U(COMP)|, communication = |U(COMM)|, overlapped = |U(COMP) ∩ U(COMM)|,")
@@ -114,19 +123,26 @@ def readme_text(dp_exp, pp_exp, asc_exp, cpu_info, sizes, file_list):
     a("Known per-rank, per-step values (ns; window = GPU-side ProfilerStep#N; identity computing +")
     a("comm_not_overlapped + exposed_memcpy + free = window holds exactly):")
     a("")
-    a(
-        "| rank | step | window | computing | communication | overlapped | comm not overlapped | exposed memcpy | "
-        "free (= idle) |"
+    L.extend(
+        md_table(
+            (
+                "rank",
+                "step",
+                "window",
+                "computing",
+                "communication",
+                "overlapped",
+                "comm not overlapped",
+                "exposed memcpy",
+                "free (= idle)",
+            ),
+            (
+                (r, sname, *(fmt_ns(st[key]) for key in ("window_ns", *OVERLAP_TERMS_NS)))
+                for r, info in dp_exp["ranks"].items()
+                for sname, st in info["steps"].items()
+            ),
+        )
     )
-    a("|---|---|---|---|---|---|---|---|---|")
-    for r, info in dp_exp["ranks"].items():
-        for sname, st in info["steps"].items():
-            a(
-                f"| {r} | {sname} | {fmt_ns(st['window_ns'])} | {fmt_ns(st['computing_ns'])} | "
-                f"{fmt_ns(st['communication_ns'])} | {fmt_ns(st['overlapped_ns'])} | "
-                f"{fmt_ns(st['communication_not_overlapped_ns'])} | {fmt_ns(st['exposed_memcpy_ns'])} | "
-                f"{fmt_ns(st['free_ns'])} |"
-            )
     a("")
     a("Window bounds, host step bounds, kernel counts and the compute-kernel time per rank are in `expected.json`.")
     tot = {r: i["compute_kernel_time_ns"] for r, i in dp_exp["ranks"].items()}
@@ -139,13 +155,22 @@ def readme_text(dp_exp, pp_exp, asc_exp, cpu_info, sizes, file_list):
     a("Cross-rank collectives (transfer = min duration over ranks = rank 2's duration; wait_r = dur_r − transfer;")
     a("bus bandwidth = 2(n−1)/n x bytes / transfer):")
     a("")
-    a("| step | bucket | nelems | transfer ns | wait ns rank 0,1,2,3 | busbw GB/s |")
-    a("|---|---|---|---|---|---|")
-    for c in dp_exp["collectives"]:
-        a(
-            f"| {c['step']} | {c['bucket']} | {c['nelems']:,} | {fmt_ns(c['transfer_ns'])} | "
-            f"{', '.join(fmt_ns(w) for w in c['wait_ns'])} | {c['bus_bandwidth_GBps']} |"
+    L.extend(
+        md_table(
+            ("step", "bucket", "nelems", "transfer ns", "wait ns rank 0,1,2,3", "busbw GB/s"),
+            (
+                (
+                    c["step"],
+                    c["bucket"],
+                    f"{c['nelems']:,}",
+                    fmt_ns(c["transfer_ns"]),
+                    ", ".join(fmt_ns(w) for w in c["wait_ns"]),
+                    c["bus_bandwidth_GBps"],
+                )
+                for c in dp_exp["collectives"]
+            ),
         )
+    )
     a("")
     a("Rank 2 never waits (wait 0 in every collective); it is the slow rank the others wait for.")
     a("")
@@ -191,19 +216,38 @@ def readme_text(dp_exp, pp_exp, asc_exp, cpu_info, sizes, file_list):
     a("stream lies inside a P2P kernel, so local_exposed_p2p = |U(P2P) − U(COMP)| = raw sum of the P2P kernel")
     a('durations = local window − compute_busy (the analogue of torch_npu\'s "Bubble = receive time").')
     a("")
-    a(
-        "| step | rank | pipeline window | compute busy | bubble | bubble fraction | bubble − excess | local window | "
-        "local exposed P2P | P2P kernels |"
+    L.extend(
+        md_table(
+            (
+                "step",
+                "rank",
+                "pipeline window",
+                "compute busy",
+                "bubble",
+                "bubble fraction",
+                "bubble − excess",
+                "local window",
+                "local exposed P2P",
+                "P2P kernels",
+            ),
+            (
+                (
+                    sname,
+                    r,
+                    fmt_ns(st["step_duration_ns"]),
+                    fmt_ns(e["compute_busy_ns"]),
+                    fmt_ns(e["bubble_ns"]),
+                    f"{e['bubble_fraction']:.6f}",
+                    fmt_ns(e["bubble_minus_transfer_excess_ns"]),
+                    fmt_ns(e["local_window_ns"]),
+                    fmt_ns(e["local_exposed_p2p_ns"]),
+                    e["n_p2p_kernels"],
+                )
+                for sname, st in pp_exp["steps"].items()
+                for r, e in st["ranks"].items()
+            ),
+        )
     )
-    a("|---|---|---|---|---|---|---|---|---|---|")
-    for sname, st in pp_exp["steps"].items():
-        for r, e in st["ranks"].items():
-            a(
-                f"| {sname} | {r} | {fmt_ns(st['step_duration_ns'])} | {fmt_ns(e['compute_busy_ns'])} | "
-                f"{fmt_ns(e['bubble_ns'])} | {e['bubble_fraction']:.6f} | "
-                f"{fmt_ns(e['bubble_minus_transfer_excess_ns'])} | {fmt_ns(e['local_window_ns'])} | "
-                f"{fmt_ns(e['local_exposed_p2p_ns'])} | {e['n_p2p_kernels']} |"
-            )
     a("")
     a(
         f"Ideal: step (m+p−1)(F+B) = {fmt_ns(pp_exp['ideal_step_ns'])} ns, bubble fraction "
@@ -255,18 +299,28 @@ def readme_text(dp_exp, pp_exp, asc_exp, cpu_info, sizes, file_list):
     a("first task start − `ProfilerStep#N` host start.  Values are written in µs as Python floats (like")
     a("torch_npu); × 1000 gives the exact ns below.")
     a("")
-    a(
-        "| rank | step | Computing | Comm (Not Overlapped) | Overlapped | Communication | Free | Stage | Bubble | "
-        "Preparing |"
+    asc_terms = ("Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free", "Stage")
+    L.extend(
+        md_table(
+            (
+                "rank",
+                "step",
+                "Computing",
+                "Comm (Not Overlapped)",
+                "Overlapped",
+                "Communication",
+                "Free",
+                "Stage",
+                "Bubble",
+                "Preparing",
+            ),
+            (
+                (r, step, *(fmt_ns(v[f"{term}_ns"]) for term in asc_terms), "0", fmt_ns(v["Preparing_ns"]))
+                for r, info in asc_exp["ranks"].items()
+                for step, v in info["steps"].items()
+            ),
+        )
     )
-    a("|---|---|---|---|---|---|---|---|---|---|")
-    for r, info in asc_exp["ranks"].items():
-        for step, v in info["steps"].items():
-            a(
-                f"| {r} | {step} | {fmt_ns(v['Computing_ns'])} | {fmt_ns(v['Communication(Not Overlapped)_ns'])} | "
-                f"{fmt_ns(v['Overlapped_ns'])} | {fmt_ns(v['Communication_ns'])} | {fmt_ns(v['Free_ns'])} | "
-                f"{fmt_ns(v['Stage_ns'])} | 0 | {fmt_ns(v['Preparing_ns'])} |"
-            )
     a("")
     a("(ns; identity Computing + Communication(Not Overlapped) + Free = Stage holds exactly.)  HCCL op intervals")
     a("and transfer times per rank are in `expected.json`.")
@@ -309,10 +363,7 @@ def readme_text(dp_exp, pp_exp, asc_exp, cpu_info, sizes, file_list):
     a("")
     a("## Files")
     a("")
-    a("| file | bytes |")
-    a("|---|---|")
-    for rel, n in file_list:
-        a(f"| `{rel}` | {n:,} |")
+    L.extend(md_table(("file", "bytes"), ((f"`{rel}`", f"{n:,}") for rel, n in file_list)))
     a("")
     a("## Notes and deliberate simplifications")
     a("")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-#: The breakdown terms `window_terms` computes from the covering sets of each cell.
+#: The breakdown terms `lengths` computes from the covering sets of each cell.
 TERMS = ("computing", "communication", "overlapped", "communication_not_overlapped", "exposed_memcpy", "busy")
 
 
@@ -35,12 +35,10 @@ def covered(spans: Iterable[tuple[int, int]], lo: int, hi: int) -> int:
     return sum(e - s for s, e in merged((max(s, lo), min(e, hi)) for s, e in spans))
 
 
-def window_terms(intervals: list[tuple[str, int, int]], lo: int, hi: int) -> dict | None:
-    """Every step-breakdown term (ns) of the window [lo, hi) over `intervals` (set, start, end)
-    with sets "comp", "comm" and "mem", or None when no interval covers any of it. Adds free (the
-    gaps between the merged busy intervals), first_busy, last_busy, idle and duration."""
+def lengths(intervals: Iterable[tuple[str, int, int]], lo: int, hi: int) -> dict[str, int]:
+    """The length (ns) of each of TERMS in [lo, hi) over `intervals` (set, start, end) with sets
+    "comp", "comm" and "mem"."""
     total = dict.fromkeys(TERMS, 0)
-    busy_cells = []
     for a, b, on in cells(intervals, lo, hi):
         n = b - a
         total["computing"] += n * ("comp" in on)
@@ -48,14 +46,26 @@ def window_terms(intervals: list[tuple[str, int, int]], lo: int, hi: int) -> dic
         total["overlapped"] += n * ({"comp", "comm"} <= on)
         total["communication_not_overlapped"] += n * ("comm" in on and "comp" not in on)
         total["exposed_memcpy"] += n * (on == {"mem"})
-        if on:
-            total["busy"] += n
-            busy_cells.append((a, b))
-    if not busy_cells:
+        total["busy"] += n * bool(on)
+    return total
+
+
+def window_terms(intervals: list[tuple[str, int, int]], lo: int, hi: int) -> dict | None:
+    """Every step-breakdown term (ns) of the window [lo, hi) over `intervals` (set, start, end)
+    with sets "comp", "comm" and "mem", or None when no interval covers any of it: the `lengths`,
+    plus free (the gaps between the merged busy intervals), first_busy, last_busy, idle and
+    duration."""
+    busy = merged((a, b) for a, b, on in cells(intervals, lo, hi) if on)
+    if not busy:
         return None
-    busy = merged(busy_cells)
+    total = lengths(intervals, lo, hi)
     total["free"] = sum(b[0] - a[1] for a, b in zip(busy, busy[1:]))
     total["first_busy"], total["last_busy"] = busy[0][0], busy[-1][1]
     total["idle"] = (hi - lo) - total["busy"]
     total["duration"] = hi - lo
     return total
+
+
+#: The terms the tests compare with `window_terms` on every breakdown row (beside duration and the
+#: first and last busy instants).
+WINDOW_TERMS = (*TERMS, "free", "idle")

@@ -52,13 +52,12 @@ SETS = ["comp", "comm", "mem"]
 #: Pipeline-parallel receive operations whose raw duration is the bubble (torch_npu's rule).
 RECEIVE_PATTERN = r"(?i)^hcom_receive"
 
+#: The overlap terms (DESIGN.md §3): a window's device time by what runs at the same time, in the
+#: order every view shows them.
+OVERLAP_TERMS = ("computing", "communication", "overlapped", "communication_not_overlapped", "exposed_memcpy", "free")
+
 TERMS = [
-    "computing",
-    "communication",
-    "overlapped",
-    "communication_not_overlapped",
-    "exposed_memcpy",
-    "free",
+    *OVERLAP_TERMS,
     "idle",
     "busy",
     "stage",
@@ -71,17 +70,7 @@ TERMS = [
 ]
 
 #: The terms a per-step table shows, in this order (the CLI text and the report; after the step time).
-TABLE_TERMS = (
-    "computing",
-    "communication",
-    "overlapped",
-    "communication_not_overlapped",
-    "exposed_memcpy",
-    "free",
-    "bubble",
-    "pipeline_bubble",
-    "preparing",
-)
+TABLE_TERMS = (*OVERLAP_TERMS, "bubble", "pipeline_bubble", "preparing")
 
 #: The label of each term wherever a view shows it (CLI text, report, dashboard, diff): one label,
 #: one number. The exclude-receive term has its own label ("exposed comm excl. receives").
@@ -122,7 +111,8 @@ def with_derived(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 _BUSY = pl.col("comp") | pl.col("comm") | pl.col("mem")
-_MEASURES = {
+#: The terms measured from the segments: term -> the segments it counts (by the sets covering them).
+MEASURES = {
     "computing": pl.col("comp"),
     "communication": pl.col("comm"),
     "overlapped": pl.col("comp") & pl.col("comm"),
@@ -148,7 +138,7 @@ def _measure(segs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """Lengths of each term plus the first/last busy instants, per group (ns)."""
     length = pl.col("seg_end_ns") - pl.col("seg_start_ns")
     return segs.group_by(*by).agg(
-        *[length.filter(cond).sum().alias(f"{name}_ns") for name, cond in _MEASURES.items()],
+        *[length.filter(cond).sum().alias(f"{name}_ns") for name, cond in MEASURES.items()],
         pl.col("seg_start_ns").filter(_BUSY).min().alias("first_busy_ns"),
         pl.col("seg_end_ns").filter(_BUSY).max().alias("last_busy_ns"),
     )
@@ -280,15 +270,7 @@ def step_breakdown(
 
 
 #: Terms of a window without busy time: 0 (measured, nothing there) or null (needs a busy span).
-_ZERO_TERMS = (
-    "computing",
-    "communication",
-    "overlapped",
-    "communication_not_overlapped",
-    "exposed_memcpy",
-    "busy",
-    "bubble",
-)
+_ZERO_TERMS = (*MEASURES, "bubble")
 
 
 def _idle_steps(steps: pl.DataFrame, measured: pl.DataFrame) -> pl.DataFrame:

@@ -18,6 +18,11 @@ from pathlib import Path
 import click
 
 
+def _rules_file(flag: str, help: str):
+    """An option naming a rules file (TOML), a Path; None when not given."""
+    return click.option(flag, type=click.Path(dir_okay=False, path_type=Path), default=None, help=help)
+
+
 def _group(cls, name: str, options: list):
     """A decorator adding `options` to a command and passing their values as one `cls` named `name`."""
     fields = [f.name for f in dataclasses.fields(cls)]
@@ -123,12 +128,9 @@ LoadOptions.options = _group(
             callback=_spec,
             help="Keep only these steps, e.g. 3-5,8 (ProfilerStep#N / Step Id).",
         ),
-        click.option(
+        _rules_file(
             "--rules",
-            type=click.Path(dir_okay=False, path_type=Path),
-            default=None,
-            help="A rules file (TOML) extending the task kinds, compute classes, findings and device peaks "
-            "(docs/rules.md).",
+            "A rules file (TOML) extending the task kinds, compute classes, findings and device peaks (docs/rules.md).",
         ),
     ],
 )
@@ -204,12 +206,7 @@ ClassOptions.options = _group(
     ClassOptions,
     "classes",
     [
-        click.option(
-            "--classes",
-            type=click.Path(dir_okay=False, path_type=Path),
-            default=None,
-            help="Extra compute-class rules (TOML), tried before the shipped ones.",
-        ),
+        _rules_file("--classes", "Extra compute-class rules (TOML), tried before the shipped ones."),
     ],
 )
 
@@ -238,12 +235,7 @@ AdviceOptions.options = _group(
     AdviceOptions,
     "advice",
     [
-        click.option(
-            "--findings-rules",
-            type=click.Path(dir_okay=False, path_type=Path),
-            default=None,
-            help="Extra findings rules (TOML): add rules or change shipped ones by id.",
-        ),
+        _rules_file("--findings-rules", "Extra findings rules (TOML): add rules or change shipped ones by id."),
         click.option(
             "--micro-batches",
             type=click.IntRange(min=1),
