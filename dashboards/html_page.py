@@ -100,13 +100,18 @@ def table(
     columns: list[tuple[str, str, Callable | None]],
     table_id: str = "",
     text_columns: tuple[str, ...] = (),
+    hover: dict[str, str] | None = None,
 ) -> dict:
-    """A table block: columns are (key, header, formatter or None for str); every cell is text."""
+    """A table block: columns are (key, header, formatter or None for str); every cell is text.
+    `hover`: column key -> the row key whose text the cell shows on hover (a full kernel name
+    behind its short one)."""
+    hover = hover or {}
 
     def cell(row: dict, key: str, fmt: Callable | None) -> dict:
         value = row.get(key)
         text = fmt(value) if fmt is not None and value is not None else ("-" if value is None else str(value))
-        return {"key": key, "text": text, "text_column": key in text_columns}
+        title = row.get(hover[key]) if key in hover else None
+        return {"key": key, "text": text, "text_column": key in text_columns, "title": title}
 
     return {
         "kind": "table",

@@ -164,7 +164,7 @@ def classes_section(page: Page, summary: dict) -> list[dict]:
     ]
     kernel_cols = [
         ("rank", "rank", None),
-        ("name", "kernel", None),
+        ("short_name", "kernel", None),
         ("class", "class", None),
         ("count", "count", None),
         ("total_us", "total (ms)", fmt_ms),
@@ -176,8 +176,51 @@ def classes_section(page: Page, summary: dict) -> list[dict]:
         table(class_rows, class_cols, "classes-table", text_columns=("class", "group")),
         text(f"Unclassified device time: at most {worst * 100:.2f} % of a rank's device time.", "note"),
         heading(f"Top kernels (per rank, up to {KERNELS_PER_RANK})"),
-        table(kernel_rows, kernel_cols, "kernels-table", text_columns=("name", "class")),
+        table(
+            kernel_rows,
+            kernel_cols,
+            "kernels-table",
+            text_columns=("short_name", "class"),
+            hover={"short_name": "name"},
+        ),
+        *kernels_and_operators(summary),
     ]
+
+
+def kernels_and_operators(summary: dict) -> list[dict]:
+    """The kernels over all ranks (with several ranks) and the operators by device time."""
+    blocks = []
+    if len(summary["ranks"]) > 1 and summary.get("kernels"):
+        cols = [
+            ("short_name", "kernel", None),
+            ("class", "class", None),
+            ("ranks", "ranks", None),
+            ("total_us", "total (ms)", fmt_ms),
+            ("share", "share (%)", fmt_pct),
+            *((f"rank_{q}_us", f"{q} per rank (ms)", fmt_ms) for q in ("min", "median", "max")),
+            ("max_rank", "max on rank", None),
+        ]
+        blocks += [
+            heading("Kernels over all ranks"),
+            table(summary["kernels"], cols, "kernel-totals-table", ("short_name", "class"), {"short_name": "name"}),
+        ]
+    if summary.get("operators"):
+        cols = [
+            ("operator", "operator", None),
+            ("input_shapes", "input shapes", None),
+            ("calls", "calls", None),
+            ("kernels", "tasks", None),
+            ("device_us", "device (ms)", fmt_ms),
+            ("share", "share (%)", fmt_pct),
+            ("device_per_call_us", "device per call (µs)", lambda v: f"{v:,.3f}"),
+            ("top_kernel_short", "top kernel", None),
+        ]
+        text_cols = ("operator", "input_shapes", "top_kernel_short")
+        blocks += [
+            heading("Operators by device time (all ranks; the tasks each host operator launched)"),
+            table(summary["operators"], cols, "operators-table", text_cols, {"top_kernel_short": "top_kernel"}),
+        ]
+    return blocks
 
 
 def _raw_windows(data: TimelineData, summary: dict) -> list[tuple[str, int, int, int]]:

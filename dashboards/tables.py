@@ -7,7 +7,9 @@ table, with the same numbers (µs, shares as fractions) and column names as the 
 - `steps`: rank, step and every step term (`<term>_us`, the derived columns), gap_before_us;
 - `trace`: rank and every term over the whole trace;
 - `compute_classes`: rank, class, group, time_us, share, count;
-- `top_kernels`: rank, name, class, count, total_us, mean_us, share;
+- `top_kernels`: rank, name, short_name, class, count, total_us, mean_us, share;
+- `kernels`, `operators`: the kernels over all ranks and the operator view (profile-wide);
+- `device_phases`: rank and device_<phase>_us over the whole trace;
 - `stream_idle`, `long_steps`: rank plus the summary's fields (when the summary has them);
 - `ranks`: rank, device, format, window_rule, pipeline stage, unclassified_share, launch delay stats;
 - `cross_rank_ranks`, `step_skew`, `collectives`: the cross-rank section (several ranks only);
@@ -41,7 +43,7 @@ def _frame(rows: list[dict]) -> pl.DataFrame | None:
 
 def summary_tables(summary: dict) -> dict[str, pl.DataFrame]:
     """One frame per table of the summary document (see the module docstring)."""
-    rows: dict[str, list[dict]] = {name: [] for name in ("ranks", "trace", *NESTED)}
+    rows: dict[str, list[dict]] = {name: [] for name in ("ranks", "trace", "device_phases", *NESTED)}
     for entry in summary.get("ranks", []):
         rank = entry["rank"]
         meta = {"rank": rank, **{k: entry.get(k) for k in RANK_FIELDS}}
@@ -49,6 +51,8 @@ def summary_tables(summary: dict) -> dict[str, pl.DataFrame]:
         rows["ranks"].append(meta)
         if entry.get("trace"):
             rows["trace"].append({"rank": rank, **entry["trace"]})
+        if entry.get("device_phases"):
+            rows["device_phases"].append({"rank": rank, **entry["device_phases"]})
         for table, key in NESTED.items():
             rows[table] += [{"rank": rank, **item} for item in entry.get(key) or []]
     cross = summary.get("cross_rank") or {}
@@ -57,6 +61,8 @@ def summary_tables(summary: dict) -> dict[str, pl.DataFrame]:
     rows["collectives"] = list(cross.get("collectives") or [])
     rows["throughput"] = list(summary.get("throughput") or [])
     rows["findings"] = list(summary.get("findings") or [])
+    rows["kernels"] = list(summary.get("kernels") or [])
+    rows["operators"] = list(summary.get("operators") or [])
     rows["headline"] = [summary["headline"]] if summary.get("headline") else []
     out = {}
     for name, table_rows in rows.items():

@@ -119,7 +119,7 @@ def test_report_shows_the_summary_numbers(dp4):
             assert shown[key] == ms_text(expect[key])
     kernels = tables["kernels-table"]
     top = doc["ranks"][0]["top_kernels"][0]
-    assert kernels[0]["name"] == top["name"] and kernels[0]["total_us"] == ms_text(top["total_us"])
+    assert kernels[0]["short_name"] == top["short_name"] and kernels[0]["total_us"] == ms_text(top["total_us"])
     slow = [r for r in tables["cross-ranks-table"] if r["is_straggler"] == "True"]
     assert [r["rank"] for r in slow] == [str(doc["cross_rank"]["straggler"])] == ["2"]
 

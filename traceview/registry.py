@@ -37,6 +37,7 @@ from traceview.analysis import (
     findings,
     gaps,
     iteration,
+    kernels,
     phases,
     platform,
     throughput,
@@ -269,6 +270,21 @@ _ROWS = [
         keys=("rank", "name"),
         rule_params=_CLASSES,
     ),
+    *[
+        Analysis(
+            name,
+            lambda t, n, classes, fn=fn: fn(t.run("classified_tasks", classes=classes), n),
+            "traceview.analysis.kernels",
+            "profile",
+            {"n": 20, "classes": None},
+            keys=keys,
+            rule_params=_CLASSES,
+        )
+        for name, fn, keys in (
+            ("kernel_totals", kernels.kernel_totals, ("name",)),
+            ("operators", kernels.operators, ("operator", "input_shapes")),
+        )
+    ],
     Analysis(
         "iteration_gaps",
         lambda t: gaps.step_times(t.steps, t.device_tasks),

@@ -11,11 +11,16 @@ the dashboard and the reports render, so they always agree. Shape:
                                           "iteration_us", <iteration terms>_us}],
                                "compute_classes": [{"class", "group", "time_us", "share", "count"}],
                                "unclassified_share": share of device time no class rule matched,
-                               "top_kernels": [{"name", "class", "count", "total_us", "mean_us", "share"}],
+                               "top_kernels": [{"name", "short_name", "class", "count", "total_us", "mean_us",
+                                                "share"}],
+                               "device_phases": {device_<phase>_us},
                                "stream_idle": [{"stream", "idle_us", "host_wait_us", ..., "other_frac"}],
                                "launch_delay": {count, mean_us, p50_us, p90_us, p99_us, max_us},
                                "long_steps": [{"step", "duration_us", "slowdown_ratio", "why", ...}],
                                ...}],
+     "kernels": [{"name", "short_name", "class", "ranks", "count", "total_us", "share", "mean_us",
+                  "rank_min_us", "rank_median_us", "rank_max_us", "max_rank"}] (over all ranks),
+     "operators": [{"operator", "input_shapes", "calls", "kernels", "device_us", "share", ...}],
      "cross_rank": {"straggler", "ranks": [{rank, mean_wait_us, ...}], "step_skew": [...],
                     "collectives": [{collective, process_group, instances, transfer_us, wait_us, busbw_gbps}]},
      "throughput": [{step, tokens_per_s_per_device, model_tflops_per_device, mfu_frac, ...}] (when asked),
@@ -37,7 +42,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.analysis import findings, iteration
+from traceview.analysis import findings, iteration, kernels
 from traceview.analysis import throughput as throughput_analysis
 from traceview.analysis.breakdown import DERIVED, TERM_LABELS, TERMS
 from traceview.analysis.iteration import LABELS
@@ -167,7 +172,8 @@ def build_summary(
     stages = {r["rank"]: r for r in trace.pipeline_stages().to_dicts()} if details else {}
     compute_classes = _listed(trace.compute_classes(classes))
     unclassified = dict(trace.unclassified_share(classes).select("rank", "unclassified_share").iter_rows())
-    top_kernels = _listed(trace.top_kernels(top, classes))
+    short = kernels.short_name("name", trace.device_tasks.select("name"))
+    top_kernels = _listed(trace.top_kernels(top, classes).with_columns(short.alias("short_name")))
     rules = dict(steps.group_by("rank").agg(pl.col("window_rule").first()).iter_rows())
     device_phases = _per_rank(trace.device_phases())
     ranks = []
@@ -194,6 +200,8 @@ def build_summary(
         )
     first = _rounded(trace.run("headline", step=step).row(0, named=True))
     doc = {"source": trace.source, "headline": first, "ranks": ranks}
+    doc["kernels"] = [_rounded(r) for r in trace.kernel_totals(max(top, 1) * 2, classes).to_dicts()]
+    doc["operators"] = [_rounded(r) for r in trace.operators(max(top, 1) * 2, classes).to_dicts()]
     if trace.ranks.height > 1:
         doc["cross_rank"] = _cross_rank(trace)
     checks: list[str] = []

@@ -170,6 +170,16 @@ class Trace:
         """The `n` kernels with the most device time per rank (or `by`): count, total, mean, share."""
         return self.run("top_kernels", n=n, classes=classes, by=tuple(by))
 
+    def kernel_totals(self, n: int = 20, classes: str | None = None) -> pl.DataFrame:
+        """The `n` kernels with the most device time over all ranks, with a short distinct name
+        and their time per rank (min / median / max). See `traceview.analysis.kernels`."""
+        return self.run("kernel_totals", n=n, classes=classes)
+
+    def operators(self, n: int = 20, classes: str | None = None) -> pl.DataFrame:
+        """Host operators by name and input shapes with the device time of the tasks they
+        launched (the plugin's "Operator + Input Shape"). See `traceview.analysis.kernels`."""
+        return self.run("operators", n=n, classes=classes)
+
     def iteration_gaps(self) -> pl.DataFrame:
         """Per rank and step: host and device step length and the device gap before the step (µs).
         See `traceview.analysis.gaps.step_times`."""

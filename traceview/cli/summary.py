@@ -71,6 +71,61 @@ KERNEL_COLUMNS = [
     ("pct", "%"),
 ]
 NAME_WIDTH = 60
+#: The cross-rank kernel table (ms; min / median / max of the kernel's time per rank).
+TOTAL_COLUMNS = [
+    ("name", "kernel"),
+    ("class", "class"),
+    ("ranks", "ranks"),
+    ("total_ms", "total ms"),
+    ("pct", "%"),
+    ("rank_min_ms", "min/rank ms"),
+    ("rank_median_ms", "median/rank ms"),
+    ("rank_max_ms", "max/rank ms"),
+    ("max_rank", "max on rank"),
+]
+#: The operator table (device time of the tasks each host operator launched).
+OPERATOR_COLUMNS = [
+    ("operator", "operator"),
+    ("input_shapes", "input shapes"),
+    ("calls", "calls"),
+    ("kernels", "tasks"),
+    ("device_ms", "device ms"),
+    ("pct", "%"),
+    ("per_call_us", "device us/call"),
+    ("top_kernel", "top kernel"),
+]
+ROWS_SHOWN = 10
+
+
+def _profile_tables(doc: dict) -> list[str]:
+    """The kernels over all ranks (with several ranks) and the operators."""
+    out = []
+    if len(doc["ranks"]) > 1 and doc.get("kernels"):
+        rows = [
+            dict(
+                k,
+                name=_short(k["short_name"]),
+                total_ms=k["total_us"] / 1000,
+                pct=100 * k["share"],
+                **{f"rank_{q}_ms": k[f"rank_{q}_us"] / 1000 for q in ("min", "median", "max")},
+            )
+            for k in doc["kernels"][:ROWS_SHOWN]
+        ]
+        out += ["", "Kernels over all ranks:", table(rows, TOTAL_COLUMNS)]
+    if doc.get("operators"):
+        rows = [
+            dict(
+                o,
+                input_shapes=_short(o["input_shapes"] or "-"),
+                device_ms=o["device_us"] / 1000,
+                pct=100 * o["share"],
+                per_call_us=o["device_per_call_us"],
+                top_kernel=_short(o["top_kernel_short"] or "-"),
+            )
+            for o in doc["operators"][:ROWS_SHOWN]
+        ]
+        out += ["", "Operators by device time (all ranks):", table(rows, OPERATOR_COLUMNS)]
+    return out
 
 
 def _short(name: str) -> str:
@@ -94,7 +149,7 @@ def _rank_details(r: dict) -> list[str]:
         ]
     if r.get("top_kernels"):
         rows = [
-            dict(k, name=_short(k["name"]), total_ms=k["total_us"] / 1000, pct=100 * k["share"])
+            dict(k, name=_short(k.get("short_name") or k["name"]), total_ms=k["total_us"] / 1000, pct=100 * k["share"])
             for k in r["top_kernels"]
         ]
         out += ["", "  top kernels:", table(rows, KERNEL_COLUMNS)]
@@ -263,6 +318,7 @@ def render_summary(doc: dict, fmt: str) -> str:
                     parts += ["  phases (ms; wall times add up to the iteration, device times to its busy time):"]
                     parts.append(table(phased, PHASE_TABLE))
             parts += _rank_details(r)
+    parts += _profile_tables(doc)
     parts += _cross_rank_text(doc.get("cross_rank"))
     parts += _throughput_text(doc.get("throughput"))
     parts += _findings_text(doc)
