@@ -66,7 +66,7 @@ def _runs_text(doc: dict) -> list[str]:
             "speedup": "-" if r.get("speedup") is None else f"{r['speedup']:.2f}x",
             "step_ms": _ms(r["mean_step_us"]),
             "exposed_comm_pct": _pct(r["communication_not_overlapped_frac"]),
-            "tokens": r.get("tokens_per_s_per_device"),
+            "tokens": None if r.get("tokens_per_s_per_device") is None else round(r["tokens_per_s_per_device"]),
             "mfu_pct": _pct(r.get("mfu_frac")),
             "hfu_pct": _pct(r.get("hfu_frac")),
         }
