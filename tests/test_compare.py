@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+import urllib.request
 
 import orjson
 import polars as pl
@@ -352,3 +354,46 @@ def test_resnet50_runs_against_diff():
         assert got.equals(want)
     # 32 images per step over the mean iteration of each step (the slowest rank's wall time)
     assert c.table["tokens_per_s_per_device"][0] == pytest.approx(180.46, abs=0.01)
+
+
+@pytest.mark.integration
+def test_serve_with_compare_serves_the_compare_page(tmp_path):
+    from traceview.dashboards.server import pick_port
+
+    port = pick_port("127.0.0.1", 8050)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "traceview", "serve", RUNS[0], "--compare", RUNS[1], "--compare", RUNS[2]]
+        + ["-q", "--port", str(port), "--cache-dir", str(tmp_path)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith(f"Serving {RUNS[0]} at http://127.0.0.1:"), (
+            line,
+            proc.stderr.read() if not line else "",
+        )
+        served = int(line.split("127.0.0.1:")[1].split("/")[0])
+        deadline, layout = time.monotonic() + 30, None
+        while time.monotonic() < deadline and layout is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{served}/_dash-layout", timeout=2) as resp:
+                    layout = resp.read().decode()
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read()
+                time.sleep(0.2)
+        assert layout is not None
+        for needle in ('"page-compare"', '"fig-compare"', '"compare-table"', "pp4_1f1b vs dp4_nccl: Iteration"):
+            assert needle in layout, needle
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    missing = run("serve", RUNS[0], "--compare", str(tmp_path / "nope"))
+    assert missing.returncode == 1 and "no such file or folder" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1

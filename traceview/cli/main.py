@@ -219,14 +219,15 @@ def compare_runs(
     for path in paths:  # before any (long) load
         if not os.path.lexists(path):
             raise TraceError(path, "no such file or folder", "check the path")
+    kind = {"text": "txt"}.get(fmt, fmt)  # the file's kind in messages (`-o report.txt`)
     if output is not None:
-        check_writable(output, fmt, force, folder=False)
+        check_writable(output, kind, force, folder=False)
     result = compare([load.load(p) for p in paths], labels=list(labels) or None, model=throughput)
     doc = result.to_dict()
     if output is None:
         echo(render_compare(doc, fmt).rstrip("\n"))
     else:
-        write_output(output, fmt, lambda: render_compare(doc, fmt), force, folder=False)
+        write_output(output, kind, lambda: render_compare(doc, fmt), force, folder=False)
         echo(f"Wrote {output}")
     _warn_on_stderr(result.warnings, result.failures, fmt if output is None else "file")
     if result.failures:
