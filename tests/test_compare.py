@@ -67,6 +67,8 @@ def test_one_row_per_run_with_the_means_of_its_iterations(traces, result):
         for term in ["iteration", *COMPARED]:
             assert row[f"{term}_us"] == pytest.approx(rows[f"{term}_us"].mean(), rel=1e-12)
         head = trace.headline().row(0, named=True)
+        for term in PARTITION:  # the shares are the headline's (Σ term / Σ iteration)
+            assert row[f"{term}_frac"] == pytest.approx(head[f"{term}_frac"], rel=1e-9)
         assert row["mean_step_us"] == head["mean_step_us"]
         assert row["communication_not_overlapped_frac"] == head["communication_not_overlapped_frac"]
         want = throughput_analysis.mean_of(trace.throughput(**MODEL))
