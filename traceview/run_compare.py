@@ -218,7 +218,7 @@ def compare(traces, labels: list[str] | None = None, model: dict | None = None) 
             change = {"delta_us": None, "delta_pct": None, "term": None, "term_delta_us": None, "term_share": None}
             if i > 0:
                 pair = _pair(runs[j], run)
-                whole = pair.row(0, named=True)  # the "iteration" row
+                whole = pair.filter(pl.col("term") == "iteration").row(0, named=True)
                 change = {"delta_us": whole["delta_us"], "delta_pct": whole["delta_pct"], **_largest(pair)}
                 pairs.append(
                     pair.select(
