@@ -30,7 +30,7 @@ from traceview import run_compare
 from traceview.analysis import iteration
 from traceview.analysis import throughput as throughput_analysis
 from traceview.dashboards.app import app_for, show_page
-from traceview.dashboards.compare_view import compare_html, comparison_figure, display_rows
+from traceview.dashboards.compare_view import compare_html, comparison_figure, term_rows
 from traceview.dashboards.state import DashboardState
 from traceview.run_compare import COMPARED, PARTITION, headlines
 from traceview.summary import build_summary
@@ -177,7 +177,7 @@ def test_one_more_compared_column_is_everywhere(traces, monkeypatch):
     assert same.select(want.columns).equals(want)  # the terms' numbers do not move
     doc = c.to_dict()
     assert doc["terms"][-1] == "host_runtime" and doc["labels"]["host_runtime"] == "host runtime"
-    assert "host_runtime" in display_rows(doc)[0]
+    assert term_rows(doc)[-1]["term"] == "host runtime" and len(term_rows(doc)) == len(PARTITION) + 2
     from traceview.cli.compare import render_csv, render_text
 
     assert "host runtime" in render_text(doc) and "host_runtime_us" in render_csv(doc).splitlines()[0]
@@ -206,7 +206,12 @@ def test_html_page_escapes_labels(result):
     page = compare_html(doc)
     assert "<img src=x" not in page and "&lt;img src=x" in page
     assert page.count("</script>") == page.count("<script")  # no block ended early
-    assert 'id="compare-table"' in page and "Plotly.newPlot" in page and 'src="http' not in page  # self-contained
+    assert (
+        'id="compare-table"' in page
+        and 'id="compare-terms"' in page
+        and "Plotly.newPlot" in page
+        and 'src="http' not in page
+    )  # self-contained
     assert "-30.316 ms (-44.3 %)" in page  # pp4_1f1b against dp4_nccl
 
 
@@ -219,7 +224,14 @@ def compare_app(traces, result):
 def test_dashboard_compare_page(compare_app, result, traces):
     app, summary = compare_app
     layout = json.dumps(app.layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
-    for component_id in ("page-compare", "fig-compare", "compare-table", "compare-headlines", "nav-compare"):
+    for component_id in (
+        "page-compare",
+        "fig-compare",
+        "compare-table",
+        "compare-terms",
+        "compare-headlines",
+        "nav-compare",
+    ):
         assert f'"{component_id}"' in layout
     assert "-30.316 ms (-44.3 %)" in layout and "compare-none" not in layout
     state = DashboardState(traces[0], summary, result.to_dict())
