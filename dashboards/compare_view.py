@@ -213,7 +213,7 @@ def compare_layout(doc: dict | None, graph_config: dict):
             _dash_table(RUN_COLUMNS, run_rows(doc), "compare-table"),
             html.H4("Where the iteration went (ms per step, % of the iteration)"),
             _dash_table(term_columns(doc), term_rows(doc), "compare-terms"),
-            dcc.Graph(id="fig-compare", figure=comparison_figure(doc), config=graph_config),
+            dcc.Graph(id="fig-compare", figure=comparison_figure(doc), config=graph_config, responsive=True),
             html.Ul([html.Li(f"{r['label']}: {r['source']}") for r in doc["runs"]], id="compare-sources"),
         ]
         for key in ("notes", "warnings", "failures"):
