@@ -247,13 +247,14 @@ def compare(traces, labels: list[str] | None = None, model: dict | None = None) 
 def headlines(doc: dict, against: str = "previous") -> list[str]:
     """One line per run after the first (`RunComparison.to_dict()`): its change against the
     previous (or the `first`) run in the words of `traceview diff`'s first line (the same numbers),
-    e.g. "amp vs base: Iteration 177.592 -> 154.911 ms (-22.681 ms, -12.8 %): data loading ...";
+    e.g. "amp vs base: Iteration 177.592 -> 154.911 ms (-22.681 ms, -12.8 %): data loading ..."
+    (from the rows `traceview diff` has, `ITERATION_TERMS`, whatever else COMPARED holds);
     "amp vs base: no iteration in one run" where a run has none."""
     out = []
     for row in doc["runs"][1:]:
         rows = [{**c, "rank": None} for c in doc["changes"] if c["run"] == row["run"] and c["against"] == against]
         base = rows[0]["base_label"] if rows else "-"
-        line = iteration_headline({"iteration": [r for r in rows if r["term"] in ("iteration", *PARTITION)]})
+        line = iteration_headline({"iteration": [r for r in rows if r["term"] in d.ITERATION_TERMS]})  # diff's rows
         out.append(f"{row['label']} vs {base}: {line or 'no iteration in one run'}")
     return out
 
