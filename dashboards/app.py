@@ -1,9 +1,10 @@
-"""The Dash app of `traceview serve`: a header, a navigation, the Overview and the Timeline page (/timeline).
+"""The Dash app of `traceview serve`: a header, a navigation, the Overview, the Timeline page
+(/timeline) and, with runs to compare (`--compare`), the Compare page (/compare).
 
 `create_app(trace, summary)` builds it over one `DashboardState` (`traceview.dashboards.state`).
 The filters (ranks, step, classes, name) live in the URL query string (`traceview.dashboards.query`),
 so a view can be shared by its address. The callbacks are module-level functions of (state,
-inputs): the shell's here, the pages' in `overview` and `timeline_view`; they run on the server
+inputs): the shell's here, the pages' in `overview`, `timeline_view` and `compare_view`; they run on the server
 from the summary and the Trace's memoised analyses, and the browser only receives figures and
 table rows. Everything from the trace goes into components as text or data, which React, plotly
 and the grid escape; nothing is formatted into HTML.
@@ -16,10 +17,13 @@ import functools
 import dash
 from dash import Input, Output, dcc, html
 
+from traceview.dashboards.compare_view import compare_layout
 from traceview.dashboards.overview import FONT, GRAPH_CONFIG, overview_layout, update_overview
 from traceview.dashboards.query import (
+    COMPARE_PATH,
     FILTER_WIDGETS,
     TIMELINE_PATH,
+    is_compare,
     is_timeline,
     make_query,
     parse_compare,
@@ -36,6 +40,7 @@ __all__ = ["FILTER_WIDGETS", "create_app", "make_query", "parse_compare", "parse
 STYLE_HEADER = {"background": "#1f2937", "color": "white", "padding": "10px 20px", "fontFamily": FONT}
 STYLE_NAV = {"width": "150px", "padding": "20px", "borderRight": "1px solid #e5e7eb", "fontFamily": FONT}
 STYLE_MAIN = {"flex": "1", "padding": "20px", "minWidth": "0", "fontFamily": FONT}
+FILTERS_SHOWN = {"display": "flex", "gap": "20px", "maxWidth": "1200px"}
 
 
 def _header(state: DashboardState) -> html.Header:
@@ -60,9 +65,10 @@ def _filter(label: str, widget, **div) -> html.Div:
 
 
 def _filters(state: DashboardState) -> html.Div:
-    """The filters both pages share: ranks, step, classes, kernel name."""
+    """The filters the Overview and Timeline share: ranks, step, classes, kernel name."""
     return html.Div(
-        style={"display": "flex", "gap": "20px", "maxWidth": "1200px"},
+        id="filters",
+        style=FILTERS_SHOWN,
         children=[
             _filter(
                 "Ranks",
@@ -106,12 +112,17 @@ def _filters(state: DashboardState) -> html.Div:
 
 
 def layout(state: DashboardState) -> html.Div:
-    """The whole page: header, navigation, the shared filters, both pages."""
+    """The whole page: header, navigation, the shared filters, the pages (Compare listed only
+    with runs to compare)."""
     nav = html.Nav(
         style=STYLE_NAV,
         children=[
             html.Div(dcc.Link("Overview", href="/", id="nav-overview")),
             html.Div(dcc.Link("Timeline", href=TIMELINE_PATH, id="nav-timeline"), style={"marginTop": "8px"}),
+            html.Div(
+                dcc.Link("Compare", href=COMPARE_PATH, id="nav-compare"),
+                style={"marginTop": "8px"} if state.comparison else {"display": "none"},
+            ),
         ],
     )
     main = html.Main(
@@ -121,6 +132,7 @@ def layout(state: DashboardState) -> html.Div:
             _filters(state),
             overview_layout(state),
             timeline_layout(state, GRAPH_CONFIG),
+            compare_layout(state.comparison, GRAPH_CONFIG),
         ],
     )
     return html.Div(
@@ -163,16 +175,21 @@ def sync_filters(
 
 
 def show_page(state: DashboardState, pathname, search) -> tuple:
-    """Which page the path shows; the navigation links keep the query string (rank/step state)."""
-    on_timeline = is_timeline(pathname)
+    """Which page the path shows (page styles, the step filter's and the filters' style, the
+    title); the navigation links keep the query string (rank/step state). The Compare page has no
+    filters: it compares whole runs."""
+    page = "timeline" if is_timeline(pathname) else "compare" if is_compare(pathname) else "overview"
     hidden, shown = {"display": "none"}, {}
     return (
-        hidden if on_timeline else shown,
-        shown if on_timeline else hidden,
-        {"flex": "1", "display": "none"} if on_timeline else {"flex": "1"},
-        "Timeline" if on_timeline else "Overview",
+        shown if page == "overview" else hidden,
+        shown if page == "timeline" else hidden,
+        shown if page == "compare" else hidden,
+        {"flex": "1"} if page == "overview" else {"flex": "1", "display": "none"},
+        {**FILTERS_SHOWN, "display": "none"} if page == "compare" else FILTERS_SHOWN,
+        page.capitalize(),
         "/" + (search or ""),
         TIMELINE_PATH + (search or ""),
+        COMPARE_PATH + (search or ""),
     )
 
 
@@ -220,10 +237,13 @@ def app_for(state: DashboardState) -> dash.Dash:
     app.callback(
         Output("page-overview", "style"),
         Output("page-timeline", "style"),
+        Output("page-compare", "style"),
         Output("step-filter", "style"),
+        Output("filters", "style"),
         Output("page-title", "children"),
         Output("nav-overview", "href"),
         Output("nav-timeline", "href"),
+        Output("nav-compare", "href"),
         Input("url", "pathname"),
         Input("url", "search"),
     )(guarded(show_page, state))
@@ -244,6 +264,7 @@ def app_for(state: DashboardState) -> dash.Dash:
     return app
 
 
-def create_app(trace, summary: dict) -> dash.Dash:
-    """The dashboard of one loaded profile; `summary` is `build_summary(trace)`."""
-    return app_for(DashboardState(trace, summary))
+def create_app(trace, summary: dict, comparison: dict | None = None) -> dash.Dash:
+    """The dashboard of one loaded profile; `summary` is `build_summary(trace)`; `comparison`
+    (`RunComparison.to_dict()`, the profile first) adds the Compare page."""
+    return app_for(DashboardState(trace, summary, comparison))

@@ -28,6 +28,16 @@ TERM_LABELS: dict[str, str] = {
     "pipeline_bubble": f"{_LABELS['pipeline_bubble']} (estimate)",
 }
 
+#: The iteration's terms (`traceview.analysis.iteration.TERMS`), wherever they are stacked.
+ITERATION_COLORS: dict[str, str] = {
+    "iteration_computing": TERM_COLORS["computing"],
+    "iteration_exposed_comm": TERM_COLORS["communication_not_overlapped"],
+    "iteration_exposed_memcpy": TERM_COLORS["exposed_memcpy"],
+    "data_loading": "#EECA3B",  # yellow: the host preparing the batch while the device waits
+    "host_overhead": "#9D755D",  # brown: framework code and launches while the device waits
+    "other_idle": TERM_COLORS["free"],
+}
+
 CLASS_COLORS: dict[str, str] = {
     "gemm": "#1F77B4",
     "attention": "#17BECF",

@@ -1,6 +1,7 @@
 """What a notebook shows of a Trace: its HTML table (`Trace._repr_html_`) and its figures
-(`Trace.plot`). The model's one hand-off to the views: `traceview.trace` imports this module when
-those are used, and nothing else of the views; plotly is imported only when a figure is asked for."""
+(`Trace.plot`), and the figure of a comparison (`RunComparison.figure`). The model's one hand-off to
+the views: `traceview.trace` and `traceview.run_compare` import this module when those are used, and
+nothing else of the views; plotly is imported only when a figure is asked for."""
 
 from __future__ import annotations
 
@@ -59,3 +60,10 @@ def trace_html(trace) -> str:
         f"frames: <code>.info()</code>, <code>.step_breakdown()</code>, … · figures: <code>.plot</code>"
         f"</caption><tbody>{body}</tbody></table>"
     )
+
+
+def comparison_figure(doc: dict):
+    """The figure of a comparison (`RunComparison.to_dict()`; `RunComparison.figure`)."""
+    from traceview.dashboards.compare_view import comparison_figure as figure
+
+    return figure(doc)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlencode
 
 TIMELINE_PATH = "/timeline"
+#: The Compare page (`traceview serve RUN --compare OTHER`).
+COMPARE_PATH = "/compare"
 #: The widgets whose values live in the query string, and the property holding each value.
 FILTER_WIDGETS = {
     "rank-select": "value",
@@ -61,6 +63,10 @@ def parse_filters(search: str | None, classes: list[str]) -> tuple[list[str] | N
 
 def is_timeline(pathname: str | None) -> bool:
     return (pathname or "/").rstrip("/").endswith(TIMELINE_PATH)
+
+
+def is_compare(pathname: str | None) -> bool:
+    return (pathname or "/").rstrip("/").endswith(COMPARE_PATH)
 
 
 def make_query(

@@ -15,12 +15,14 @@ FILTERED_KEPT = 8
 
 
 class DashboardState:
-    """One profile's dashboard: `trace`, `summary` (`build_summary(trace)`), and the filter choices
-    `rank_ids`, `step_ids`, `classes` (compute classes present in the summary)."""
+    """One profile's dashboard: `trace`, `summary` (`build_summary(trace)`), the filter choices
+    `rank_ids`, `step_ids`, `classes` (compute classes present in the summary), and `comparison`
+    (`RunComparison.to_dict()` of the profile and the runs given with --compare, or None)."""
 
-    def __init__(self, trace, summary: dict):
+    def __init__(self, trace, summary: dict, comparison: dict | None = None):
         self.trace = trace
         self.summary = summary
+        self.comparison = comparison
         self.rank_ids: list[int] = [r["rank"] for r in summary["ranks"]]
         self.step_ids: list[int] = sorted({s["step"] for r in summary["ranks"] for s in r["steps"]})
         self.classes: list[str] = sorted({c["class"] for r in summary["ranks"] for c in r["compute_classes"]})

@@ -4,6 +4,7 @@
     t = tv.load("./profile")      # a file, a rank folder, or a folder of ranks
     t.device_tasks                # polars DataFrame, schema in docs/schema.md
     d = tv.diff(t, "./other")     # what changed between two runs (docs/diff.md)
+    c = tv.compare(["./a", "./b", "./c"])  # N runs side by side (docs/compare.md)
 
 The package's layers (docs/ARCHITECTURE.md): traceview.parsers (ingestion) and traceview.analysis
 (pure functions of frames) on the foundation (schema, errors, rules); the model (Trace, load, the
@@ -19,7 +20,7 @@ from traceview.loader import load  # noqa: E402
 from traceview.trace import Trace  # noqa: E402
 from traceview.version import __version__  # noqa: E402
 
-__all__ = ["Trace", "TraceError", "diff", "load", "__version__"]
+__all__ = ["Trace", "TraceError", "compare", "diff", "load", "__version__"]
 
 
 def diff(base, new, **options):
@@ -28,3 +29,16 @@ def diff(base, new, **options):
     from traceview.run_diff import diff as compare
 
     return compare(*(run if isinstance(run, Trace) else load(run) for run in (base, new)), **options)
+
+
+def compare(runs, labels=None, model=None, **load_options):
+    """Compare runs side by side, each a loaded `Trace` or a path to `load` (with `load_options`),
+    in order; `labels` one per run (default: each path's name); `model`: keyword arguments of
+    `Trace.throughput` for tokens/s and MFU. Returns a `RunComparison` (docs/compare.md)."""
+    from traceview.run_compare import compare as side_by_side
+
+    if isinstance(runs, (str, Trace)) or hasattr(runs, "__fspath__"):
+        raise TypeError("compare takes a list of runs (paths or Traces), two or more")
+    return side_by_side(
+        [run if isinstance(run, Trace) else load(run, **load_options) for run in runs], labels=labels, model=model
+    )

@@ -18,6 +18,7 @@ window rule), and `notes` say, in one line each, whatever makes the two runs les
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import polars as pl
 
@@ -120,8 +121,9 @@ def _left_out(trace, tasks: pl.DataFrame, chosen: pl.DataFrame, label: str) -> l
     return notes
 
 
-def _prepare(trace, label: str, step: int | None, classes: str | None, whole_trace: bool) -> _Run:
-    """Choose the compared windows of one run and restrict its tasks and class sums to them."""
+def prepare(trace, label: str, step: int | None = None, classes: str | None = None, whole_trace: bool = False) -> _Run:
+    """Choose the compared windows of one run and restrict its tasks and class sums to them
+    (`label` names the run in its notes and errors)."""
     steps = trace.steps.with_columns(
         (pl.col("window_rule") == "gpu_annotation").any().over("rank").alias("clip")  # breakdown's per-rank rule
     )
@@ -247,8 +249,13 @@ def _term_table(b: _Run, w: _Run, per_rank: bool) -> pl.DataFrame:
     return _terms_side_by_side(d.term_means, b.breakdown, w.breakdown, per_rank, d.DIFF_TERMS)
 
 
-def _iteration_table(b: _Run, w: _Run, per_rank: bool) -> pl.DataFrame:
-    table = _terms_side_by_side(d.iteration_means, b.iterations, w.iterations, per_rank, d.ITERATION_TERMS)
+def iteration_table(b: _Run, w: _Run, per_rank: bool = False, terms=d.ITERATION_TERMS) -> pl.DataFrame:
+    """The iteration comparison of two prepared runs (`prepare`): rank (null: all ranks), term,
+    base_us, new_us, delta_us, delta_pct, share_of_change; `terms`: "iteration" first, then
+    columns of `iteration_breakdown` (without `_us`). `RunDiff.iteration` is this with
+    ITERATION_TERMS; `traceview.compare` calls it for each pair of runs it compares."""
+    means = functools.partial(d.iteration_means, terms=terms)
+    table = _terms_side_by_side(means, b.iterations, w.iterations, per_rank, terms)
     return d.with_attribution(table, ["rank"]).select(*table.columns, "share_of_change")
 
 
@@ -385,13 +392,13 @@ def diff(base, new, *, step: int | None = None, classes: str | None = None, whol
     if whole_trace and step is not None:
         raise ValueError("give either step or whole_trace, not both")
     b_trace, w_trace = base, new
-    b = _prepare(b_trace, BASE, step, classes, whole_trace)
-    w = _prepare(w_trace, NEW, step, classes, whole_trace)
+    b = prepare(b_trace, BASE, step, classes, whole_trace)
+    w = prepare(w_trace, NEW, step, classes, whole_trace)
     per_rank = b.describe()["ranks"] == w.describe()["ranks"] and b_trace.ranks.height > 1
     return RunDiff(
         steps=_step_table(b, w, per_rank),
         terms=_term_table(b, w, per_rank),
-        iteration=_iteration_table(b, w, per_rank),
+        iteration=iteration_table(b, w, per_rank),
         classes=d.class_diff(b.class_rows, w.class_rows, b.n, w.n),
         kernels=d.kernel_diff(b.tasks, w.tasks, b.n, w.n),
         collectives=d.collective_diff(b.tasks, w.tasks, _exposure(b), _exposure(w), b.n, w.n),
@@ -405,4 +412,4 @@ def diff(base, new, *, step: int | None = None, classes: str | None = None, whol
     )
 
 
-__all__ = ["RunDiff", "diff"]
+__all__ = ["RunDiff", "diff", "iteration_table", "prepare"]

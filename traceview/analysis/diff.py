@@ -149,13 +149,15 @@ def term_means(breakdown: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
 ITERATION_TERMS: tuple[str, ...] = ("iteration", *iteration.TERMS, *phases.WALL_COLUMNS)
 
 
-def iteration_means(iterations: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
-    """Mean of the iteration and each of its terms over the compared rank-steps
-    (`iteration_breakdown` rows), long format: `by`..., term, us (µs). A host term unknown in
-    every row (no host events) is null."""
-    cols = [pl.col(f"{t}_us").mean().alias(t) for t in ITERATION_TERMS]
+def iteration_means(
+    iterations: pl.DataFrame, by: Sequence[str], terms: Sequence[str] = ITERATION_TERMS
+) -> pl.DataFrame:
+    """Mean of the iteration and each of its terms (`terms`: columns `<term>_us` of the rows;
+    ITERATION_TERMS unless told) over the compared rank-steps (`iteration_breakdown` rows), long
+    format: `by`..., term, us (µs). A host term unknown in every row (no host events) is null."""
+    cols = [pl.col(f"{t}_us").mean().alias(t) for t in terms]
     means = iterations.group_by(list(by)).agg(cols) if by else iterations.select(cols)
-    return means.unpivot(index=list(by), on=list(ITERATION_TERMS), variable_name="term", value_name="us")
+    return means.unpivot(index=list(by), on=list(terms), variable_name="term", value_name="us")
 
 
 #: The iteration's change must reach this share of the base iteration (and 1 µs) before it is

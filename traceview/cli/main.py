@@ -3,6 +3,7 @@ exit 2); `-v` adds the traceback."""
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from functools import wraps
@@ -170,6 +171,69 @@ def diff(
         sys.exit(1)
 
 
+@main.command("compare")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    help="A run's label in the output, once per run in order (default: each path's name).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "csv", "html"]),
+    default="text",
+    show_default=True,
+    help="Output format (csv: one row per run; html: a self-contained page).",
+)
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file (default: stdout)."
+)
+@click.option("--force", is_flag=True, help="Overwrite the -o file if it exists (a regular file only).")
+@ModelOptions.options
+@LoadOptions.options
+@handle_errors
+def compare_runs(
+    paths: tuple[Path, ...],
+    labels: tuple[str, ...],
+    fmt: str,
+    output,
+    force: bool,
+    model: ModelOptions,
+    load: LoadOptions,
+) -> None:
+    """N runs side by side, each against the previous and the first (the experiment log): the mean
+    iteration and its terms, the device step time and exposed communication, tokens/s and MFU with
+    the model options, and the term that moved most (definitions: docs/compare.md)."""
+    from traceview.cli.compare import render_compare
+    from traceview.cli.report import check_writable, write_output
+    from traceview.errors import TraceError
+    from traceview.run_compare import compare
+
+    if len(paths) < 2:
+        raise click.UsageError("give two runs or more to compare")
+    if labels and len(labels) != len(paths):
+        raise click.UsageError(f"{len(labels)} --label for {len(paths)} runs: give one --label per run, in order")
+    throughput = model.throughput()
+    for path in paths:  # before any (long) load
+        if not os.path.lexists(path):
+            raise TraceError(path, "no such file or folder", "check the path")
+    kind = {"text": "txt"}.get(fmt, fmt)  # the file's kind in messages (`-o report.txt`)
+    if output is not None:
+        check_writable(output, kind, force, folder=False)
+    result = compare([load.load(p) for p in paths], labels=list(labels) or None, model=throughput)
+    doc = result.to_dict()
+    if output is None:
+        echo(render_compare(doc, fmt).rstrip("\n"))
+    else:
+        write_output(output, kind, lambda: render_compare(doc, fmt), force, folder=False)
+        echo(f"Wrote {output}")
+    _warn_on_stderr(result.warnings, result.failures, fmt if output is None else "file")
+    if result.failures:
+        sys.exit(1)
+
+
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -282,15 +346,29 @@ def export(path: Path, fmt: str, output, force: bool, load: LoadOptions) -> None
     "--port", type=click.IntRange(1, 65535), default=8050, show_default=True, help="Port (the next free one if taken)."
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the dashboard in a web browser.")
+@click.option(
+    "--compare",
+    "others",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Another run to compare with PATH (repeat for more): adds the Compare page (docs/compare.md).",
+)
 @ModelOptions.options
 @AdviceOptions.options
 @LoadOptions.options
 @handle_errors
 def serve(
-    path: Path, host: str, port: int, open_browser: bool, model: ModelOptions, advice: AdviceOptions, load: LoadOptions
+    path: Path,
+    host: str,
+    port: int,
+    open_browser: bool,
+    others: tuple[Path, ...],
+    model: ModelOptions,
+    advice: AdviceOptions,
+    load: LoadOptions,
 ) -> None:
     """Interactive dashboard of a profile (Dash): step breakdown, step times, compute classes, kernels,
-    timeline (docs/dashboard.md)."""
+    timeline, and with --compare the runs side by side (docs/dashboard.md)."""
     from traceview.dashboards.app import create_app
     from traceview.dashboards.server import is_loopback, pick_port, url_for
     from traceview.dashboards.server import serve as run_server
@@ -299,9 +377,22 @@ def serve(
 
     throughput = model.throughput()
     advice.check()
+    for other in others:  # before any (long) load
+        if not os.path.lexists(other):
+            raise TraceError(other, "no such file or folder", "check the path")
     trace = load.load(path)
-    app = create_app(trace, build_summary(trace, details=False, throughput=throughput, **advice.summary_args()))
-    for line in [*trace.warnings, *trace.failures]:
+    comparison = None
+    if others:
+        from traceview.run_compare import compare
+
+        result = compare([trace, *(load.load(p) for p in others)], model=throughput)
+        comparison = result.to_dict()
+        warnings = [*result.warnings, *result.failures]
+    else:
+        warnings = [*trace.warnings, *trace.failures]
+    summary = build_summary(trace, details=False, throughput=throughput, **advice.summary_args())
+    app = create_app(trace, summary, comparison)
+    for line in warnings:
         echo_err(f"traceview: warning: {line}")
     try:
         port = pick_port(host, port)

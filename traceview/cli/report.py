@@ -70,13 +70,15 @@ def default_output(path: Path, fmt: str) -> Path:
     return Path(os.path.abspath(path)).parent / fit_name(profile_stem(path), SUFFIX[fmt])
 
 
-def check_writable(out: Path, fmt: str, force: bool) -> Path:
+def check_writable(out: Path, fmt: str, force: bool, folder: bool | None = None) -> Path:
     """The absolute output path, after checking that writing `fmt` there loses nothing: TraceError
     (one line) for a folder where a file goes, a file, link or foreign folder where a folder goes,
     anything that is not a regular file (or, for csv/parquet, a folder traceview wrote), an
-    existing output without `force`, or a missing parent folder."""
+    existing output without `force`, or a missing parent folder. `folder`: whether `fmt` is
+    written as a folder (default: csv and parquet are; `traceview compare` writes csv as a file)."""
+    folder = fmt in FOLDER_FORMATS if folder is None else folder
     out = Path(os.path.abspath(out))
-    noun = "folder" if fmt in FOLDER_FORMATS else "file"
+    noun = "folder" if folder else "file"
     try:
         st = os.lstat(out)
     except FileNotFoundError:
@@ -91,7 +93,7 @@ def check_writable(out: Path, fmt: str, force: bool) -> Path:
         raise TraceError(
             None, f"{out} is a symbolic link: traceview writes no report through a link (pass -o a new {noun} name)"
         )
-    if fmt in FOLDER_FORMATS:
+    if folder:
         if not stat.S_ISDIR(st.st_mode):
             raise TraceError(
                 None,
@@ -130,17 +132,19 @@ def written_files(folder: Path) -> list[str] | None:
     return [f for f in files if TABLE_FILE.match(f)]
 
 
-def write_output(out: Path, fmt: str, render, force: bool) -> None:
+def write_output(out: Path, fmt: str, render, force: bool, folder: bool | None = None) -> None:
     """Write the report in `fmt` to `out` (checked by `check_writable`); `render` gives the HTML
     text, or the summary for data formats. Written under a fresh temporary name beside `out`,
     then moved in place, so no half-written report is left and nothing but traceview's own
     output is replaced: a file by `os.replace`, a report folder file by file (files its manifest
-    lists and the new report lacks are removed, any other file stays). An OSError (full disk,
-    name too long, no permission) is a TraceError."""
-    out = check_writable(out, fmt, force)
+    lists and the new report lacks are removed, any other file stays); text (a str) is written as
+    it is, data as JSON. `folder`: whether `fmt` is a folder of tables (default: csv and
+    parquet are). An OSError (full disk, name too long, no permission) is a TraceError."""
+    folder = fmt in FOLDER_FORMATS if folder is None else folder
+    out = check_writable(out, fmt, force, folder)
     tmp = out.parent / f".traceview-{uuid.uuid4().hex[:12]}.partial"
     try:
-        if fmt in FOLDER_FORMATS:
+        if folder:
             from traceview.dashboards.tables import write_tables
 
             names = [p.name for p in write_tables(render(), tmp, fmt)]
@@ -150,7 +154,7 @@ def write_output(out: Path, fmt: str, render, force: bool) -> None:
             data = render()
             if isinstance(data, bytes):  # a document already encoded (the Perfetto export)
                 tmp.write_bytes(data)
-            elif fmt == "html":
+            elif isinstance(data, str):  # html, or any text a command laid out
                 tmp.write_text(data, encoding="utf-8")
             else:
                 tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
