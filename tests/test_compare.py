@@ -358,7 +358,8 @@ def test_resnet50_runs_against_diff():
     # docs/diff.md's example, the same numbers
     assert headlines(c.to_dict())[0] == (
         "worker0.1623143566756 vs worker0.1623143089861: Iteration 177.592 -> 154.911 ms (-22.681 ms, -12.8 %): "
-        "data loading -23.758 ms (105 % of the change), host overhead +1.258 ms (-6 % of the change)"
+        "data loading -23.758 ms (105 % of the change), host overhead +1.258 ms (-6 % of the change); by phase: "
+        "other (wall) -23.760 ms (105 % of the change), forward (wall) +1.167 ms (-5 % of the change)"
     )
     row = c.table.row(1, named=True)
     assert row["previous_term"] == "data_loading" and row["previous_term_share"] == pytest.approx(1.0475, abs=1e-4)
