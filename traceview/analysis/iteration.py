@@ -179,12 +179,6 @@ def load_host_rules(extra: str | Path | Sequence[str | Path] | None = None) -> H
     return HostRules(**{k: tuple(out[k]) for k in _PATTERN_KEYS}, phase_rules=tuple(out["phase"]))
 
 
-def _any_of(patterns: tuple[str, ...]) -> pl.Expr:  # noqa: D103
-    if not patterns:
-        return pl.lit(False)
-    return pl.col("name").str.contains("|".join(f"(?:{p})" for p in patterns)).fill_null(False)
-
-
 def windows(steps: pl.DataFrame, device_tasks: pl.DataFrame, launches: pl.DataFrame | None = None) -> pl.DataFrame:
     """The iteration window of every step (see the module docstring): rank, step, iteration_rule,
     iteration_start_ns, iteration_end_ns. Steps with neither a host range nor a device window are
@@ -274,13 +268,13 @@ def iteration_segments(
     device = tasks.select(
         "rank", pl.col("kind").replace_strict(SET_OF_KIND, default="comp").alias("set"), "start_ns", "end_ns"
     )
-    activity = host_events.filter(~_any_of(rules.not_activity))
+    activity = host_events.filter(~phases.name_matches(rules.not_activity))
     host = pl.concat(
         [
             activity.filter(pl.col("kind") == "runtime").select(
                 "rank", pl.lit("runtime").alias("set"), "start_ns", "end_ns"
             ),
-            activity.filter(_any_of(rules.data_loading)).select(
+            activity.filter(phases.name_matches(rules.data_loading)).select(
                 "rank", pl.lit("data").alias("set"), "start_ns", "end_ns"
             ),
             activity.filter(pl.col("kind").is_in(["operator", "annotation"])).select(

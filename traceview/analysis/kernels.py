@@ -84,7 +84,7 @@ def short_names(names: Iterable[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for short, members in groups.items():
         if len(members) == 1:
-            out[members[0]] = short if short != members[0] else members[0]
+            out[members[0]] = short
             continue
         shared = set.intersection(*(set(folded[m][1]) for m in members))
         for m in members:

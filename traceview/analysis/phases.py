@@ -61,7 +61,8 @@ LABELS: dict[str, str] = {
 SETS = [*(f"dev_{p}" for p in MARKED), *(f"host_{p}" for p in MARKED)]
 
 
-def _matches(patterns: tuple[str, ...], column: str = "name") -> pl.Expr:
+def name_matches(patterns: tuple[str, ...], column: str = "name") -> pl.Expr:
+    """Rows whose `column` matches any of the regexes `patterns` (false on a null, and with none)."""
     if not patterns:
         return pl.lit(False)
     return pl.col(column).str.contains("|".join(f"(?:{p})" for p in patterns)).fill_null(False)
@@ -72,7 +73,7 @@ def _phase_of(rules: tuple[tuple[str, str, str], ...], where: str, column: str =
     expr = pl.lit(None, pl.String)
     for phase in reversed(MARKED):
         patterns = tuple(p for ph, w, p in rules if ph == phase and w == where)
-        expr = pl.when(_matches(patterns, column)).then(pl.lit(phase)).otherwise(expr)
+        expr = pl.when(name_matches(patterns, column)).then(pl.lit(phase)).otherwise(expr)
     return expr
 
 
@@ -91,7 +92,7 @@ def host_spans(
         ev.group_by(thread)
         .agg(
             (pl.col("phase") == "backward").any().alias("_bwd"),
-            _matches(not_activity).any().alias("_step"),
+            name_matches(not_activity).any().alias("_step"),
         )
         .filter(pl.col("_bwd") & ~pl.col("_step"))
         .select(thread)
@@ -154,7 +155,7 @@ def issue_points(
 
     def queue(patterns: tuple[str, ...], prefix: str) -> pl.DataFrame:
         return (
-            host_events.filter(_matches(patterns))
+            host_events.filter(name_matches(patterns))
             .select("rank", pl.col("start_ns").alias(f"{prefix}_start"), pl.col("end_ns").alias(f"{prefix}_end"))
             .sort("rank", f"{prefix}_start")
             .with_columns(pl.int_range(pl.len()).over("rank").alias("_k"), pl.len().over("rank").alias(f"_{prefix}_n"))
