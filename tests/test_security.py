@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import gzip
+import html
 import json
 import os
 import shutil
@@ -210,6 +211,7 @@ def test_report_cli_has_no_live_markup(report_file, hostile):
     for payload in (SCRIPT, BREAKOUT, ATTR, SVG, NAMES["collective"], TEMPLATE):
         assert payload not in page
     assert TEMPLATE in doc.text  # in the kernel table, as text (`<b>` included)
+    assert f'title="{html.escape(TEMPLATE)}' in page  # and its hover title, escaped
 
 
 def test_diff_html_has_no_live_markup(hostile, tmp_path):

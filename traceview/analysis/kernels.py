@@ -8,8 +8,9 @@
   the first identifier of its template arguments that not all of them share, in brackets
   (`[CUDAFunctor_add]`, `[FillFunctor]`; wrappers such as BinaryFunctor are skipped), or else its
   template arguments when they are short (`<float, 512, true>`), and any still alike a number
-  (`#1`, `#2` in name order). Names without templates or parameters (Ascend ops, NCCL kernels) stay as they are. The
-  full name stays in the tables (`name`) for hover and details.
+  (`#1`, `#2` in name order). Only C++ signatures are folded (`void ...`, `name<...`, `name(...`,
+  a `::` scope): other names (Ascend ops, anything else) stay as they are. The full name stays
+  in the tables (`name`) for hover and details.
 - `kernel_totals`: each task name over all ranks: its time on each rank (min / median / max over
   the ranks that ran it), its total, count and share of all device time.
 - `operators`: the TensorBoard plugin's "Operator + Input Shape" view: device tasks grouped by
@@ -25,6 +26,9 @@ from collections.abc import Iterable
 import polars as pl
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: A C++ signature, the names folding applies to: `void ...`, or a name that opens a template
+#: argument or parameter list right away (`kernel<...`, `kernel(...)`), or one with a `::` scope.
+_CPP_SIGNATURE = re.compile(r"^(void |[A-Za-z_]\w*[<(])|::")
 #: Identifiers that say nothing about which kernel it is.
 _GENERIC = frozenset(
     [
@@ -44,6 +48,8 @@ def _fold(name: str) -> tuple[str, list[str], str]:
     top-level template arguments, in order, generic ones left out; the template arguments'
     text)."""
     text = name.strip().replace("(anonymous namespace)::", "")
+    if not _CPP_SIGNATURE.search(text):
+        return name, [], ""  # not a C++ signature (an Ascend op, an NCCL kernel, anything else)
     if text.startswith("void "):
         text = text[5:]
     head, inner, angle, paren = [], [], 0, 0
