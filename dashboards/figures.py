@@ -225,21 +225,27 @@ def step_heatmap_figure(summary: dict, ranks=None, steps=None) -> go.Figure:
     return _layout(fig, f"{title} ({median:,.3f} ms)")
 
 
+def others_mean_wait_us(summary: dict) -> float | None:
+    """The mean collective wait (µs) of the ranks other than the straggler (the summary's
+    `cross_rank.ranks[*].mean_wait_us`), None without a straggler or waits."""
+    cross = summary.get("cross_rank") or {}
+    straggler = cross.get("straggler")
+    others = [
+        r["mean_wait_us"]
+        for r in cross.get("ranks", [])
+        if r["rank"] != straggler and r.get("mean_wait_us") is not None
+    ]
+    return sum(others) / len(others) if straggler is not None and others else None
+
+
 def straggler_line(summary: dict) -> str | None:
     """The straggler sentence of the findings (None for one rank): which rank the others wait for
     in collectives, with their mean wait (µs)."""
     cross = summary.get("cross_rank")
     if cross and cross.get("straggler") is not None:
-        straggler = cross["straggler"]
-        others = [
-            r["mean_wait_us"]
-            for r in cross.get("ranks", [])
-            if r["rank"] != straggler and r.get("mean_wait_us") is not None
-        ]
-        detail = (
-            f" (the others wait for it in collectives: mean wait {sum(others) / len(others):,.1f} µs)" if others else ""
-        )
-        return f"Straggler: rank {straggler}{detail}"
+        wait = others_mean_wait_us(summary)
+        detail = f" (the others wait for it in collectives: mean wait {wait:,.1f} µs)" if wait is not None else ""
+        return f"Straggler: rank {cross['straggler']}{detail}"
     return "No straggler: no rank is waited for in collectives." if len(summary["ranks"]) > 1 else None
 
 
