@@ -46,7 +46,7 @@ LONG_STEPS_SHOWN = 3  # long steps listed as lines; more are folded
 PANELS = {
     "fig-breakdown": (260, 12, 460),
     "fig-step-time": (260, 0, 360),
-    "fig-heatmap": (190, 26, 720),
+    "fig-heatmap": (250, 26, 720),
     "fig-classes": (260, 14, 460),
 }
 #: What `update_overview` fills, in its order (`app.py` registers them).
@@ -107,7 +107,7 @@ def headline_cards(summary: dict) -> html.Div:
             wait = figures.others_mean_wait_us(summary)
             detail = None if wait is None else f"others wait {figures.ms(wait):,.3f} ms (mean)"
             cards.append(_card("card-straggler", "Straggler", f"rank {straggler}", detail))
-    style = {"display": "flex", "flexWrap": "wrap", "gap": "12px", "margin": "4px 0 10px"}
+    style = {"display": "flex", "flexWrap": "wrap", "gap": "12px", "margin": "14px 0 10px"}
     return html.Div(cards, id="headline-cards", style=style if cards else {"display": "none"})
 
 

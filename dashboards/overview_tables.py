@@ -44,7 +44,7 @@ _TEXT = {"filter": "agTextColumnFilter"}
 #: The top-kernel table's columns: field, header, how it filters and formats.
 KERNEL_COLUMNS = [
     {"field": "rank", "headerName": "rank", "width": 90, **_number("count")},
-    {"field": "short_name", "headerName": "kernel", "flex": 3, "tooltipField": "name", **_TEXT},
+    {"field": "short_name", "headerName": "kernel", "flex": 3, "minWidth": 260, "tooltipField": "name", **_TEXT},
     {"field": "class", "headerName": "class", "width": 150, **_TEXT},
     {"field": "count", "headerName": "count", "width": 110, **_number("count")},
     {"field": "total_ms", "headerName": "total (ms)", "sort": "desc", "width": 130, **_number("ms")},
@@ -53,36 +53,54 @@ KERNEL_COLUMNS = [
 ]
 #: Kernels over all ranks (the summary's "kernels").
 CROSS_RANK_COLUMNS = [
-    {"field": "short_name", "headerName": "kernel", "flex": 3, "tooltipField": "name", **_TEXT},
-    {"field": "class", "headerName": "class", "width": 140, **_TEXT},
-    {"field": "ranks", "headerName": "ranks", "width": 90, **_number("count")},
-    {"field": "count", "headerName": "count", "width": 100, **_number("count")},
-    {"field": "total_ms", "headerName": "total (ms)", "sort": "desc", "width": 130, **_number("ms")},
-    {"field": "share_pct", "headerName": "share (%)", "width": 110, **_number("pct")},
-    {"field": "rank_min_ms", "headerName": "min per rank (ms)", "width": 150, **_number("ms")},
-    {"field": "rank_median_ms", "headerName": "median per rank (ms)", "width": 170, **_number("ms")},
-    {"field": "rank_max_ms", "headerName": "max per rank (ms)", "width": 150, **_number("ms")},
-    {"field": "max_rank", "headerName": "max rank", "width": 110, **_number("count")},
+    {"field": "short_name", "headerName": "kernel", "flex": 1, "minWidth": 190, "tooltipField": "name", **_TEXT},
+    {"field": "class", "headerName": "class", "width": 135, **_TEXT},
+    {"field": "ranks", "headerName": "ranks", "width": 85, **_number("count")},
+    {"field": "count", "headerName": "count", "width": 95, **_number("count")},
+    {"field": "total_ms", "headerName": "total (ms)", "sort": "desc", "width": 115, **_number("ms")},
+    {"field": "share_pct", "headerName": "share (%)", "width": 95, **_number("pct")},
+    {"field": "rank_min_ms", "headerName": "min per rank (ms)", "width": 110, **_number("ms")},
+    {"field": "rank_median_ms", "headerName": "median per rank (ms)", "width": 110, **_number("ms")},
+    {"field": "rank_max_ms", "headerName": "max per rank (ms)", "width": 110, **_number("ms")},
+    {"field": "max_rank", "headerName": "max rank", "width": 90, **_number("count")},
 ]
 #: Host operators and input shapes with the device time of what they launched (the summary's "operators").
 OPERATOR_COLUMNS = [
-    {"field": "operator", "headerName": "operator", "flex": 2, "tooltipField": "operator", **_TEXT},
-    {"field": "input_shapes", "headerName": "input shapes", "flex": 2, "tooltipField": "input_shapes", **_TEXT},
-    {"field": "calls", "headerName": "calls", "width": 100, **_number("count")},
-    {"field": "device_ms", "headerName": "device (ms)", "sort": "desc", "width": 130, **_number("ms")},
-    {"field": "share_pct", "headerName": "share (%)", "width": 110, **_number("pct")},
-    {"field": "per_call_us", "headerName": "per call (µs)", "width": 130, **_number("us")},
-    {"field": "top_kernel_short", "headerName": "top kernel", "flex": 3, "tooltipField": "top_kernel", **_TEXT},
+    {"field": "operator", "headerName": "operator", "flex": 2, "minWidth": 180, "tooltipField": "operator", **_TEXT},
+    {
+        "field": "input_shapes",
+        "headerName": "input shapes",
+        "flex": 2,
+        "minWidth": 140,
+        "tooltipField": "input_shapes",
+        **_TEXT,
+    },
+    {"field": "calls", "headerName": "calls", "width": 95, **_number("count")},
+    {"field": "device_ms", "headerName": "device (ms)", "sort": "desc", "width": 115, **_number("ms")},
+    {"field": "share_pct", "headerName": "share (%)", "width": 95, **_number("pct")},
+    {"field": "per_call_us", "headerName": "per call (µs)", "width": 115, **_number("us")},
+    {
+        "field": "top_kernel_short",
+        "headerName": "top kernel",
+        "flex": 3,
+        "minWidth": 220,
+        "tooltipField": "top_kernel",
+        **_TEXT,
+    },
 ]
 
 
 def class_colours(classes: list[str]) -> dict:
-    """cellStyle of a class column: each class in its figure colour. The grid evaluates each
+    """cellStyle of a class column: each class marked by its figure colour (a bar at the cell's
+    left, which keeps light colours such as yellow readable on white). The grid evaluates each
     condition as JavaScript: a class name (from a user's rules file) enters it only as a JSON
     string literal, ASCII-escaped."""
     return {
         "styleConditions": [
-            {"condition": f"params.value === {json.dumps(c, ensure_ascii=True)}", "style": {"color": class_color(c)}}
+            {
+                "condition": f"params.value === {json.dumps(c, ensure_ascii=True)}",
+                "style": {"borderLeft": f"8px solid {class_color(c)}"},
+            }
             for c in classes
         ]
     }
@@ -95,7 +113,13 @@ def grid(grid_id: str, columns: list[dict], rows: list[dict], classes: list[str]
         id=grid_id,
         columnDefs=columns,
         rowData=rows,
-        defaultColDef={"sortable": True, "resizable": True, "floatingFilter": True},
+        defaultColDef={
+            "sortable": True,
+            "resizable": True,
+            "floatingFilter": True,
+            "wrapHeaderText": True,
+            "autoHeaderHeight": True,
+        },
         dashGridOptions={
             "pagination": True,
             "paginationPageSize": PAGE_ROWS,
