@@ -257,7 +257,7 @@ def _height(panel: str, rows: int) -> int:
 
 def panel_styles(summary: dict, ranks, step: int | None, per_class: dict) -> dict[str, tuple[dict, int]]:
     """(style, height px) of each figure panel for this selection: hidden when it has nothing to
-    show (step time with one step, the heatmap with one cell, classes without device tasks), else
+    show (step time with one step, the heatmap with one rank, classes without device tasks), else
     as tall as its ranks or bars need, within the panel's bounds (`PANELS`)."""
     entries = [
         r for r in figures.select_ranks(summary, ranks) if figures.select_steps(r, None if step is None else [step])
@@ -269,7 +269,7 @@ def panel_styles(summary: dict, ranks, step: int | None, per_class: dict) -> dic
     shown = {
         "fig-breakdown": bars > 0,
         "fig-step-time": step is None and len(steps) > 1,
-        "fig-heatmap": n_ranks * len(steps) > 1,
+        "fig-heatmap": n_ranks > 1,  # one rank: the step-time line shows the same
         "fig-classes": bool(class_ranks),
     }
     rows = {

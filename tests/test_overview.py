@@ -104,7 +104,8 @@ def test_panels_are_sized_to_their_data_and_hidden_when_empty(dp4, single):
     assert all(s == {} for s in styles)
     heights = dict(zip(PANELS, (f.layout.height for f in figs)))
     one_rank = dict(zip(PANELS, (f.layout.height for f in update_overview(dp4, "?rank=1")[:4])))
-    assert one_rank["fig-heatmap"] == PANELS["fig-heatmap"][0]  # one rank: the minimum
+    assert one_rank["fig-heatmap"] == PANELS["fig-heatmap"][0]  # one rank: the minimum (and hidden)
+    assert dict(zip(PANELS, update_overview(dp4, "?rank=1")[6:]))["fig-heatmap"] == {"display": "none"}
     assert one_rank["fig-breakdown"] < heights["fig-breakdown"]  # 3 bars, not 12
     for panel, (low, _, high) in PANELS.items():
         assert low <= heights[panel] <= high and low <= one_rank[panel] <= high
