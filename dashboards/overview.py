@@ -233,8 +233,14 @@ def overview_layout(state: DashboardState) -> html.Div:
             _findings(state.summary),
             _throughput(state.summary),
             *panels,
-            html.H3("Top kernels (whole trace)", id="kernel-title"),
-            grid("kernel-table", KERNEL_COLUMNS, [], state.classes),
+            html.Div(  # hidden for a profile without device kernels (CPU only)
+                [
+                    html.H3("Top kernels (whole trace)", id="kernel-title"),
+                    grid("kernel-table", KERNEL_COLUMNS, [], state.classes),
+                ],
+                id="panel-kernels",
+                style={} if state.summary.get("kernels") else {"display": "none"},
+            ),
             *summary_tables(state.summary, state.classes),
         ],
     )
@@ -257,17 +263,20 @@ def _height(panel: str, rows: int) -> int:
 
 def panel_styles(summary: dict, ranks, step: int | None, per_class: dict) -> dict[str, tuple[dict, int]]:
     """(style, height px) of each figure panel for this selection: hidden when it has nothing to
-    show (step time with one step, the heatmap with one rank, classes without device tasks), else
+    show (the breakdown without device time, step time with one step, the heatmap with one rank,
+    classes without device tasks), else
     as tall as its ranks or bars need, within the panel's bounds (`PANELS`)."""
     entries = [
         r for r in figures.select_ranks(summary, ranks) if figures.select_steps(r, None if step is None else [step])
     ]
     n_ranks = len(entries)
     steps = {s["step"] for r in entries for s in r["steps"]} if step is None else {step}
-    bars = sum(len(figures.select_steps(r, None if step is None else [step])) for r in entries)
+    picked = [s for r in entries for s in figures.select_steps(r, None if step is None else [step])]
+    bars = len(picked)
+    device = any(s.get(f"{t}_us") for s in picked for t in figures.STACKED_TERMS)
     class_ranks = [r for r in figures.select_ranks(per_class, ranks) if r["compute_classes"]]
     shown = {
-        "fig-breakdown": bars > 0,
+        "fig-breakdown": device,  # no device time at all (a CPU-only profile): nothing to stack
         "fig-step-time": step is None and len(steps) > 1,
         "fig-heatmap": n_ranks > 1,  # one rank: the step-time line shows the same
         "fig-classes": bool(class_ranks),

@@ -208,12 +208,16 @@ def test_overview_leads_with_the_summary_numbers(serve_with, browser, profile, a
     page, errors = _open(browser, serve_with(profile, *args) + "/")
     _check_cards(page, doc)
     _check_folded_findings(page, doc)
-    _wait_drawn(page, "fig-breakdown")
+    _wait_drawn(
+        page, "fig-step-time" if len({s["step"] for r in doc["ranks"] for s in r["steps"]}) > 1 else "fig-breakdown"
+    )
     _check_heatmap(page, doc)
     steps = {s["step"] for r in doc["ranks"] for s in r["steps"]}
     assert page.locator("#panel-step-time").is_visible() == (len(steps) > 1)
     if doc["kernels"]:
         _check_kernel_tooltip(page)
+    else:
+        assert not page.locator("#panel-kernels").is_visible() and not page.locator("#panel-breakdown").is_visible()
     _check_cross_rank_table(page, doc)
     _screenshot(page, profile.name if profile.is_dir() else profile.stem)
     assert errors == []

@@ -182,10 +182,14 @@ def test_single_rank_hides_the_per_rank_columns_and_empty_tables():
         "fig-heatmap": {"display": "none"},
         "fig-classes": {},
     }
-    # a CPU-only profile has no kernel or operator table
+    # a CPU-only profile has no kernel or operator table, and no device time to stack
     single = tv.load(SAMPLES / "cpu_single", use_cache=False)
-    layout = overview_layout(DashboardState(single, build_summary(single, details=False)))
+    cpu = DashboardState(single, build_summary(single, details=False))
+    layout = overview_layout(cpu)
     assert find(layout, "cross-rank-table") is None and find(layout, "operator-table") is None
+    assert find(layout, "panel-kernels").style == {"display": "none"}
+    styles = dict(zip(PANELS, update_overview(cpu, "")[6:]))
+    assert styles["fig-breakdown"] == {"display": "none"} and styles["fig-step-time"] == {}
 
 
 def test_ascend_cards():
