@@ -19,6 +19,7 @@ from dash import Input, Output, dcc, html
 
 from traceview.dashboards.compare_view import compare_layout
 from traceview.dashboards.overview import FONT, GRAPH_CONFIG, overview_layout, update_overview
+from traceview.dashboards.overview import OUTPUTS as OVERVIEW_OUTPUTS
 from traceview.dashboards.query import (
     COMPARE_PATH,
     FILTER_WIDGETS,
@@ -225,15 +226,7 @@ def app_for(state: DashboardState) -> dash.Dash:
         Input("url", "search"),
         *[Input(w, p) for w, p in FILTER_WIDGETS.items()],
     )(guarded(sync_filters, state))
-    app.callback(
-        Output("fig-breakdown", "figure"),
-        Output("fig-step-time", "figure"),
-        Output("fig-heatmap", "figure"),
-        Output("fig-classes", "figure"),
-        Output("kernel-table", "rowData"),
-        Output("kernel-title", "children"),
-        Input("url", "search"),
-    )(guarded(update_overview, state))
+    app.callback(*[Output(c, p) for c, p in OVERVIEW_OUTPUTS], Input("url", "search"))(guarded(update_overview, state))
     app.callback(
         Output("page-overview", "style"),
         Output("page-timeline", "style"),

@@ -174,30 +174,68 @@ def compute_classes_figure(
     return _layout(fig, title, barmode="stack")
 
 
+#: The heatmap's colour range is ±max(HEATMAP_MIN_RANGE_PCT, the largest deviation shown) around
+#: the median: a 1.5 % spread stays pale (it is no straggler), a 30 % one uses the whole scale.
+HEATMAP_MIN_RANGE_PCT = 5.0
+#: Diverging, centred at 0 (the median): blue is faster than the median, red slower (ColorBrewer RdBu).
+HEATMAP_COLORSCALE = "RdBu_r"
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def step_heatmap_figure(summary: dict, ranks=None, steps=None) -> go.Figure:
-    """Rank x step heatmap of step duration (ms): a straggler is a bright row, a long step a column."""
-    title = "Step time, rank x step"
+    """Rank x step heatmap of step duration relative to the median step of the cells shown:
+    colour = duration / median − 1 in %, a diverging scale centred at 0 and clamped to
+    ±max(HEATMAP_MIN_RANGE_PCT, the largest deviation), so a straggler is a red row and a long step
+    a red column only when they are far from the median; the hover shows the ms and the %."""
+    title = "Step time vs the median step, rank x step"
     entries = [r for r in select_ranks(summary, ranks) if select_steps(r, steps)]
     all_steps = sorted({s["step"] for r in entries for s in select_steps(r, steps)})
     if not entries:
         return _empty(title, "no steps in this selection")
-    z = []
+    durations = []
     for r in entries:
         by_step = {s["step"]: ms(s["duration_us"]) for s in r["steps"]}
-        z.append([by_step.get(step) for step in all_steps])
+        durations.append([by_step.get(step) for step in all_steps])
+    shown = [v for row in durations for v in row if v is not None]
+    median = _median(shown)
+    z = [[None if v is None or not median else 100.0 * (v / median - 1.0) for v in row] for row in durations]
+    spread = max((abs(v) for row in z for v in row if v is not None), default=0.0)
+    limit = max(HEATMAP_MIN_RANGE_PCT, spread)
     fig = go.Figure(
         go.Heatmap(
             z=z,
             x=[str(s) for s in all_steps],
             y=[str(r["rank"]) for r in entries],
-            colorscale="Viridis",
-            colorbar=dict(title=dict(text="step time (ms)")),
-            hovertemplate="rank %{y}, step %{x}: %{z:.3f} ms<extra></extra>",
+            customdata=durations,
+            colorscale=HEATMAP_COLORSCALE,
+            zmid=0.0,
+            zmin=-limit,
+            zmax=limit,
+            colorbar=dict(title=dict(text="vs median (%)"), ticksuffix=" %"),
+            hovertemplate="rank %{y}, step %{x}: %{customdata:.3f} ms (%{z:+.1f} % vs median)<extra></extra>",
         )
     )
     fig.update_xaxes(title_text="step", type="category")
     fig.update_yaxes(title_text="rank", type="category", autorange="reversed")
-    return _layout(fig, title)
+    return _layout(fig, f"{title} ({median:,.3f} ms)")
+
+
+def others_mean_wait_us(summary: dict) -> float | None:
+    """The mean collective wait (µs) of the ranks other than the straggler (the summary's
+    `cross_rank.ranks[*].mean_wait_us`), None without a straggler or waits."""
+    cross = summary.get("cross_rank") or {}
+    straggler = cross.get("straggler")
+    others = [
+        r["mean_wait_us"]
+        for r in cross.get("ranks", [])
+        if r["rank"] != straggler and r.get("mean_wait_us") is not None
+    ]
+    return sum(others) / len(others) if straggler is not None and others else None
 
 
 def straggler_line(summary: dict) -> str | None:
@@ -205,16 +243,9 @@ def straggler_line(summary: dict) -> str | None:
     in collectives, with their mean wait (µs)."""
     cross = summary.get("cross_rank")
     if cross and cross.get("straggler") is not None:
-        straggler = cross["straggler"]
-        others = [
-            r["mean_wait_us"]
-            for r in cross.get("ranks", [])
-            if r["rank"] != straggler and r.get("mean_wait_us") is not None
-        ]
-        detail = (
-            f" (the others wait for it in collectives: mean wait {sum(others) / len(others):,.1f} µs)" if others else ""
-        )
-        return f"Straggler: rank {straggler}{detail}"
+        wait = others_mean_wait_us(summary)
+        detail = f" (the others wait for it in collectives: mean wait {wait:,.1f} µs)" if wait is not None else ""
+        return f"Straggler: rank {cross['straggler']}{detail}"
     return "No straggler: no rank is waited for in collectives." if len(summary["ranks"]) > 1 else None
 
 

@@ -1,95 +1,177 @@
-"""The Overview page: findings, throughput, the step figures, compute classes and the kernel table.
+"""The Overview page: the answer first (headline cards and sentence), findings, throughput, the
+step figures sized to their data, and the kernel and operator tables.
 
-`overview_layout(state)` is the page; `update_overview(state, search)` is its callback (figures
-and table rows for the filters in the query string). Everything from the trace goes into
-components as text or data, which React, plotly and the grid escape; nothing is formatted into HTML.
+`overview_layout(state)` is the page; `update_overview(state, search)` is its callback (figures,
+table rows and panel sizes for the filters in the query string; `OUTPUTS` lists what it fills).
+Every number is the summary's (`traceview.summary.build_summary`), only converted (µs -> ms,
+fraction -> %) and formatted. Everything from the trace goes into components as text or data,
+which React, plotly and the grid escape; nothing is formatted into HTML.
 """
 
 from __future__ import annotations
 
-import json
-
-import dash_ag_grid as dag
 import polars as pl
 from dash import dcc, html
 
+from traceview.analysis.iteration import LABELS
 from traceview.dashboards import figures
-from traceview.dashboards.colors import class_color
+from traceview.dashboards.overview_tables import (
+    FONT,
+    KERNEL_COLUMNS,
+    TABLE_TOP,
+    grid,
+    kernel_rows,
+    summary_tables,
+)
 from traceview.dashboards.query import parse_filters, parse_query
 from traceview.dashboards.state import DashboardState
-from traceview.dashboards.timeline_page import name_contains
 from traceview.safe_text import one_line
 from traceview.summary import finding_heading, headline_lines
 
-FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif"
-TABLE_TOP = 50  # kernels per rank in the table (the CLI's --top defaults to 10)
+__all__ = ["FONT", "GRAPH_CONFIG", "OUTPUTS", "TABLE_TOP", "kernel_rows", "overview_layout", "update_overview"]
+
 SEVERITY_COLORS = {"critical": "#b91c1c", "warning": "#b45309", "info": "#1d4ed8"}
 GRAPH_CONFIG = {"displaylogo": False}
-
-_NUMBER = {"type": "numericColumn", "filter": "agNumberColumnFilter"}
-_TEXT = {"filter": "agTextColumnFilter"}
-#: The kernel table's columns (dash-ag-grid columnDefs): field, header, and how it filters.
-KERNEL_COLUMNS = [
-    {"field": "rank", "headerName": "rank", "width": 90, **_NUMBER},
-    {"field": "name", "headerName": "kernel", "flex": 3, "tooltipField": "name", **_TEXT},
-    {"field": "class", "headerName": "class", "width": 150, **_TEXT},
-    {"field": "count", "headerName": "count", "width": 110, **_NUMBER},
-    {"field": "total_ms", "headerName": "total (ms)", "sort": "desc", "width": 130, **_NUMBER},
-    {"field": "mean_us", "headerName": "mean (µs)", "width": 130, **_NUMBER},
-    {"field": "share_pct", "headerName": "share (% of device time)", "width": 200, **_NUMBER},
+MUTED = "#4b5563"
+CARD = {
+    "border": "1px solid #e5e7eb",
+    "borderRadius": "6px",
+    "padding": "8px 14px",
+    "minWidth": "150px",
+    "background": "#f9fafb",
+}
+LONG_STEPS_SHOWN = 3  # long steps listed as lines; more are folded
+#: The figure panels: id, and (min, per row, max) height in px, a row being a rank (heatmap,
+#: classes) or a bar (breakdown).
+PANELS = {
+    "fig-breakdown": (260, 12, 460),
+    "fig-step-time": (260, 0, 360),
+    "fig-heatmap": (250, 26, 720),
+    "fig-classes": (260, 14, 460),
+}
+#: What `update_overview` fills, in its order (`app.py` registers them).
+OUTPUTS = [
+    *((p, "figure") for p in PANELS),
+    ("kernel-table", "rowData"),
+    ("kernel-title", "children"),
+    *((f"panel-{p.removeprefix('fig-')}", "style") for p in PANELS),
 ]
 
 
-def _class_colours(classes: list[str]) -> dict:
-    """cellStyle of the class column: each class in its figure colour. The grid evaluates each
-    condition as JavaScript: a class name (from a user's rules file) enters it only as a JSON
-    string literal, ASCII-escaped."""
-    return {
-        "styleConditions": [
-            {"condition": f"params.value === {json.dumps(c, ensure_ascii=True)}", "style": {"color": class_color(c)}}
-            for c in classes
-        ]
-    }
+def _card(card_id: str, label: str, value: str, detail: str | None = None) -> html.Div:
+    children = [
+        html.Div(label, style={"fontSize": "12px", "color": MUTED}),
+        html.Div(value, id=f"{card_id}-value", style={"fontSize": "22px", "fontWeight": 600}),
+    ]
+    if detail:
+        children.append(html.Div(detail, id=f"{card_id}-detail", style={"fontSize": "12px", "color": MUTED}))
+    return html.Div(children, id=card_id, className="stat-card", style=CARD)
+
+
+def _pct(frac: float) -> str:
+    return f"{100 * frac:.1f} %"
+
+
+def headline_cards(summary: dict) -> html.Div:
+    """The answer in a row of stat cards, each only when the summary has its number: mean
+    iteration, exposed communication, the largest iteration term, MFU (HFU), the straggler."""
+    head = summary.get("headline") or {}
+    cards = []
+    if head.get("mean_iteration_us") is not None:
+        n = head.get("iterations") or 0
+        detail = f"mean of {n:,} rank-step{'s' if n != 1 else ''}"
+        cards.append(_card("card-iteration", "Iteration", f"{figures.ms(head['mean_iteration_us']):,.3f} ms", detail))
+    if head.get("communication_not_overlapped_frac") is not None:
+        cards.append(
+            _card(
+                "card-exposed-comm",
+                "Exposed communication",
+                _pct(head["communication_not_overlapped_frac"]),
+                "of step time, not hidden by compute",
+            )
+        )
+    if head.get("largest_term") and head.get("largest_term_frac") is not None:
+        label = LABELS.get(head["largest_term"], head["largest_term"])
+        cards.append(
+            _card("card-largest", "Largest term", _pct(head["largest_term_frac"]), f"{label} of the iteration")
+        )
+    if head.get("mfu_frac") is not None:
+        hfu = head.get("hfu_frac")
+        cards.append(_card("card-mfu", "MFU", _pct(head["mfu_frac"]), None if hfu is None else f"HFU {_pct(hfu)}"))
+    cross = summary.get("cross_rank")
+    if cross is not None:
+        straggler = cross.get("straggler")
+        if straggler is None:
+            cards.append(_card("card-straggler", "Straggler", "none", "no rank is waited for"))
+        else:
+            wait = figures.others_mean_wait_us(summary)
+            detail = None if wait is None else f"others wait {figures.ms(wait):,.3f} ms (mean)"
+            cards.append(_card("card-straggler", "Straggler", f"rank {straggler}", detail))
+    style = {"display": "flex", "flexWrap": "wrap", "gap": "12px", "margin": "14px 0 10px"}
+    return html.Div(cards, id="headline-cards", style=style if cards else {"display": "none"})
 
 
 def _headline(summary: dict) -> html.Div:
-    """The summary's headline (`traceview.summary.headline_lines`): the iteration and its terms."""
+    """The summary's headline (`traceview.summary.headline_lines`): the iteration and its terms,
+    the phases' shares of the wall time."""
     lines = headline_lines(summary.get("headline"))
     return html.Div([html.P(line.strip(), style={"margin": "2px 0"}) for line in lines], id="headline")
 
 
+def _folded(summary_text: str, children, **kwargs) -> html.Details:
+    return html.Details([html.Summary(summary_text, style={"cursor": "pointer", "color": MUTED}), *children], **kwargs)
+
+
+def _finding(f: dict) -> html.Li:
+    """One rule: severity, heading (title, term, ranks), message; the advice folded."""
+    return html.Li(
+        [
+            html.Strong(
+                f["severity"],
+                className=f"sev-{f['severity']}",
+                style={"color": SEVERITY_COLORS.get(f["severity"], "#111827")},
+            ),
+            " ",
+            html.Span(one_line(finding_heading(f)), className="finding-heading", style={"fontWeight": 600}),
+            ": ",
+            html.Span(one_line(f["message"]), className="finding-message"),
+            _folded(
+                "advice",
+                [html.P(one_line(f["advice"]), style={"margin": "2px 0 6px", "color": MUTED})],
+                className="finding-advice",
+            ),
+        ],
+        className="finding-rule",
+        style={"marginBottom": "4px"},
+    )
+
+
 def _findings(summary: dict) -> html.Div:
-    """Findings, straggler, long steps, warnings and failed ranks as visible lists (text only)."""
-    items = [
-        html.Li(
-            [
-                html.Strong(
-                    f["severity"],
-                    className=f"sev-{f['severity']}",
-                    style={"color": SEVERITY_COLORS.get(f["severity"], "#111827")},
-                ),
-                " ",
-                html.Span(one_line(finding_heading(f)), className="finding-heading", style={"fontWeight": 600}),
-                ": ",
-                one_line(f["message"]),
-                html.Br(),
-                html.Span(one_line(f["advice"]), style={"color": "#4b5563"}),
-            ],
-            className="finding-rule",
-        )
-        for f in summary.get("findings_by_rule") or []
-    ]
+    """One line per rule with its advice folded, the straggler, the long steps (folded beyond
+    `LONG_STEPS_SHOWN`), warnings and failed ranks (folded), all as text."""
+    items = [_finding(f) for f in summary.get("findings_by_rule") or []]
     straggler = figures.straggler_line(summary)
     if straggler:
         items.append(html.Li(straggler, id="straggler"))
-    items += [html.Li(line) for line in figures.long_step_lines(summary)]
+    long_steps = figures.long_step_lines(summary)
+    if len(long_steps) > LONG_STEPS_SHOWN:
+        items.append(
+            html.Li(_folded(f"{len(long_steps):,} long steps", [html.Ul([html.Li(line) for line in long_steps])]))
+        )
+    else:
+        items += [html.Li(line) for line in long_steps]
     children = [html.H3("Findings"), html.Ul(items or [html.Li("No straggler or long step found.")])]
     for key, title, colour in (("failures", "Failed ranks", "#b91c1c"), ("warnings", "Warnings", "#b45309")):
         if summary.get(key):
-            children += [
-                html.H4(title, style={"color": colour}),
-                html.Ul([html.Li(one_line(line)) for line in summary[key]], id=key),
-            ]
+            lines = summary[key]
+            children.append(
+                _folded(
+                    f"{title} ({len(lines):,})",
+                    [html.Ul([html.Li(one_line(line)) for line in lines], id=key)],
+                    style={"color": colour},
+                    open=key == "failures",
+                )
+            )
     return html.Div(children, id="findings")
 
 
@@ -98,7 +180,8 @@ def _cell(value, fmt: str) -> str:
 
 
 def _throughput(summary: dict) -> html.Div:
-    """Tokens/s, model TFLOP/s, MFU and HFU per step (only when the model/job options were given)."""
+    """Tokens/s, model TFLOP/s, MFU and HFU per step (only when the model/job options were given);
+    one format per column: ms ,.3f; tokens/s and peak as counts; TFLOP/s ,.1f; % .1f."""
     rows = summary.get("throughput") or []
     if not rows:
         return html.Div(id="throughput")
@@ -114,14 +197,15 @@ def _throughput(summary: dict) -> html.Div:
     body = [
         html.Tr(
             [
-                html.Td(r["step"]),
+                html.Td(f"{r['step']:,}"),
                 html.Td(_cell(figures.ms(r["step_time_us"]), ",.3f")),
                 html.Td(_cell(r.get("tokens_per_s_per_device"), ",.0f")),
                 html.Td(_cell(r.get("model_tflops_per_device"), ",.1f")),
                 html.Td(_cell(r.get("peak_tflops"), ",.0f")),
                 html.Td(_cell(None if r.get("mfu_frac") is None else r["mfu_frac"] * 100, ".1f")),
                 html.Td(_cell(None if r.get("hfu_frac") is None else r["hfu_frac"] * 100, ".1f")),
-            ]
+            ],
+            style={"textAlign": "right"},
         )
         for r in rows
     ]
@@ -131,7 +215,7 @@ def _throughput(summary: dict) -> html.Div:
     children = [html.H3("Throughput"), table]
     source = next((r.get("peak_source") for r in rows if r.get("peak_source")), None)
     if source:
-        children.append(html.P(f"Peak: {source} (dense bf16).", style={"color": "#4b5563"}))
+        children.append(html.P(f"Peak: {source} (dense bf16).", style={"color": MUTED}))
     check = next((r["check"] for r in rows if r.get("check")), None)
     if check:
         children.append(html.P(check, style={"color": "#b91c1c"}, id="mfu-warning"))
@@ -139,29 +223,25 @@ def _throughput(summary: dict) -> html.Div:
 
 
 def overview_layout(state: DashboardState) -> html.Div:
-    """The Overview page's components (filled by `update_overview`)."""
-    columns = [
-        {**c, "cellStyle": _class_colours(state.classes)} if c["field"] == "class" else c for c in KERNEL_COLUMNS
-    ]
+    """The Overview page's components (the figures and the kernel rows filled by `update_overview`)."""
+    panels = [html.Div(dcc.Graph(id=p, config=GRAPH_CONFIG), id=f"panel-{p.removeprefix('fig-')}") for p in PANELS]
     return html.Div(
         id="page-overview",
         children=[
+            headline_cards(state.summary),
             _headline(state.summary),
             _findings(state.summary),
             _throughput(state.summary),
-            dcc.Graph(id="fig-breakdown", config=GRAPH_CONFIG),
-            dcc.Graph(id="fig-step-time", config=GRAPH_CONFIG),
-            dcc.Graph(id="fig-heatmap", config=GRAPH_CONFIG),
-            dcc.Graph(id="fig-classes", config=GRAPH_CONFIG),
-            html.H3("Top kernels (whole trace)", id="kernel-title"),
-            dag.AgGrid(
-                id="kernel-table",
-                columnDefs=columns,
-                rowData=[],
-                defaultColDef={"sortable": True, "resizable": True, "floatingFilter": True},
-                dashGridOptions={"pagination": True, "paginationPageSize": 20, "tooltipShowDelay": 300},
-                style={"height": "720px", "fontFamily": FONT},
+            *panels,
+            html.Div(  # hidden for a profile without device kernels (CPU only)
+                [
+                    html.H3("Top kernels (whole trace)", id="kernel-title"),
+                    grid("kernel-table", KERNEL_COLUMNS, [], state.classes),
+                ],
+                id="panel-kernels",
+                style={} if state.summary.get("kernels") else {"display": "none"},
             ),
+            *summary_tables(state.summary, state.classes),
         ],
     )
 
@@ -176,39 +256,44 @@ def step_classes(trace, step: int) -> dict:
     return {"ranks": [{"rank": r, "compute_classes": per_rank.get(r, [])} for r in trace.ranks["rank"].to_list()]}
 
 
-def kernel_rows(
-    trace, ranks: list[int] | None, step: int | None = None, classes: list[str] | None = None, query: str | None = None
-) -> list[dict]:
-    """Top kernels per rank (of `step` when given) from the memoised `Trace.top_kernels` (same
-    function as the summary); only `classes` and names containing `query` (case-insensitive) when given."""
-    if step is None:
-        frame = trace.top_kernels(TABLE_TOP)
-    else:
-        frame = trace.top_kernels(TABLE_TOP, by=("rank", "step")).filter(pl.col("step") == step)
-    if classes:
-        frame = frame.filter(pl.col("class").is_in(classes))
-    if query:
-        frame = frame.filter(name_contains(query))
-    if ranks is not None:
-        frame = frame.filter(pl.col("rank").is_in(ranks))
-    return [
-        {
-            "rank": row["rank"],
-            "name": one_line(row["name"]),
-            "class": one_line(row["class"]),
-            "count": row["count"],
-            "total_ms": round(row["total_us"] / 1000.0, 6),
-            "mean_us": round(row["mean_us"], 3),
-            "share_pct": round(row["share"] * 100.0, 4),
-        }
-        for row in frame.to_dicts()
+def _height(panel: str, rows: int) -> int:
+    low, per_row, high = PANELS[panel]
+    return max(low, min(high, 140 + per_row * rows))
+
+
+def panel_styles(summary: dict, ranks, step: int | None, per_class: dict) -> dict[str, tuple[dict, int]]:
+    """(style, height px) of each figure panel for this selection: hidden when it has nothing to
+    show (the breakdown without device time, step time with one step, the heatmap with one rank,
+    classes without device tasks), else
+    as tall as its ranks or bars need, within the panel's bounds (`PANELS`)."""
+    entries = [
+        r for r in figures.select_ranks(summary, ranks) if figures.select_steps(r, None if step is None else [step])
     ]
+    n_ranks = len(entries)
+    steps = {s["step"] for r in entries for s in r["steps"]} if step is None else {step}
+    picked = [s for r in entries for s in figures.select_steps(r, None if step is None else [step])]
+    bars = len(picked)
+    device = any(s.get(f"{t}_us") for s in picked for t in figures.STACKED_TERMS)
+    class_ranks = [r for r in figures.select_ranks(per_class, ranks) if r["compute_classes"]]
+    shown = {
+        "fig-breakdown": device,  # no device time at all (a CPU-only profile): nothing to stack
+        "fig-step-time": step is None and len(steps) > 1,
+        "fig-heatmap": n_ranks > 1,  # one rank: the step-time line shows the same
+        "fig-classes": bool(class_ranks),
+    }
+    rows = {
+        "fig-breakdown": bars,
+        "fig-step-time": 0,
+        "fig-heatmap": n_ranks,
+        "fig-classes": len(class_ranks),
+    }
+    return {p: ({} if shown[p] else {"display": "none"}, _height(p, rows[p])) for p in PANELS}
 
 
 def update_overview(state: DashboardState, search: str | None) -> tuple:
-    """(breakdown, step time, heatmap and classes figures, kernel rows, kernel title) for the
-    filters in the query string `search` (a selected step narrows the compute classes and the
-    kernel table to that step)."""
+    """(breakdown, step time, heatmap and classes figures, kernel rows, kernel title, then the four
+    panels' styles) for the filters in the query string `search` (a selected step narrows the
+    compute classes and the kernel table to that step)."""
     summary = state.summary
     ranks, step = parse_query(search, state.rank_ids, steps=state.step_ids)
     picked_classes, name, _ = parse_filters(search, state.classes)
@@ -222,11 +307,18 @@ def update_overview(state: DashboardState, search: str | None) -> tuple:
                 for r in per_class["ranks"]
             ]
         }
-    return (
+    sized = panel_styles(summary, ranks, step, per_class)
+    figs = [
         figures.step_breakdown_figure(summary, ranks, steps),
         figures.step_time_figure(summary, ranks, selected_step=step),
         figures.step_heatmap_figure(summary, ranks, steps),
         figures.compute_classes_figure(per_class, ranks, window=window),
+    ]
+    for panel, fig in zip(PANELS, figs):
+        fig.update_layout(height=sized[panel][1])
+    return (
+        *figs,
         kernel_rows(state.trace, ranks, step, picked_classes, name),
         f"Top kernels ({window})",
+        *(sized[p][0] for p in PANELS),
     )

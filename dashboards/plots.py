@@ -100,7 +100,8 @@ class TracePlots:
         return figures.step_time_figure(self._summary(), self._ranks(ranks))
 
     def heatmap(self, ranks=None, steps=None) -> go.Figure:
-        """Rank × step heatmap of step duration (ms): a straggler is a bright row, a long step a column."""
+        """Rank × step heatmap of step duration vs the median step (%, the ms in the hover): a
+        straggler is a red row, a long step a red column (`figures.step_heatmap_figure`)."""
         return figures.step_heatmap_figure(self._summary(), self._ranks(ranks), self._steps(steps))
 
     def compute_classes(self, ranks=None, classes: str | None = None) -> go.Figure:

@@ -25,6 +25,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import ROOT, SHARED_TRACES, needs_shared
+from traceview.analysis.kernels import short_names
 
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None)
 try:
@@ -166,15 +167,16 @@ def test_kernel_table_shows_the_api_rows_and_sorts(server_for, browser):
     api = tv.load(ROOT / "sample_traces" / "dp4_nccl").top_kernels(50).filter(pl.col("rank") == 1)
     api = api.sort("total_us", descending=True)
     assert len(rows) == 20
-    assert [r["name"] for r in rows[:5]] == api["name"].head(5).to_list()
-    assert float(rows[0]["total_ms"]) == pytest.approx(api["total_us"][0] / 1000, rel=1e-6)
+    short = short_names(api["name"].to_list())  # the table shows short names (full name in the tooltip)
+    assert [r["short_name"] for r in rows[:5]] == [short[n] for n in api["name"].head(5)]
+    assert rows[0]["total_ms"] == f"{api['total_us'][0] / 1000:,.3f}"  # ms: 3 decimals, thousands separators
     page.click("#kernel-table .ag-header-cell[col-id='count']")
     page.wait_for_function(
         "() => document.querySelector(\"#kernel-table .ag-header-cell[col-id='count']\").getAttribute('aria-sort')"
         " === 'ascending'",
         timeout=10_000,
     )
-    counts = [int(r["count"]) for r in _grid_rows(page)]
+    counts = [int(r["count"].replace(",", "")) for r in _grid_rows(page)]
     assert counts == sorted(counts) and counts[0] == api["count"].min()
     assert errors == []
     page.close()
@@ -189,8 +191,14 @@ def test_hostile_kernel_name_is_text_in_the_table(server_for, browser, tmp_path)
     (tmp_path / "rank0.pt.trace.json").write_text(json.dumps(doc))
     url = server_for(tmp_path / "rank0.pt.trace.json")
     page, errors = _open(browser, url + "/")
-    names = [r["name"] for r in _grid_rows(page)]
-    assert hostile in names
+    names = [r["short_name"] for r in _grid_rows(page)]
+    trace = tv.load(tmp_path / "rank0.pt.trace.json", use_cache=False)
+    short = short_names(trace.device_tasks["name"].to_list())[hostile]
+    assert short in names
+    cell = page.locator("#kernel-table .ag-center-cols-container .ag-cell[col-id='short_name']").nth(names.index(short))
+    cell.hover()  # the full name, as text, in the tooltip
+    page.locator(".ag-tooltip").wait_for(timeout=10_000)
+    assert page.inner_text(".ag-tooltip") == hostile
     assert page.query_selector("#pwned") is None and page.title() == "traceview"
     assert errors == []
     page.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -108,8 +109,18 @@ def test_step_time_heatmap_and_classes_are_the_summary_ms(dp4):
     assert fig.layout.yaxis.title.text == "step time (ms)" and fig.layout.xaxis.title.text == "step"
 
     heat = figures.step_heatmap_figure(doc).data[0]
-    assert [list(row) for row in heat.z] == [[s["duration_us"] / 1000 for s in r["steps"]] for r in doc["ranks"]]
-    assert heat.colorbar.title.text == "step time (ms)"
+    durations = [[s["duration_us"] / 1000 for s in r["steps"]] for r in doc["ranks"]]
+    assert [list(row) for row in heat.customdata] == durations  # the hover's ms
+    median = statistics.median(v for row in durations for v in row)
+    shown = [v for row in heat.z for v in row]
+    assert shown == pytest.approx([100 * (v / median - 1) for row in durations for v in row])
+    assert heat.colorbar.title.text == "vs median (%)" and heat.zmid == 0
+    # dp4_nccl's steps are within 1.5 % of the median: the scale stays at ±5 %, pale
+    assert max(map(abs, shown)) < 2 and heat.zmax == -heat.zmin == figures.HEATMAP_MIN_RANGE_PCT
+    wide = {
+        "ranks": [{"rank": 0, "steps": [{"step": s, "duration_us": d} for s, d in ((1, 1e3), (2, 1.3e3), (3, 1e3))]}]
+    }
+    assert figures.step_heatmap_figure(wide).data[0].zmax == pytest.approx(30.0)  # a 30 % step: the whole scale
 
     classes = figures.compute_classes_figure(doc)
     for r in doc["ranks"]:

@@ -316,7 +316,8 @@ def test_the_headline_leads_the_summary_the_report_and_the_dashboard(tmp_path):
     assert page.index('id="iteration"') < page.index('id="findings"')
     assert "data loading" in page[page.index('id="headline"') :][:2000]
     layout = overview_layout(DashboardState(trace=trace, summary=doc))
-    first = layout.children[0]
+    cards, first = layout.children[:2]  # the headline's stat cards, then its sentence
+    assert cards.id == "headline-cards" and cards.children[0].id == "card-iteration"
     assert first.id == "headline" and [p.children for p in first.children] == [line.strip() for line in lines]
 
 

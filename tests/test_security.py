@@ -34,6 +34,7 @@ import pytest
 import traceview as tv
 from tests.conftest import DATA, ROOT, SAMPLES, run_cli
 from tests.support.serve import serve
+from traceview.analysis.kernels import short_names
 from traceview.dashboards.app import create_app
 from traceview.dashboards.diff_report import diff_html
 from traceview.errors import TraceError
@@ -352,13 +353,21 @@ def test_browser_dashboard_runs_no_payload(browser, server_for, hostile):
         if path == "/":
             # the kernel table shows them, as the text of its cells (innerText would depend on
             # when the grid lays its rows out; the cells' text is what they hold)
+            # (their short names; the full names are the rows' data, shown in the tooltip)
             page.locator("#kernel-table").scroll_into_view_if_needed()
             names = (
-                "() => [...document.querySelectorAll('#kernel-table .ag-cell[col-id=name]')].map(c => c.textContent)"
+                "() => [...document.querySelectorAll('#kernel-table .ag-cell[col-id=short_name]')]"
+                ".map(c => c.textContent)"
             )
             page.wait_for_function(f"() => ({names})().length > 0", timeout=30_000)
             shown = page.evaluate(names)
-            assert NAMES["kernel"] in shown and any(c.startswith(TEMPLATE) for c in shown), shown
+            short = short_names([NAMES["kernel"], TEMPLATE])
+            assert short[NAMES["kernel"]] in shown and any(c.startswith(short[TEMPLATE]) for c in shown), shown
+            full = page.evaluate(
+                "() => { const names = []; dash_ag_grid.getApi('kernel-table')"
+                ".forEachNode(n => names.push(n.data.name)); return names; }"
+            )
+            assert NAMES["kernel"] in full and any(n.startswith(TEMPLATE) for n in full), full
         assert seen["errors"] == [], (path, seen["errors"])
         page.close()
 
