@@ -1,0 +1,202 @@
+"""The canvas timeline's arithmetic: lane roles, call depth, per-lane level of detail, range totals.
+
+The dashboard's canvas timeline (`traceview.dashboards.timeline_api`) draws *items*: one row per
+drawn interval with the columns lane (Int64, the lane it is drawn on), id (Int64, unique), rank,
+start_ns, end_ns (Int64 ns, end >= start), name (String) and cls (String: the colour class —
+a device task's compute class, a host event's kind, an iteration term, "step"). Items are kept
+sorted by start_ns (`traceview.analysis.timeline.sort_tasks`), so a window query is a binary search.
+
+Definitions (W = [start_ns, end_ns), an item overlaps W as in `traceview.analysis.timeline`):
+
+- `stream_roles`: a device stream's role — "HCCL" for tasks with no stream (Ascend's HCCL ops),
+  else "NCCL" / "RCCL" / "HCCL" when the stream runs communication tasks whose names say so,
+  "communication" for other communication, "memcpy" for a stream of copies only, else "compute".
+- `nesting_depth`: per group (a host thread), intervals sorted by (start, longer first); the
+  depth of an interval is the number of earlier intervals of its group still open at its start
+  (end > start): for properly nested intervals, the number of intervals containing it (its call
+  depth). Zero-length intervals count as 1 ns long.
+- `lane_window`: per lane, the items overlapping W if there are at most `per_lane` of them (raw),
+  else the lane's busy time *per class* in each of `bins` bins (stacked bins): busy_ns(lane, bin,
+  c) = |U(items of the lane with class c) ∩ bin| (union, exact, integer edges as in `binned`).
+  Summed over the bins, this is |U(items of the lane with class c) ∩ W|.
+- `range_totals`: over W, per lane and class: |U(items of the lane with class c) ∩ W|; by lane:
+  |U(items of the lane) ∩ W|; a rank's class total over several lanes (its device streams):
+  |U(items of those lanes with class c) ∩ W| (each instant once per rank, as the breakdown's
+  union across streams).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import polars as pl
+
+from traceview.analysis.timeline import _check_window, _edges, _merge, _overlapping, _split
+
+ITEM_COLUMNS = ("lane", "id", "rank", "start_ns", "end_ns", "name", "cls")
+
+
+def stream_roles(device_tasks: pl.DataFrame) -> pl.DataFrame:
+    """One row per (rank, stream) of `device_tasks`: rank, stream, role (module docstring)."""
+    name = pl.col("name").str.to_lowercase()
+    comm = pl.col("kind") == "communication"
+    g = device_tasks.group_by("rank", "stream").agg(
+        comm.any().alias("_comm"),
+        (comm & name.str.contains("nccl")).any().alias("_nccl"),
+        (comm & name.str.contains("rccl")).any().alias("_rccl"),
+        (comm & (name.str.contains("hccl") | name.str.starts_with("hcom"))).any().alias("_hccl"),
+        (pl.col("kind") == "memcpy").all().alias("_copies"),
+    )
+    role = (
+        pl.when(pl.col("stream").is_null())
+        .then(pl.lit("HCCL"))
+        .when(pl.col("_nccl"))
+        .then(pl.lit("NCCL"))
+        .when(pl.col("_rccl"))
+        .then(pl.lit("RCCL"))
+        .when(pl.col("_hccl"))
+        .then(pl.lit("HCCL"))
+        .when(pl.col("_comm"))
+        .then(pl.lit("communication"))
+        .when(pl.col("_copies"))
+        .then(pl.lit("memcpy"))
+        .otherwise(pl.lit("compute"))
+    )
+    return g.select("rank", "stream", role.alias("role")).sort("rank", "stream", nulls_last=True)
+
+
+def nesting_depth(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Depth (Int64) of each interval [start, end) within its integer group (module docstring),
+    in the input order. Vectorised: one lexsort and one searchsorted, no loop."""
+    n = len(start)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    g = np.asarray(group, dtype=np.int64)
+    s = np.asarray(start, dtype=np.int64)
+    e = np.maximum(np.asarray(end, dtype=np.int64), s + 1)
+    # shift each group into its own disjoint range (as `_merge` does) so one sorted array serves all
+    _, gi = np.unique(g, return_inverse=True)
+    k = int(gi.max()) + 1
+    lo = np.full(k, np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(k, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(lo, gi, s)
+    np.maximum.at(hi, gi, e)
+    width = hi - lo + 1
+    if float(width.astype(np.float64).sum()) >= 2.0**62:
+        raise OverflowError("nesting_depth: time span too long for this many groups")
+    off = (np.concatenate(([0], np.cumsum(width)[:-1])) - lo)[gi]
+    ks, ke = s + off, e + off
+    order = np.lexsort((-ke, ks))  # by start, the longer first (groups are disjoint ranges)
+    ends_sorted = np.sort(ke)
+    closed_before = np.searchsorted(ends_sorted, ks[order], side="right")
+    depth = np.empty(n, dtype=np.int64)
+    depth[order] = np.arange(n, dtype=np.int64) - closed_before
+    return depth
+
+
+def _codes(values: pl.Series) -> tuple[list[str], np.ndarray]:
+    classes = sorted(values.drop_nulls().unique().to_list())
+    code = values.replace_strict(classes, list(range(len(classes))), default=len(classes), return_dtype=pl.Int64)
+    return classes, code.to_numpy()
+
+
+def _clipped(hit: pl.DataFrame, start_ns: int, end_ns: int) -> pl.DataFrame:
+    return hit.select(
+        "lane",
+        "rank",
+        pl.col("cls").cast(pl.String),
+        pl.max_horizontal("start_ns", pl.lit(start_ns, pl.Int64)).alias("s"),
+        pl.min_horizontal("end_ns", pl.lit(end_ns, pl.Int64)).alias("e"),
+    ).filter(pl.col("e") > pl.col("s"))
+
+
+def stacked_bins(items: pl.DataFrame, start_ns: int, end_ns: int, bins: int) -> tuple[pl.DataFrame, np.ndarray]:
+    """(frame, edges): busy_ns per lane, bin and class over W (module docstring) for the items
+    given (already cut to the window or not). Frame columns lane, bin, cls, busy_ns (Int64 ns);
+    only non-zero cells, sorted by lane, bin, cls. `edges`: the N+1 integer bin edges (ns)."""
+    _check_window(start_ns, end_ns)
+    edges = _edges(start_ns, end_ns, bins)
+    clipped = _clipped(items, start_ns, end_ns)
+    empty = pl.DataFrame(schema={"lane": pl.Int64, "bin": pl.Int64, "cls": pl.String, "busy_ns": pl.Int64})
+    if clipped.height == 0:
+        return empty, edges
+    classes, code = _codes(clipped["cls"])
+    nc = len(classes) + 1
+    lane = clipped["lane"].to_numpy().astype(np.int64)
+    g, s, e = _merge(lane * nc + code, clipped["s"].to_numpy(), clipped["e"].to_numpy())
+    cells = _split(g, s, e, edges).group_by("g", "bin").agg(pl.col("covered_ns").sum().alias("busy_ns"))
+    out = cells.select(
+        (pl.col("g") // nc).alias("lane"),
+        "bin",
+        (pl.col("g") % nc).replace_strict(list(range(nc)), [*classes, None], return_dtype=pl.String).alias("cls"),
+        "busy_ns",
+    )
+    return out.sort("lane", "bin", "cls"), edges
+
+
+def lane_window(
+    items: pl.DataFrame,
+    start_ns: int,
+    end_ns: int,
+    bins: int,
+    per_lane: int | None = None,
+    ranks: Iterable[int] | None = None,
+    lanes: Iterable[int] | None = None,
+) -> dict:
+    """What the canvas draws of `items` (sorted by start) over W, lane by lane (module docstring).
+
+    Returns {"raw": the overlapping items of the lanes with <= `per_lane` of them (default
+    `bins`), columns as `items`, sorted by lane and start; "stacked": `stacked_bins` of the other
+    lanes; "edges": the bin edges; "binned_lanes": those lanes, sorted; "counts": lane -> number of
+    overlapping items}. `ranks` / `lanes` keep only those."""
+    _check_window(start_ns, end_ns)
+    per_lane = bins if per_lane is None else per_lane
+    hit = _overlapping(items, start_ns, end_ns, None if ranks is None else list(ranks))
+    if lanes is not None:
+        hit = hit.filter(pl.col("lane").is_in(list(lanes)))
+    counts = hit.group_by("lane").len()
+    dense = counts.filter(pl.col("len") > per_lane)["lane"]
+    raw = hit.filter(~pl.col("lane").is_in(dense.implode())).sort("lane", "start_ns")
+    stacked, edges = stacked_bins(hit.filter(pl.col("lane").is_in(dense.implode())), start_ns, end_ns, bins)
+    return {
+        "raw": raw,
+        "stacked": stacked,
+        "edges": edges,
+        "binned_lanes": sorted(dense.to_list()),
+        "counts": dict(zip(counts["lane"].to_list(), counts["len"].to_list())),
+    }
+
+
+def _union_by(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """|U(intervals s..e)| per distinct `keys` of the clipped frame: keys..., busy_ns."""
+    if frame.height == 0:
+        return pl.DataFrame(schema={**{k: frame.schema[k] for k in keys}, "busy_ns": pl.Int64})
+    idx = frame.select(keys).with_columns(pl.struct(keys).rank("dense").cast(pl.Int64).alias("_g") - 1)
+    g, s, e = _merge(idx["_g"].to_numpy(), frame["s"].to_numpy(), frame["e"].to_numpy())
+    per = pl.DataFrame({"_g": g, "busy_ns": e - s}, schema={"_g": pl.Int64, "busy_ns": pl.Int64})
+    per = per.group_by("_g").agg(pl.col("busy_ns").sum())
+    return idx.unique("_g").join(per, on="_g").drop("_g").sort(keys, nulls_last=True)
+
+
+def range_totals(
+    items: pl.DataFrame,
+    start_ns: int,
+    end_ns: int,
+    ranks: Iterable[int] | None = None,
+    class_lanes: Iterable[int] | None = None,
+) -> dict[str, pl.DataFrame]:
+    """Totals over W (module docstring) of `items` (sorted by start):
+
+    {"by_lane_class": lane, cls, busy_ns; "by_lane": lane, busy_ns; "by_rank_class": rank, cls,
+    busy_ns over the lanes `class_lanes` (e.g. the device streams; all lanes if None), each
+    instant once per rank}. All Int64 ns."""
+    _check_window(start_ns, end_ns)
+    hit = _overlapping(items, start_ns, end_ns, None if ranks is None else list(ranks))
+    clipped = _clipped(hit, start_ns, end_ns)
+    chosen = clipped if class_lanes is None else clipped.filter(pl.col("lane").is_in(list(class_lanes)))
+    return {
+        "by_lane_class": _union_by(clipped, ["lane", "cls"]),
+        "by_lane": _union_by(clipped, ["lane"]),
+        "by_rank_class": _union_by(chosen, ["rank", "cls"]),
+    }
