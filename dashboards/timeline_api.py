@@ -139,8 +139,11 @@ class TimelineApi:
         px = _int(args, "px", 1000, 1, MAX_PX)
         ranks = _ranks(args, m)
         raws, stacks, binned, edges = [], [], [], None
+        lanes = None if ranks is None else m.lanes.filter(pl.col("rank").is_in(ranks))["lane"].to_list()
         for family in self._families(args):
-            out = tt.lane_window(m.items[family], start, end, px, ranks=ranks)
+            if family not in m.index:
+                continue
+            out = m.index[family].window(start, end, px, lanes=lanes)
             raws.append(out["raw"].select("lane", "id", "start_ns", "end_ns", "name", "cls", "flow"))
             stacks.append(out["stacked"])
             binned += out["binned_lanes"]

@@ -67,6 +67,10 @@ class TimelineModel:
         ends = [int(f["end_ns"].max()) for f in self.items.values() if f.height]
         self.origin_ns = min(starts) if starts else 0
         self.end_ns = max(ends) if ends else self.origin_ns + 1
+        # per family: items by lane and the whole-trace pyramid (wide views never touch every item)
+        self.index = {
+            f: tt.LaneIndex(frame, self.origin_ns, self.end_ns) for f, frame in self.items.items() if frame.height
+        }
 
     @staticmethod
     def _ordered(lanes: pl.DataFrame) -> pl.DataFrame:
@@ -210,7 +214,24 @@ def track_items(trace) -> pl.DataFrame:
         pl.lit("step").alias("kind"),
         pl.lit("steps").alias("key"),
     )
-    seg = trace.iteration_segments()
+    # adjacent segments of one term and phase drawn as one (they tile the iteration)
+    seg = trace.iteration_segments().sort("rank", "seg_start_ns")
+    same = (
+        (pl.col("rank") == pl.col("rank").shift())
+        & (pl.col("step") == pl.col("step").shift())
+        & (pl.col("term") == pl.col("term").shift())
+        & (pl.col("wall_phase").eq_missing(pl.col("wall_phase").shift()))
+        & (pl.col("seg_start_ns") == pl.col("seg_end_ns").shift())
+    )
+    seg = (
+        seg.with_columns((~same.fill_null(False)).cum_sum().alias("_run"))
+        .group_by("_run", maintain_order=True)
+        .agg(
+            pl.col("rank", "step", "term", "wall_phase").first(),
+            pl.col("seg_start_ns").first(),
+            pl.col("seg_end_ns").last(),
+        )
+    )
     term = pl.col("term").str.replace(r"^iteration_", "")
     terms = seg.select(
         "rank",

@@ -174,3 +174,29 @@ def test_stream_roles():
     )
     roles = {(r["rank"], r["stream"]): r["role"] for r in tt.stream_roles(tasks).iter_rows(named=True)}
     assert roles == {(0, 7): "compute", (0, 20): "NCCL", (0, 9): "memcpy", (1, None): "HCCL", (1, 3): "communication"}
+
+
+@pytest.mark.parametrize(("lo", "hi", "bins"), [(0, 10_000, 7), (1234, 5678, 50), (-500, 20_000, 3), (9000, 9001, 5)])
+def test_the_pyramid_index_answers_as_the_direct_computation(lo, hi, bins):
+    """`LaneIndex.window` (per-lane parts, the pyramid for wide bins) gives the raw items of the
+    sparse lanes and, for the dense ones, the stacked bins of `stacked_bins` over its own edges."""
+    rng = np.random.default_rng(7)
+    starts = np.sort(rng.integers(0, 10_000, 600))
+    rows = [
+        (int(i % 3), 0, int(a), int(a + rng.integers(0, 60)), ["gemm", "communication"][i % 2])
+        for i, a in enumerate(starts)
+    ]
+    rows += [(3, 0, 100, 200, "memcpy"), (3, 0, 5000, 5100, "memcpy")]
+    f = items(rows)
+    index = tt.LaneIndex(f, 0, 10_100, n_pre=256)
+    got = index.window(lo, hi, bins, per_lane=20)
+    direct = tt.lane_window(f, lo, hi, bins, per_lane=20)
+    assert 3 not in got["binned_lanes"] and got["binned_lanes"] == direct["binned_lanes"]
+    assert got["raw"]["id"].sort().to_list() == direct["raw"]["id"].sort().to_list()
+    edges = got["edges"]
+    for lane in got["binned_lanes"]:
+        mine = f.filter(pl.col("lane") == lane)
+        for b in range(len(edges) - 1):
+            want, _ = tt.stacked_bins(mine, int(edges[b]), int(edges[b + 1]), 1)
+            cell = got["stacked"].filter((pl.col("lane") == lane) & (pl.col("bin") == b))
+            assert dict(zip(cell["cls"], cell["busy_ns"])) == dict(zip(want["cls"], want["busy_ns"]))

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 import numpy as np
 import polars as pl
 
-from traceview.analysis.timeline import _check_window, _edges, _merge, _overlapping, _split
+from traceview.analysis.timeline import _check_window, _edges, _merge, _overlapping
 
 ITEM_COLUMNS = ("lane", "id", "rank", "start_ns", "end_ns", "name", "cls")
 
@@ -125,7 +125,7 @@ def stacked_bins(items: pl.DataFrame, start_ns: int, end_ns: int, bins: int) -> 
     nc = len(classes) + 1
     lane = clipped["lane"].to_numpy().astype(np.int64)
     g, s, e = _merge(lane * nc + code, clipped["s"].to_numpy(), clipped["e"].to_numpy())
-    cells = _split(g, s, e, edges).group_by("g", "bin").agg(pl.col("covered_ns").sum().alias("busy_ns"))
+    cells = _cells(g, s, e, edges)
     out = cells.select(
         (pl.col("g") // nc).alias("lane"),
         "bin",
@@ -133,6 +133,29 @@ def stacked_bins(items: pl.DataFrame, start_ns: int, end_ns: int, bins: int) -> 
         "busy_ns",
     )
     return out.sort("lane", "bin", "cls"), edges
+
+
+def _cells(g: np.ndarray, s: np.ndarray, e: np.ndarray, edges: np.ndarray) -> pl.DataFrame:
+    """Merged intervals (sorted by group, then start: `_merge`'s output) cut at the bin edges and
+    summed per (group, bin): g, bin, busy_ns. The pieces come out ordered by (group, bin), so
+    equal keys are adjacent: one reduceat, no sort or hash."""
+    first = np.searchsorted(edges, s, side="right") - 1
+    last = np.searchsorted(edges, e - 1, side="right") - 1
+    count = last - first + 1
+    rep = np.repeat(np.arange(len(s)), count)
+    b = first[rep] + (np.arange(len(rep)) - (np.cumsum(count) - count)[rep])
+    covered = np.minimum(e[rep], edges[b + 1]) - np.maximum(s[rep], edges[b])
+    gg = g[rep]
+    if len(gg) == 0:
+        return pl.DataFrame(schema={"g": pl.Int64, "bin": pl.Int64, "busy_ns": pl.Int64})
+    new = np.empty(len(gg), dtype=bool)
+    new[0] = True
+    new[1:] = (gg[1:] != gg[:-1]) | (b[1:] != b[:-1])
+    at = np.flatnonzero(new)
+    return pl.DataFrame(
+        {"g": gg[at].astype(np.int64), "bin": b[at].astype(np.int64), "busy_ns": np.add.reduceat(covered, at)},
+        schema={"g": pl.Int64, "bin": pl.Int64, "busy_ns": pl.Int64},
+    )
 
 
 def lane_window(
@@ -200,3 +223,114 @@ def range_totals(
         "by_lane": _union_by(clipped, ["lane"]),
         "by_rank_class": _union_by(chosen, ["rank", "cls"]),
     }
+
+
+# ---- the whole-trace pyramid: wide windows without touching every item ----
+
+
+class LaneIndex:
+    """Items split by lane (each part sorted by start) with a pre-binned pyramid of the whole
+    extent: `pre` = `stacked_bins(items, t0, t1, n_pre)` per lane (a dict lane -> its cells,
+    sorted by bin) and its edges. Built once; `window` answers any window from it."""
+
+    def __init__(self, items: pl.DataFrame, t0: int, t1: int, n_pre: int = 65536):
+        self.parts = {k[0]: v for k, v in items.partition_by("lane", as_dict=True, maintain_order=True).items()}
+        self.starts = {lane: f["start_ns"].to_numpy() for lane, f in self.parts.items()}
+        self.longest = {lane: int((f["end_ns"] - f["start_ns"]).max()) for lane, f in self.parts.items()}
+        self.rank = {lane: f["rank"][0] for lane, f in self.parts.items()}
+        pre, self.pre_edges = stacked_bins(items, t0, max(t1, t0 + 1), n_pre)
+        self.classes, code = _codes(pre["cls"])
+        self.pre = (pre["lane"].to_numpy(), pre["bin"].to_numpy(), code, pre["busy_ns"].to_numpy())
+        lanes_sorted = self.pre[0]
+        ids = np.unique(lanes_sorted)
+        lo = np.searchsorted(lanes_sorted, ids, side="left")
+        hi = np.searchsorted(lanes_sorted, ids, side="right")
+        self.pre_at = {int(i): (int(a), int(b)) for i, a, b in zip(ids, lo, hi)}
+
+    def window(
+        self, start_ns: int, end_ns: int, bins: int, per_lane: int | None = None, lanes: Iterable[int] | None = None
+    ) -> dict:
+        """As `lane_window` (same keys), lane by lane: a lane whose items overlapping W are at most
+        `per_lane` (default `bins`) is raw; the others are stacked bins — exact (`stacked_bins`)
+        when a bin of W is narrower than 2 pyramid bins, else the pyramid's cells summed k at a
+        time (`coarsen`: the edges are then the pyramid's edges, every k-th, so still exact)."""
+        _check_window(start_ns, end_ns)
+        per_lane = bins if per_lane is None else per_lane
+        raw, dense, counts = [], [], {}
+        for lane in self.parts if lanes is None else [ln for ln in lanes if ln in self.parts]:
+            s = self.starts[lane]
+            lo = int(np.searchsorted(s, start_ns - self.longest[lane], side="left"))
+            hi = int(np.searchsorted(s, end_ns, side="left"))
+            if hi - lo <= per_lane:
+                part = _overlapping(self.parts[lane].slice(lo, hi - lo), start_ns, end_ns, None)
+                counts[lane] = part.height
+                raw.append(part)
+            else:
+                counts[lane] = hi - lo  # an upper bound: the candidates
+                dense.append(lane)
+        pre_width = (int(self.pre_edges[-1]) - int(self.pre_edges[0])) / max(len(self.pre_edges) - 1, 1)
+        if dense and (end_ns - start_ns) / bins >= 2 * pre_width:
+            at = [self.pre_at[lane] for lane in dense if lane in self.pre_at]
+            cells = tuple(np.concatenate([col[a:b] for a, b in at] or [col[:0]]) for col in self.pre)
+            stacked, edges = coarsen(cells, self.classes, self.pre_edges, start_ns, end_ns, bins)
+        else:
+            hit = [self._cut(lane, start_ns, end_ns) for lane in dense]
+            stacked, edges = stacked_bins(pl.concat(hit) if hit else _empty_like(self), start_ns, end_ns, bins)
+        first = next(iter(self.parts.values()))
+        return {
+            "raw": pl.concat(raw) if raw else first.clear(),
+            "stacked": stacked,
+            "edges": edges,
+            "binned_lanes": sorted(dense),
+            "counts": counts,
+        }
+
+    def _cut(self, lane: int, start_ns: int, end_ns: int) -> pl.DataFrame:
+        s = self.starts[lane]
+        lo = int(np.searchsorted(s, start_ns - self.longest[lane], side="left"))
+        hi = int(np.searchsorted(s, end_ns, side="left"))
+        return self.parts[lane].slice(lo, hi - lo)
+
+
+def _empty_like(index: LaneIndex) -> pl.DataFrame:
+    return next(iter(index.parts.values())).clear()
+
+
+def coarsen(
+    cells: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    classes: list[str],
+    pre_edges: np.ndarray,
+    start_ns: int,
+    end_ns: int,
+    bins: int,
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """Pyramid cells (arrays lane, bin, class code into `classes` (len(classes): null), busy_ns
+    over `pre_edges`) summed into at most `bins` bins of k pyramid bins each over the pyramid bins
+    that meet W: (frame lane, bin, cls, busy_ns; edges = every k-th pyramid edge from the first
+    bin meeting W, then the last one). Exact for those edges: each output bin is a union of whole
+    pyramid bins, and a lane's per-class busy time is additive over disjoint bins. One bincount
+    over (lane, class, bin): no sort of the cells."""
+    n_pre = len(pre_edges) - 1
+    first = max(0, int(np.searchsorted(pre_edges, start_ns, side="right")) - 1)
+    last = min(n_pre, max(first + 1, int(np.searchsorted(pre_edges, end_ns, side="left"))))
+    k = max(1, -(-(last - first) // max(bins, 1)))
+    edges = np.append(pre_edges[first:last:k], pre_edges[last])
+    nb, nc = len(edges) - 1, len(classes) + 1
+    lane, b, code, busy = cells
+    keep = (b >= first) & (b < last)
+    if not keep.any():
+        return pl.DataFrame(schema={"lane": pl.Int64, "bin": pl.Int64, "cls": pl.String, "busy_ns": pl.Int64}), edges
+    lane_ids, lane_i = np.unique(lane[keep], return_inverse=True)
+    key = (lane_i * nc + code[keep]) * nb + (b[keep] - first) // k
+    total = np.bincount(key, weights=busy[keep].astype(np.float64), minlength=len(lane_ids) * nc * nb)
+    hit = np.flatnonzero(total)
+    names = np.array([*classes, None], dtype=object)
+    out = pl.DataFrame(
+        {
+            "lane": lane_ids[hit // (nc * nb)].astype(np.int64),
+            "bin": (hit % nb).astype(np.int64),
+            "cls": pl.Series(names[(hit // nb) % nc], dtype=pl.String),
+            "busy_ns": np.rint(total[hit]).astype(np.int64),
+        }
+    )
+    return out, edges
