@@ -90,6 +90,7 @@ class TimelineApi:
         self.trace = trace
         self._model: TimelineModel | None = None
         self._lock = threading.Lock()
+        self._meta: dict | None = None
 
     @property
     def model(self) -> TimelineModel:
@@ -101,10 +102,13 @@ class TimelineApi:
     # ---- the answers (dicts ready for orjson) ----
 
     def meta(self, args) -> dict:
+        if self._meta is None:
+            self._meta = self._build_meta()
+        return self._meta
+
+    def _build_meta(self) -> dict:
         m = self.model
-        classes = sorted(
-            {c for f in m.items.values() for c in f["cls"].drop_nulls().unique().to_list()} | set(EXTRA_COLORS)
-        )
+        classes = sorted({c for f in m.classes.values() for c in f.drop_nulls().to_list()} | set(EXTRA_COLORS))
         steps = m.items["tracks"].filter(pl.col("kind") == "step")
         lanes = m.lanes
         return {
@@ -229,11 +233,19 @@ class TimelineApi:
         hits = []
         for family in self._families(args):
             f = m.items[family]
-            keep = f["name"].str.to_lowercase().str.contains(q, literal=True).fill_null(False)
+            names = m.names[family]  # the distinct names: match those, then keep their items
+            matched = names.filter(names.str.to_lowercase().str.contains(q, literal=True).fill_null(False))
+            if matched.is_empty():
+                continue
+            keep = pl.col("name").is_in(matched.implode())
             if ranks is not None:
-                keep = keep & f["rank"].is_in(ranks)
-            hits.append(f.filter(keep).select("id", "lane", "start_ns", "end_ns"))
-        found = pl.concat(hits).sort("start_ns")
+                keep = keep & pl.col("rank").is_in(ranks)
+            hits.append(f.lazy().filter(keep).select("id", "lane", "start_ns", "end_ns").collect())
+        found = (
+            pl.concat(hits).sort("start_ns")
+            if hits
+            else pl.DataFrame(schema={"id": pl.Int64, "lane": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64})
+        )
         shown = found.head(MAX_SEARCH)
         return {
             "count": found.height,

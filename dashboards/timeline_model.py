@@ -67,6 +67,8 @@ class TimelineModel:
         ends = [int(f["end_ns"].max()) for f in self.items.values() if f.height]
         self.origin_ns = min(starts) if starts else 0
         self.end_ns = max(ends) if ends else self.origin_ns + 1
+        self.names = {f: frame["name"].drop_nulls().unique() for f, frame in self.items.items()}
+        self.classes = {f: frame["cls"].unique() for f, frame in self.items.items()}
         # per family: items by lane and the whole-trace pyramid (wide views never touch every item)
         self.index = {
             f: tt.LaneIndex(frame, self.origin_ns, self.end_ns) for f, frame in self.items.items() if frame.height

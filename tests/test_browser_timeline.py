@@ -83,7 +83,8 @@ def test_zoom_and_pan_inside_the_prefetched_data_send_no_request(server_for, bro
     page.wait_for_function(f"() => window.tvTimeline.draws > {draws}")
     p0, p1 = _view(page)
     assert p0 > z0 and p1 - p0 == pytest.approx(z1 - z0)
-    assert windows == [] and page.evaluate("() => window.tvTimeline.state.pending") is None
+    assert windows == [], windows
+    assert page.evaluate("() => window.tvTimeline.state.pending") is None
     # a zoom far out leaves the prefetched window: one request, then drawn from its answer
     page.evaluate("() => window.tvTimeline.zoom(20)")
     page.wait_for_function(READY)
@@ -110,7 +111,7 @@ def test_wasd_keys_zoom_and_pan(server_for, browser):  # noqa: F811
     page.keyboard.press("s")
     page.wait_for_function(f"() => window.tvTimeline.state.view.t1 - window.tvTimeline.state.view.t0 > {w1 - w0}")
     assert _view(page)[1] - _view(page)[0] == pytest.approx(t1 - t0)
-    assert windows == []  # all inside the prefetched window, every lane raw
+    assert windows == [], windows  # all inside the prefetched window, every lane raw
     assert errors == []
     page.close()
 
@@ -235,5 +236,29 @@ def test_dense_lanes_draw_bins_stacked_by_class(server_for, browser, big_profile
     )
     page.wait_for_function(READY)
     _shot(page, "timeline_bins.png")
+    assert errors == []
+    page.close()
+
+
+def test_hostile_names_are_text_in_the_canvas_timeline(server_for, browser, tmp_path_factory):  # noqa: F811
+    """Kernel and operator names carrying markup: drawn, searched and shown in the details as
+    text; nothing runs and no element is created from them."""
+    from tests.test_security import NAMES, write_hostile
+
+    profile = write_hostile(tmp_path_factory.mktemp("hostile"))
+    page, errors, _ = _ready(browser, server_for(profile) + "/timeline?host=1")
+    page.fill("#tvtl-search", "__pwned")
+    page.press("#tvtl-search", "Enter")
+    page.wait_for_function("() => document.querySelector('#tvtl-search-count').textContent.startsWith('1 / ')")
+    hits = page.evaluate("() => window.tvTimeline.state.search.hits")
+    shown = []
+    for item in hits["id"]:
+        page.evaluate(f"() => window.tvTimeline.select({item})")
+        page.wait_for_function(f"() => (window.tvTimeline.state.selected || {{}}).id === {item}")
+        shown.append(page.inner_text("#tvtl-details td[data-field='name']"))
+    assert NAMES["kernel"] in shown and NAMES["cpu_op"] in shown
+    assert page.evaluate("() => typeof window.__pwned") == "undefined"
+    live = "() => document.querySelectorAll('#tvtl-root img, #tvtl-root script, #tvtl-root [onerror]').length"
+    assert page.evaluate(live) == 0
     assert errors == []
     page.close()

@@ -233,7 +233,10 @@
       root.appendChild(el("div", { id: "tvtl-range" }));
       canvasEvents(TV.canvas);
       keys();
-      new ResizeObserver(function () { if (S.view) { TV.refresh(); } }).observe(wrap);
+      var lastWidth = wrap.clientWidth;
+      new ResizeObserver(function () {
+        if (S.view && wrap.clientWidth !== lastWidth) { lastWidth = wrap.clientWidth; TV.refresh(); }
+      }).observe(wrap);
       var last = window.location.search;
       setInterval(function () {
         if (window.location.search !== last) { last = window.location.search; TV.refresh(); }
