@@ -12,6 +12,7 @@
   TV.API = "/api/timeline/";
   TV.requests = 0; // window requests sent (tests count them)
   TV.draws = 0;
+  TV.misses = []; // why each window request went out
   TV.state = {
     meta: null,
     view: null, // {t0, t1}
@@ -96,12 +97,14 @@
    * resolve (bins no wider than 2 px), for the same ranks/host. */
   TV.covered = function (view, width) {
     var d = TV.state.data;
-    if (!d || TV.state.params !== JSON.stringify(TV.requestParams())) { return false; }
-    if (view.t0 < d.start || view.t1 > d.end) { return false; }
+    TV.miss = null; // why the last check asked for data (tests print it)
+    if (!d) { TV.miss = "no data"; return false; }
+    if (TV.state.params !== JSON.stringify(TV.requestParams())) { TV.miss = "ranks/host changed"; return false; }
+    if (view.t0 < d.start || view.t1 > d.end) { TV.miss = "outside [" + d.start + ", " + d.end + ")"; return false; }
     if (d.binned_lanes.length) {
       var binNs = (d.end - d.start) / d.px;
       var pxNs = (view.t1 - view.t0) / width;
-      if (binNs > 2 * pxNs) { return false; }
+      if (binNs > 2 * pxNs) { TV.miss = "bins too coarse: " + binNs + " ns > 2 x " + pxNs; return false; }
     }
     return true;
   };
@@ -117,6 +120,7 @@
     var key = JSON.stringify(params) + "|" + start + "|" + end;
     if (s.pending === key) { return true; }
     s.pending = key;
+    TV.misses.push(TV.miss);
     var seq = ++s.seq;
     TV.requests += 1;
     var px = Math.max(1, Math.min(8192, Math.round(width * TV.PREFETCH)));

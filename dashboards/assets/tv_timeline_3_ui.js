@@ -22,6 +22,7 @@
   };
 
   TV.refresh = function () {
+    if (!TV.canvas.parentElement.clientWidth) { return; } // hidden page: the resize observer calls back when shown
     TV.draw();
     TV.ensureData(TV.plotWidth(), function () { TV.draw(); TV.status(TV.summary()); });
   };
