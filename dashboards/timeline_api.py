@@ -262,9 +262,10 @@ class TimelineApi:
         if end <= start:
             raise BadRequest("end must be greater than start")
         ranks = _ranks(args, m)
-        dev = tt.range_totals(m.items["device"], start, end, ranks)
-        tracks = tt.range_totals(m.items["tracks"], start, end, ranks)
-        terms = tracks["by_rank_class"].filter(pl.col("cls") != "step").group_by("cls").agg(pl.col("busy_ns").sum())
+        dev = tt.range_totals(m.items["device"], start, end, ranks, parts=("by_lane", "by_rank_class"))
+        term_lanes = m.lanes.filter(pl.col("kind") == "terms")["lane"].to_list()
+        tracks = tt.range_totals(m.items["tracks"], start, end, ranks, class_lanes=term_lanes, parts=("by_rank_class",))
+        terms = tracks["by_rank_class"].group_by("cls").agg(pl.col("busy_ns").sum())
         classes = dev["by_rank_class"].group_by("cls").agg(pl.col("busy_ns").sum())
         labels = m.lanes.select("lane", "rank", "label")
         lanes = dev["by_lane"].join(labels, on="lane").sort("lane")

@@ -208,8 +208,9 @@ def range_totals(
     end_ns: int,
     ranks: Iterable[int] | None = None,
     class_lanes: Iterable[int] | None = None,
+    parts: Iterable[str] = ("by_lane_class", "by_lane", "by_rank_class"),
 ) -> dict[str, pl.DataFrame]:
-    """Totals over W (module docstring) of `items` (sorted by start):
+    """Totals over W (module docstring) of `items` (sorted by start), those named in `parts`:
 
     {"by_lane_class": lane, cls, busy_ns; "by_lane": lane, busy_ns; "by_rank_class": rank, cls,
     busy_ns over the lanes `class_lanes` (e.g. the device streams; all lanes if None), each
@@ -218,11 +219,12 @@ def range_totals(
     hit = _overlapping(items, start_ns, end_ns, None if ranks is None else list(ranks))
     clipped = _clipped(hit, start_ns, end_ns)
     chosen = clipped if class_lanes is None else clipped.filter(pl.col("lane").is_in(list(class_lanes)))
-    return {
-        "by_lane_class": _union_by(clipped, ["lane", "cls"]),
-        "by_lane": _union_by(clipped, ["lane"]),
-        "by_rank_class": _union_by(chosen, ["rank", "cls"]),
+    make = {
+        "by_lane_class": lambda: _union_by(clipped, ["lane", "cls"]),
+        "by_lane": lambda: _union_by(clipped, ["lane"]),
+        "by_rank_class": lambda: _union_by(chosen, ["rank", "cls"]),
     }
+    return {name: make[name]() for name in parts}
 
 
 # ---- the whole-trace pyramid: wide windows without touching every item ----
