@@ -221,8 +221,11 @@
 
   function mount(root) {
     root.dataset.mounted = "1";
+    var loading = el("p", { id: "tvtl-loading", style: "color:#4b5563" }, "Loading the timeline (the first open indexes every task)…");
+    root.appendChild(loading);
     TV.getJSON("meta", {}).then(function (m) {
       S.meta = m;
+      loading.remove();
       toolbar(root);
       var wrap = el("div", { id: "tvtl-canvas-wrap", style: "position:relative;width:100%;border:1px solid #e5e7eb" });
       TV.canvas = el("canvas", { id: "tvtl-canvas", tabindex: "0", style: "display:block;cursor:grab;outline:none" });
