@@ -7,8 +7,10 @@ Writes a synthetic Kineto profile (ranks x tasks/ranks kernels on a compute and 
 each launched by a cudaLaunchKernel, 100 GPU-annotated steps) to bench/out/serve_1m/, parses it
 once (cold, filling the cache), then times with a new Trace from the cache: the cached load, the
 first page (summary + app + overview callback), the timeline page's first open, a zoom to one
-step, a zoom to 1 ms, and the full-window (binned) timeline. Numbers go to
-docs/benchmarks.md.
+step, a zoom to 1 ms, and the full-window (binned) timeline; then the canvas timeline's JSON API
+(`timeline_api`, answer serialised as sent): meta, the whole-trace view, a step zoom, a pan
+inside the prefetched window (no request: checked with the client's rule), a round trip that
+leaves it, a search and a range selection. Numbers go to docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import traceview as tv  # noqa: E402
 from traceview.dashboards.app import app_for  # noqa: E402
 from traceview.dashboards.overview import update_overview  # noqa: E402
 from traceview.dashboards.state import DashboardState  # noqa: E402
+from traceview.dashboards.timeline_api import TimelineApi  # noqa: E402
 from traceview.dashboards.timeline_view import update_timeline  # noqa: E402
 from traceview.summary import build_summary  # noqa: E402
 
@@ -126,6 +129,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=int, default=1_000_000)
     ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--canvas-only", action="store_true", help="time only the canvas timeline's API")
     args = ap.parse_args()
     folder = ROOT / "bench" / "out" / f"serve_{args.tasks // 1000}k"
     write_profile(folder, args.tasks, args.ranks)
@@ -136,6 +140,10 @@ def main() -> None:
     t0 = time.perf_counter()
     trace = tv.load(folder)
     t_load = time.perf_counter() - t0
+    if args.canvas_only:
+        print(f"tasks: {trace.device_tasks.height:,} on {trace.ranks.height} ranks; cached load {t_load:.2f} s")
+        canvas_api(trace, trace.steps.sort("step").row(50, named=True))
+        return
     t0 = time.perf_counter()
     summary = build_summary(trace, details=False)  # what `traceview serve` builds
     state = DashboardState(trace, summary)
@@ -170,6 +178,50 @@ def main() -> None:
     print(f"zoom to one step: {t_step * 1000:.0f} ms ({n_step}; {raw_points(f_step):,} raw tasks sent)")
     print(f"zoom to 1 ms: {t_ms * 1000:.0f} ms ({n_ms}; {raw_points(f_ms):,} raw tasks sent)")
     print(f"full window: {t_full * 1000:.0f} ms ({n_full})")
+    canvas_api(trace, step)
+
+
+def canvas_api(trace, step, px: int = 1200) -> None:
+    """The canvas timeline's requests, server-side, answers serialised (what the route sends)."""
+    api = TimelineApi(trace)
+    t0 = time.perf_counter()
+    trace.iteration_breakdown(), trace.iteration_segments(), trace.classified_tasks()  # the Trace's, memoised
+    t_analyses = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    meta = api.meta({})
+    t_model = time.perf_counter() - t0
+    print(f"canvas: the Trace's analyses it reads (iteration segments, classes; memoised): {t_analyses:.2f} s")
+    origin, end = int(meta["origin_ns"]), meta["end"]
+
+    def window(a, b, host=""):
+        span = b - a  # the client asks for 3x the view, 3 bins per pixel of the view
+        args = {"start": str(a - span), "end": str(b + span), "px": str(3 * px), "host": host}
+        body = orjson.dumps(api.window(args), option=orjson.OPT_SERIALIZE_NUMPY)
+        return body
+
+    def report(label, fn, repeat=3):
+        t, body = timed(fn, repeat)
+        print(f"canvas {label}: {t * 1000:.0f} ms ({len(body) / 1e6:.2f} MB)")
+        return t
+
+    print(f"canvas model (first request: lanes, items, depths, flows): {t_model:.2f} s")
+    report("meta", lambda: orjson.dumps(api.meta({})))
+    report("whole-trace view", lambda: window(0, end // 3 + 1))  # [-1/3, 4/3] of the view: whole trace
+    s0, s1 = step["device_start_ns"] - origin, step["device_end_ns"] - origin
+    report("step zoom", lambda: window(s0, s1))
+    report("step zoom, host threads on", lambda: window(s0, s1, "1"))
+    # a pan by half a view inside the prefetched [s0 - span, s1 + span]: the client's rule
+    # (tvTimeline.covered) draws it from what it holds, no request
+    span = s1 - s0
+    inside = s0 - span <= s0 + span // 2 and s1 + span // 2 <= s1 + span
+    print(f"canvas pan by half a view inside the prefetched window: {'0 requests' if inside else 'a request'}")
+    report("round trip (pan by 2 views: leaves the prefetch)", lambda: window(s0 + 2 * span, s1 + 2 * span))
+    report(
+        "search 'nccl' (all matches counted, first 5000 sent)",
+        lambda: orjson.dumps(api.search({"q": "nccl"}), option=orjson.OPT_SERIALIZE_NUMPY),
+    )
+    report("range selection of one step", lambda: orjson.dumps(api.range({"start": str(s0), "end": str(s1)})))
+    report("range selection of the whole trace", lambda: orjson.dumps(api.range({"start": "0", "end": str(end)})))
 
 
 if __name__ == "__main__":

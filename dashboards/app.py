@@ -33,6 +33,7 @@ from traceview.dashboards.query import (
 )
 from traceview.dashboards.server import harden, log
 from traceview.dashboards.state import DashboardState
+from traceview.dashboards.timeline_api import TimelineApi, register
 from traceview.dashboards.timeline_view import X_MOVES_JS, timeline_callback, timeline_details, timeline_layout
 from traceview.safe_text import one_line
 
@@ -253,6 +254,7 @@ def app_for(state: DashboardState) -> dash.Dash:
         Input("tl-reset", "n_clicks"),
     )(guarded(timeline_callback, state))
     app.callback(Output("tl-details", "children"), Input("tl-graph", "clickData"))(guarded(timeline_details, state))
+    register(app.server, TimelineApi(state.trace))  # the canvas timeline's JSON routes
     harden(app)  # last: its Content-Security-Policy lists the hashes of every inline script
     return app
 

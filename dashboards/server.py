@@ -18,12 +18,16 @@ import threading
 import webbrowser
 
 # What the dashboard's HTTP server answers: its pages, Dash's own endpoints, and the JavaScript
-# bundles Dash registered (it checks the name against its list). Nothing else: no /assets or
-# /static folder, no path with a `..` segment, no file of the profile or beside it (the parsed
-# frames are in memory; the server opens no file after the load).
+# bundles Dash registered (it checks the name against its list), the canvas timeline's scripts
+# (the named files of dashboards/assets, shipped in the package) and its JSON routes
+# (`timeline_api`). Nothing else: no other /assets or /static file, no path with a `..` segment,
+# no file of the profile or beside it (the parsed frames are in memory; the server opens no file
+# after the load).
 PAGES = ("/", "/timeline")
 ENDPOINTS = ("/_dash-layout", "/_dash-dependencies", "/_dash-update-component", "/_favicon.ico")
 BUNDLES = "/_dash-component-suites/"
+ASSETS = tuple(f"/assets/tv_timeline_{part}.js" for part in ("1_data", "2_draw", "3_ui"))
+TIMELINE_API = tuple(f"/api/timeline/{route}" for route in ("meta", "window", "task", "search", "range"))
 
 
 #: Request bodies above this are refused (413): Dash's callback requests are a few KB.
@@ -66,7 +70,7 @@ def allowed_path(path: str) -> bool:
     if "\\" in path or "\x00" in path or any(part in ("..", ".") for part in path.split("/")):
         return False
     bundle = path.startswith(BUNDLES) and path.count("/") >= 3 and not path.endswith("/")  # /<suites>/<package>/<file>
-    return path.rstrip("/") in ("", *PAGES) or path in ENDPOINTS or bundle
+    return path.rstrip("/") in ("", *PAGES) or path in ENDPOINTS or path in ASSETS or path in TIMELINE_API or bundle
 
 
 def harden(app) -> None:

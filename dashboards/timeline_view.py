@@ -60,6 +60,9 @@ def timeline_layout(state: DashboardState, graph_config: dict) -> html.Div:
         id="page-timeline",
         style={"display": "none"},
         children=[
+            # the canvas timeline (dashboards/assets/tv_timeline_*.js over timeline_api's routes)
+            html.Div(id="tvtl-root"),
+            html.H3("Server-rendered timeline (plotly)", style={"marginTop": "30px"}),
             controls,
             html.P(id="tl-note", style={"color": "#4b5563"}),
             dcc.Graph(id="tl-graph", config={**graph_config, "scrollZoom": True}),

@@ -494,6 +494,8 @@ def test_hover_at_the_centre_of_the_longest_bar_of_each_lane_names_it(server_for
         "() => { const g = document.querySelector('#tl-graph .js-plotly-plot');"
         " g.on('plotly_hover', d => { window.__hovered = d.points[0].customdata; }); }"
     )
+    # the plotly timeline sits below the canvas timeline: bring it to the top of the viewport
+    page.evaluate("() => document.querySelector('#tl-graph').scrollIntoView({block: 'start'})")
     box = page.locator("#tl-graph .js-plotly-plot").bounding_box()
 
     def hovered_at(where: dict) -> str:

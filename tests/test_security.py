@@ -315,7 +315,9 @@ FIND_HOSTILE_TASK = """() => { const gd = document.querySelector('#tl-graph .js-
 
 def _hover_and_click_hostile_task(page) -> None:
     """Hover a task named with a payload (plotly draws hover labels from HTML-ish text) and click
-    it (the details panel shows its fields), with the mouse: the name is text in both."""
+    it (the details panel shows its fields), with the mouse: the name is text in both. The plotly
+    timeline sits below the canvas timeline: scrolled into view first."""
+    page.locator("#tl-graph").scroll_into_view_if_needed()
     page.wait_for_function(f"() => ({FIND_HOSTILE_TASK})() !== null", timeout=90_000)
     key, x, y = page.evaluate(FIND_HOSTILE_TASK)
     page.mouse.move(x, y)

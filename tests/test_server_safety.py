@@ -17,7 +17,7 @@ from tests.conftest import SAMPLES
 from tests.support import callbacks
 from tests.support.serve import serve
 from traceview.dashboards.app import create_app
-from traceview.dashboards.server import allowed_path
+from traceview.dashboards.server import ASSETS, allowed_path
 from traceview.summary import build_summary
 
 pytestmark = pytest.mark.integration
@@ -81,7 +81,9 @@ def test_pages_and_bundles_still_served(served):
         assert client.get(path).status_code == 200, path
     index = client.get("/").data.decode()
     bundles = [part.split('"')[0] for part in index.split('src="')[1:]]
-    assert bundles and all(b.startswith("/_dash-component-suites/") for b in bundles)
+    # Dash's bundles and the canvas timeline's scripts (server.ASSETS), nothing else
+    assert bundles and all(b.startswith("/_dash-component-suites/") or b.split("?")[0] in ASSETS for b in bundles)
+    assert {b.split("?")[0] for b in bundles if b.startswith("/assets/")} == set(ASSETS)
     for path in bundles:
         assert client.get(path).status_code == 200, path
 

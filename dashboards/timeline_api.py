@@ -1,0 +1,305 @@
+"""The canvas timeline's JSON API: Flask routes on the dashboard's server (GET only).
+
+The routes parse and bound their parameters, call the pure functions of
+`traceview.analysis.timeline_tracks` on the `TimelineModel` (built on first use) and serialise
+the result as compact columnar JSON: arrays per column, never an object per task, times in ns
+relative to the model's origin (`origin_ns`, sent as text: epoch ns exceed JavaScript's 2**53),
+names sent once per distinct name (a dictionary; each item carries its index).
+
+- /api/timeline/meta: origin, extent, lanes (id, rank, kind, label, depth), classes and colours, steps.
+- /api/timeline/window?start&end&px[&ranks&host]: per lane either raw items (lane, id, start,
+  dur, name, cls, flow) or stacked bins (lane, bin, cls, busy) with the bin edges; `px` bins.
+- /api/timeline/task?id: one item's fields (text) and the item at the other end of its launch.
+- /api/timeline/search?q[&ranks&host]: the items whose name contains q (case-insensitive).
+- /api/timeline/range?start&end[&ranks]: busy time by class, lane and iteration term.
+
+Bad parameters answer 400 with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import orjson
+import polars as pl
+
+from traceview.analysis import timeline_tracks as tt
+from traceview.dashboards.colors import class_color
+from traceview.dashboards.timeline_model import FAMILIES, TimelineModel
+from traceview.safe_text import one_line
+
+API = "/api/timeline/"
+ROUTES = ("meta", "window", "task", "search", "range")
+MAX_PX = 8192
+MAX_SEARCH = 5000
+#: colours of what is not a compute class: host event kinds, iteration terms, steps
+EXTRA_COLORS = {
+    "operator": "#6B8EC8",
+    "runtime": "#A3A3A3",
+    "annotation": "#9BB870",
+    "host": "#B0B0B0",
+    "step": "#4B5563",
+    "computing": "#2CA02C",
+    "exposed_comm": "#D62728",
+    "exposed_memcpy": "#FF7F0E",
+    "host_runtime": "#9467BD",
+    "host_framework": "#C5B0D5",
+    "data_loading": "#8C564B",
+    "other_idle": "#E5E7EB",
+}
+
+
+class BadRequest(ValueError):
+    pass
+
+
+def _int(args, name: str, default=None, lo=None, hi=None) -> int:
+    raw = args.get(name)
+    if raw is None or raw == "":
+        if default is None:
+            raise BadRequest(f"missing parameter {name}")
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name} must be an integer") from None
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise BadRequest(f"{name} out of range")
+    return value
+
+
+def _ranks(args, model: TimelineModel) -> list[int] | None:
+    raw = args.get("ranks") or ""
+    if not raw:
+        return None
+    try:
+        ranks = [int(r) for r in raw.split(",") if r != ""]
+    except ValueError:
+        raise BadRequest("ranks must be integers separated by commas") from None
+    return ranks
+
+
+def _color(cls: str | None) -> str:
+    return EXTRA_COLORS.get(cls or "") or class_color(cls or "other")
+
+
+class TimelineApi:
+    """The routes over one DashboardState's Trace (the model is built on the first request)."""
+
+    def __init__(self, trace):
+        self.trace = trace
+        self._model: TimelineModel | None = None
+        self._lock = threading.Lock()
+        self._meta: dict | None = None
+
+    @property
+    def model(self) -> TimelineModel:
+        with self._lock:
+            if self._model is None:
+                self._model = TimelineModel.from_trace(self.trace)
+            return self._model
+
+    # ---- the answers (dicts ready for orjson) ----
+
+    def meta(self, args) -> dict:
+        if self._meta is None:
+            self._meta = self._build_meta()
+        return self._meta
+
+    def _build_meta(self) -> dict:
+        m = self.model
+        classes = sorted({c for f in m.classes.values() for c in f.drop_nulls().to_list()} | set(EXTRA_COLORS))
+        steps = m.items["tracks"].filter(pl.col("kind") == "step")
+        lanes = m.lanes
+        return {
+            "origin_ns": str(m.origin_ns),
+            "end": m.end_ns - m.origin_ns,
+            "lanes": {
+                "lane": lanes["lane"].to_list(),
+                "rank": lanes["rank"].to_list(),
+                "kind": lanes["kind"].to_list(),
+                "label": [one_line(x) for x in lanes["label"].to_list()],
+                "depth": lanes["depth"].fill_null(0).to_list(),
+            },
+            "ranks": sorted(lanes["rank"].drop_nulls().unique().to_list()),
+            "colors": {c: _color(c) for c in classes},
+            "steps": {
+                "rank": steps["rank"].to_list(),
+                "name": steps["name"].to_list(),
+                "start": (steps["start_ns"] - m.origin_ns).to_list(),
+                "end": (steps["end_ns"] - m.origin_ns).to_list(),
+            },
+        }
+
+    def _families(self, args) -> list[str]:
+        return [f for f in FAMILIES if f != "host" or args.get("host") == "1"]
+
+    def window(self, args) -> dict:
+        m = self.model
+        start = _int(args, "start") + m.origin_ns
+        end = _int(args, "end") + m.origin_ns
+        if end <= start:
+            raise BadRequest("end must be greater than start")
+        px = _int(args, "px", 1000, 1, MAX_PX)
+        ranks = _ranks(args, m)
+        raws, stacks, binned, edges = [], [], [], None
+        lanes = None if ranks is None else m.lanes.filter(pl.col("rank").is_in(ranks))["lane"].to_list()
+        for family in self._families(args):
+            if family not in m.index:
+                continue
+            out = m.index[family].window(start, end, px, lanes=lanes)
+            raws.append(out["raw"].select("lane", "id", "start_ns", "end_ns", "name", "cls", "flow"))
+            stacks.append(out["stacked"])
+            binned += out["binned_lanes"]
+            edges = out["edges"]
+        raw = pl.concat(raws)
+        stacked = pl.concat(stacks)
+        names = raw["name"].fill_null("").unique(maintain_order=True)
+        classes = pl.concat([raw["cls"], stacked["cls"]]).fill_null("other").unique(maintain_order=True)
+        name_idx = raw["name"].fill_null("").replace_strict(names, range(len(names)), return_dtype=pl.Int64)
+        cls_idx = lambda s: s.fill_null("other").replace_strict(classes, range(len(classes)), return_dtype=pl.Int64)  # noqa: E731
+        return {
+            "start": start - m.origin_ns,
+            "end": end - m.origin_ns,
+            "px": px,
+            "names": [one_line(n) for n in names.to_list()],
+            "classes": classes.to_list(),
+            "raw": {
+                "lane": raw["lane"].to_numpy(),
+                "id": raw["id"].to_numpy(),
+                "start": (raw["start_ns"] - m.origin_ns).to_numpy(),
+                "dur": (raw["end_ns"] - raw["start_ns"]).to_numpy(),
+                "name": name_idx.to_numpy(),
+                "cls": cls_idx(raw["cls"]).to_numpy(),
+                "flow": raw["flow"].fill_null(-1).to_numpy(),
+            },
+            "binned_lanes": binned,
+            "edges": (edges - m.origin_ns) if edges is not None else [],
+            "bins": {
+                "lane": stacked["lane"].to_numpy(),
+                "bin": stacked["bin"].to_numpy(),
+                "cls": cls_idx(stacked["cls"]).to_numpy(),
+                "busy": stacked["busy_ns"].to_numpy(),
+            },
+        }
+
+    def task(self, args) -> dict:
+        m = self.model
+        found = m.item(_int(args, "id", lo=0))
+        if found is None:
+            raise BadRequest("no such item")
+        family, row = found
+        lane = m.lanes.row(row["lane"], named=True) if row.get("lane") is not None else {}
+        fields = [
+            ("name", row["name"]),
+            ("class", row["cls"]),
+            ("rank", row["rank"]),
+            ("lane", lane.get("label")),
+            ("start", f"{(row['start_ns'] - m.origin_ns) / 1e6:.6f} ms ({row['start_ns']} ns)"),
+            ("duration", f"{(row['end_ns'] - row['start_ns']) / 1000:.3f} µs"),
+        ]
+        for col in ("kind", "step", "correlation", "launch_op", "launch_delay_ns"):
+            if col in row and row[col] is not None:
+                value = f"{row[col] / 1000:.3f} µs" if col == "launch_delay_ns" else row[col]
+                fields.append((col.replace("_ns", "").replace("_", " "), value))
+        flow = None
+        if row.get("flow") is not None:
+            other = m.item(int(row["flow"]))
+            if other is not None:
+                o = other[1]
+                flow = {
+                    "id": o["id"],
+                    "lane": o["lane"],
+                    "start": o["start_ns"] - m.origin_ns,
+                    "dur": o["end_ns"] - o["start_ns"],
+                    "name": one_line(o["name"]),
+                }
+                fields.append(("launched by" if family == "device" else "launches", o["name"]))
+        return {
+            "id": row["id"],
+            "lane": row["lane"],
+            "start": row["start_ns"] - m.origin_ns,
+            "dur": row["end_ns"] - row["start_ns"],
+            "fields": [[k, one_line("" if v is None else str(v))] for k, v in fields],
+            "flow": flow,
+        }
+
+    def search(self, args) -> dict:
+        m = self.model
+        q = (args.get("q") or "").strip().lower()
+        if not q or len(q) > 200:
+            raise BadRequest("q must be 1 to 200 characters")
+        ranks = _ranks(args, m)
+        hits = []
+        for family in self._families(args):
+            f = m.items[family]
+            names = m.names[family]  # the distinct names: match those, then keep their items
+            matched = names.filter(names.str.to_lowercase().str.contains(q, literal=True).fill_null(False))
+            if matched.is_empty():
+                continue
+            keep = pl.col("name").is_in(matched.implode())
+            if ranks is not None:
+                keep = keep & pl.col("rank").is_in(ranks)
+            hits.append(f.lazy().filter(keep).select("id", "lane", "start_ns", "end_ns").collect())
+        found = (
+            pl.concat(hits).sort("start_ns")
+            if hits
+            else pl.DataFrame(schema={"id": pl.Int64, "lane": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64})
+        )
+        shown = found.head(MAX_SEARCH)
+        return {
+            "count": found.height,
+            "id": shown["id"].to_numpy(),
+            "lane": shown["lane"].to_numpy(),
+            "start": (shown["start_ns"] - m.origin_ns).to_numpy(),
+            "dur": (shown["end_ns"] - shown["start_ns"]).to_numpy(),
+        }
+
+    def range(self, args) -> dict:
+        m = self.model
+        start = _int(args, "start") + m.origin_ns
+        end = _int(args, "end") + m.origin_ns
+        if end <= start:
+            raise BadRequest("end must be greater than start")
+        ranks = _ranks(args, m)
+        dev = tt.range_totals(m.items["device"], start, end, ranks, parts=("by_lane", "by_rank_class"))
+        term_lanes = m.lanes.filter(pl.col("kind") == "terms")["lane"].to_list()
+        tracks = tt.range_totals(m.items["tracks"], start, end, ranks, class_lanes=term_lanes, parts=("by_rank_class",))
+        terms = tracks["by_rank_class"].group_by("cls").agg(pl.col("busy_ns").sum())
+        classes = dev["by_rank_class"].group_by("cls").agg(pl.col("busy_ns").sum())
+        labels = m.lanes.select("lane", "rank", "label")
+        lanes = dev["by_lane"].join(labels, on="lane").sort("lane")
+        return {
+            "start": start - m.origin_ns,
+            "end": end - m.origin_ns,
+            "by_class": _pairs(classes, "cls"),
+            "by_term": _pairs(terms, "cls"),
+            "by_lane": [
+                [f"rank {r} · {one_line(label)}", ns / 1000]
+                for r, label, ns in zip(lanes["rank"], lanes["label"], lanes["busy_ns"])
+            ],
+        }
+
+
+def _pairs(frame: pl.DataFrame, key: str) -> list:
+    frame = frame.sort("busy_ns", key, descending=[True, False])
+    return [[one_line(str(k)), ns / 1000] for k, ns in zip(frame[key], frame["busy_ns"])]
+
+
+def register(server, api: TimelineApi) -> None:
+    """Add the routes to the Flask `server` (one view function per route)."""
+    from flask import Response, request
+
+    def answer(name: str):
+        def view():
+            try:
+                body = getattr(api, name)(request.args)
+            except BadRequest as exc:
+                return Response(str(exc), status=400, mimetype="text/plain")
+            return Response(orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY), mimetype="application/json")
+
+        view.__name__ = f"timeline_api_{name}"
+        return view
+
+    for name in ROUTES:
+        server.add_url_rule(API + name, endpoint=f"timeline_api_{name}", view_func=answer(name), methods=["GET"])
