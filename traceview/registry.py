@@ -200,14 +200,16 @@ _ROWS = [
                 t.device_tasks, t.host_events, t.steps, t.run("launch_calls"), iteration.load_host_rules(rules)
             ),
             "traceview.analysis.iteration",
-            "rank",
+            scope,
             {"rules": None},
             keys=keys,
             rule_params={"rules": "phases"},
         )
-        for name, fn, keys in (
-            ("iteration_breakdown", iteration.iteration_breakdown, ("rank", "step")),
-            ("iteration_segments", _labelled_segments, ("rank", "seg_start_ns")),
+        # the segments (about two rows a task) are rank-local too, but only the timeline and the
+        # Perfetto export read them: computed when asked, never with every rank's parse
+        for name, fn, keys, scope in (
+            ("iteration_breakdown", iteration.iteration_breakdown, ("rank", "step"), "rank"),
+            ("iteration_segments", _labelled_segments, ("rank", "seg_start_ns"), "profile"),
         )
     ],
     Analysis(
