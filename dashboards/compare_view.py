@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from traceview.dashboards.colors import ITERATION_COLORS
 from traceview.dashboards.html_page import Page, header_item, heading, items, table, text
-from traceview.run_compare import headlines
+from traceview.run_compare import change_text, headlines
 from traceview.safe_text import one_line
 
 
@@ -23,15 +23,6 @@ def _ms(us) -> str:
 
 def _pct(frac) -> str:
     return "-" if frac is None else f"{100 * frac:.1f}"
-
-
-def _change(row: dict, against: str) -> str:
-    """The iteration's change against the previous/first run: '-22.681 ms (-12.8 %)'."""
-    delta = row.get(f"{against}_delta_us")
-    if delta is None:
-        return "-"
-    pct = row.get(f"{against}_delta_pct")
-    return f"{delta / 1000:+,.3f} ms" + ("" if pct is None else f" ({pct:+.1f} %)")
 
 
 def _mover(row: dict, against: str, labels: dict) -> str:
@@ -73,8 +64,8 @@ def run_rows(doc: dict) -> list[dict]:
                 "run": str(r["run"]),
                 "label": one_line(r["label"]),
                 "iteration": _ms(r.get("iteration_us")),
-                "vs_previous": _change(r, "previous"),
-                "vs_first": _change(r, "first"),
+                "vs_previous": change_text(r, "previous", " ms"),
+                "vs_first": change_text(r, "first", " ms"),
                 "speedup": "-" if r.get("speedup") is None else f"{r['speedup']:.2f}x",
                 "step": _ms(r.get("mean_step_us")),
                 "exposed_comm": _pct(r.get("communication_not_overlapped_frac")),

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -26,6 +25,8 @@ import pytest
 
 import traceview as tv
 from tests.conftest import ROOT, SAMPLES, SHARED_TRACES, needs_shared
+from tests.support.callbacks import layout_text
+from tests.support.serve import stop
 from traceview import run_compare
 from traceview.analysis import iteration
 from traceview.analysis import throughput as throughput_analysis
@@ -223,7 +224,7 @@ def compare_app(traces, result):
 
 def test_dashboard_compare_page(compare_app, result, traces):
     app, summary = compare_app
-    layout = json.dumps(app.layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
+    layout = layout_text(app)
     for component_id in (
         "page-compare",
         "fig-compare",
@@ -267,7 +268,7 @@ def test_dashboard_compare_page(compare_app, result, traces):
 def test_dashboard_without_runs_to_compare(traces):
     summary = build_summary(traces[0], details=False)
     app = app_for(DashboardState(traces[0], summary))
-    layout = json.dumps(app.layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
+    layout = layout_text(app)
     assert '"compare-none"' in layout and '"fig-compare"' not in layout
     nav = [c for c in app.layout.children[2].children[0].children if getattr(c.children, "id", None) == "nav-compare"]
     assert nav[0].style == {"display": "none"}
@@ -403,12 +404,7 @@ def test_serve_with_compare_serves_the_compare_page(tmp_path):
         for needle in ('"page-compare"', '"fig-compare"', '"compare-table"', "pp4_1f1b vs dp4_nccl: Iteration"):
             assert needle in layout, needle
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
     missing = run("serve", RUNS[0], "--compare", str(tmp_path / "nope"))
     assert missing.returncode == 1 and "no such file or folder" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1

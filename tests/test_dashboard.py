@@ -21,8 +21,8 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, ROOT, SAMPLES
-from tests.support.callbacks import dependency, request
-from tests.support.serve import serve
+from tests.support.callbacks import dependency, layout_text, request
+from tests.support.serve import serve, stop
 from traceview.dashboards import figures
 from traceview.dashboards.app import app_for, create_app
 from traceview.dashboards.colors import CLASS_COLORS, TERM_COLORS
@@ -173,7 +173,7 @@ def test_query_string_round_trip():
 
 def test_create_app_layout(dp4_app, dp4):
     _, doc = dp4
-    layout = json.dumps(dp4_app.layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
+    layout = layout_text(dp4_app)
     for component_id in (
         "url",
         "rank-select",
@@ -337,12 +337,7 @@ def test_serve_starts_a_real_server_on_the_next_free_port(tmp_path):
                     time.sleep(0.2)
             assert status == 200
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
 
 
 def _post_sync(client, search, ranks, step, changed, compare=(None, None), **widgets):
@@ -417,20 +412,13 @@ def test_compare_query():
 def test_throughput_table_when_the_model_is_given():
     trace = tv.load(SAMPLES / "dp4_nccl")
     doc = build_summary(trace, details=False, throughput=dict(seq_len=2048, global_batch=8, params=1e8))
-    layout = json.dumps(
-        create_app(trace, doc).layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder
-    )
+    layout = layout_text(create_app(trace, doc))
     first = doc["throughput"][0]
     assert '"Throughput"' in layout and f"{first['tokens_per_s_per_device']:,.0f}" in layout
     assert f"{first['mfu_frac'] * 100:.1f}" in layout and "mfu-warning" not in layout
     doc = build_summary(trace, details=False, throughput=dict(seq_len=4096, global_batch=32, params=7e9))
-    assert "mfu-warning" in json.dumps(
-        create_app(trace, doc).layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder
-    )
-    assert '"Throughput"' not in json.dumps(
-        create_app(trace, build_summary(trace, details=False)).layout.to_plotly_json(),
-        cls=__import__("plotly").utils.PlotlyJSONEncoder,
-    )
+    assert "mfu-warning" in layout_text(create_app(trace, doc))
+    assert '"Throughput"' not in layout_text(create_app(trace, build_summary(trace, details=False)))
 
 
 def test_rule_findings_are_listed_as_text(dp4_app, dp4):
@@ -439,7 +427,7 @@ def test_rule_findings_are_listed_as_text(dp4_app, dp4):
 
     _, doc = dp4
     assert len(doc["findings_by_rule"]) < len(doc["findings"])
-    layout = json.dumps(dp4_app.layout.to_plotly_json(), cls=__import__("plotly").utils.PlotlyJSONEncoder)
+    layout = layout_text(dp4_app)
     for finding in doc["findings_by_rule"]:
         for text in (finding_heading(finding), finding["message"], finding["advice"]):
             assert json.dumps(text)[1:-1] in layout

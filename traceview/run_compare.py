@@ -47,6 +47,17 @@ AGAINST = ("previous", "first")
 TRACE_EXTENSIONS = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json")
 
 
+def change_text(row: dict, against: str, unit: str = "") -> str:
+    """A run's iteration change against the "previous" or "first" run (a `RunComparison.table`
+    row) in words: '-22.681 ms (-12.8 %)' with unit " ms" ('-22.681 (-12.8 %)' without); '-' when
+    there is none."""
+    delta = row.get(f"{against}_delta_us")
+    if delta is None:
+        return "-"
+    pct = row.get(f"{against}_delta_pct")
+    return f"{delta / 1000:+,.3f}{unit}" + ("" if pct is None else f" ({pct:+.1f} %)")
+
+
 def label(source) -> str:
     """The default label of a run: its path's name without a trace extension."""
     name = Path(os.path.abspath(str(source))).name or str(source)

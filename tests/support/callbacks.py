@@ -22,3 +22,12 @@ def request(dep: dict, inputs: list[dict], changed: list[str], **extra) -> dict:
     """The JSON body of a /_dash-update-component request for the callback `dep` (`extra`: further
     keys, e.g. state=[])."""
     return {"output": dep["output"], "outputs": outputs(dep), "inputs": inputs, "changedPropIds": changed, **extra}
+
+
+def layout_text(app) -> str:
+    """A Dash app's whole layout as JSON text (ids, labels and data all searchable)."""
+    import json
+
+    from plotly.utils import PlotlyJSONEncoder
+
+    return json.dumps(app.layout.to_plotly_json(), cls=PlotlyJSONEncoder)

@@ -19,3 +19,13 @@ def serve(target, *args: str, stderr=subprocess.PIPE, text: bool = False) -> sub
         stderr=stderr,
         text=text,
     )
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """End a server started by `serve`: terminate, and kill it if it has not gone in 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -15,7 +15,7 @@ import orjson
 import polars as pl
 
 from traceview.cli.text import bullet_list, table
-from traceview.run_compare import headlines
+from traceview.run_compare import change_text, headlines
 from traceview.safe_text import json_text, one_line_strings
 
 #: A run's label in a column header is cut to this many characters.
@@ -32,14 +32,6 @@ def _pct(frac):
 
 def _short(name: str) -> str:
     return name if len(name) <= LABEL_WIDTH else name[: LABEL_WIDTH - 1] + "…"
-
-
-def _change(row: dict, against: str) -> str:
-    delta = row.get(f"{against}_delta_us")
-    if delta is None:
-        return "-"
-    pct = row.get(f"{against}_delta_pct")
-    return f"{delta / 1000:+,.3f}" + ("" if pct is None else f" ({pct:+.1f} %)")
 
 
 def _runs_text(doc: dict) -> list[str]:
@@ -61,8 +53,8 @@ def _runs_text(doc: dict) -> list[str]:
             "run": r["run"],
             "label": r["label"],
             "iteration_ms": _ms(r["iteration_us"]),
-            "vs_previous": _change(r, "previous"),
-            "vs_first": _change(r, "first"),
+            "vs_previous": change_text(r, "previous"),
+            "vs_first": change_text(r, "first"),
             "speedup": "-" if r.get("speedup") is None else f"{r['speedup']:.2f}x",
             "step_ms": _ms(r["mean_step_us"]),
             "exposed_comm_pct": _pct(r["communication_not_overlapped_frac"]),
