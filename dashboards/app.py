@@ -13,6 +13,8 @@ and the grid escape; nothing is formatted into HTML.
 from __future__ import annotations
 
 import functools
+import re
+from pathlib import Path
 
 import dash
 from dash import Input, Output, dcc, html
@@ -113,6 +115,27 @@ def _filters(state: DashboardState) -> html.Div:
     )
 
 
+#: The profile as a Perfetto / chrome://tracing file (`traceview export --format perfetto`).
+PERFETTO_PATH = "/download/perfetto.json"
+PERFETTO_TITLE = "Download the profile for ui.perfetto.dev: every rank, flows, and the iteration, terms, phases and findings as tracks"
+
+
+def register_download(server, trace) -> None:
+    """The Perfetto export as a download (built when asked; docs/export.md)."""
+    from flask import Response
+
+    from traceview.dashboards.perfetto import perfetto_json
+
+    stem = re.sub(r"(\.pt\.trace)?\.json(\.gz)?$", "", Path(str(trace.source)).name)
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", stem)[:100].strip("._") or "profile"
+
+    def download():
+        disposition = f'attachment; filename="{name}.perfetto.json"'
+        return Response(perfetto_json(trace), mimetype="application/json", headers={"Content-Disposition": disposition})
+
+    server.add_url_rule(PERFETTO_PATH, "perfetto_download", download, methods=["GET"])
+
+
 def layout(state: DashboardState) -> html.Div:
     """The whole page: header, navigation, the shared filters, the pages (Compare listed only
     with runs to compare)."""
@@ -124,6 +147,10 @@ def layout(state: DashboardState) -> html.Div:
             html.Div(
                 dcc.Link("Compare", href=COMPARE_PATH, id="nav-compare"),
                 style={"marginTop": "8px"} if state.comparison else {"display": "none"},
+            ),
+            html.Div(
+                html.A("Perfetto JSON", href=PERFETTO_PATH, id="nav-perfetto", download="", title=PERFETTO_TITLE),
+                style={"marginTop": "24px", "fontSize": "13px"},
             ),
         ],
     )
@@ -255,6 +282,7 @@ def app_for(state: DashboardState) -> dash.Dash:
     )(guarded(timeline_callback, state))
     app.callback(Output("tl-details", "children"), Input("tl-graph", "clickData"))(guarded(timeline_details, state))
     register(app.server, TimelineApi(state.trace))  # the canvas timeline's JSON routes
+    register_download(app.server, state.trace)
     harden(app)  # last: its Content-Security-Policy lists the hashes of every inline script
     return app
 

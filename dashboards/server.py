@@ -28,6 +28,7 @@ ENDPOINTS = ("/_dash-layout", "/_dash-dependencies", "/_dash-update-component", 
 BUNDLES = "/_dash-component-suites/"
 ASSETS = tuple(f"/assets/tv_timeline_{part}.js" for part in ("1_data", "2_draw", "3_ui"))
 TIMELINE_API = tuple(f"/api/timeline/{route}" for route in ("meta", "window", "task", "search", "range"))
+DOWNLOADS = ("/download/perfetto.json",)  # the profile for Perfetto (app.register_download)
 
 
 #: Request bodies above this are refused (413): Dash's callback requests are a few KB.
@@ -70,7 +71,14 @@ def allowed_path(path: str) -> bool:
     if "\\" in path or "\x00" in path or any(part in ("..", ".") for part in path.split("/")):
         return False
     bundle = path.startswith(BUNDLES) and path.count("/") >= 3 and not path.endswith("/")  # /<suites>/<package>/<file>
-    return path.rstrip("/") in ("", *PAGES) or path in ENDPOINTS or path in ASSETS or path in TIMELINE_API or bundle
+    return (
+        path.rstrip("/") in ("", *PAGES)
+        or path in ENDPOINTS
+        or path in ASSETS
+        or path in TIMELINE_API
+        or path in DOWNLOADS
+        or bundle
+    )
 
 
 def harden(app) -> None:

@@ -127,3 +127,21 @@ def test_cli_export_writes_and_refuses(tmp_path):
 def test_real_profiles_export(rel):
     trace = tv.load(SHARED_TRACES / rel, use_cache=False)
     _check(trace, _export(trace))
+
+
+def test_the_dashboard_downloads_the_export():
+    """`traceview serve`'s "Perfetto JSON" link: the same document as `traceview export`, as an
+    attachment named after the profile; no other /download path is served."""
+    from traceview.dashboards.app import PERFETTO_PATH, create_app
+    from traceview.summary import build_summary
+
+    trace = tv.load(SAMPLES / "pp4_1f1b", use_cache=False)
+    app = create_app(trace, build_summary(trace, details=False))
+    client = app.server.test_client()
+    host = {"Host": "127.0.0.1:8050"}
+    got = client.get(PERFETTO_PATH, headers=host)
+    assert got.status_code == 200
+    assert got.headers["Content-Disposition"] == 'attachment; filename="pp4_1f1b.perfetto.json"'
+    assert got.data == perfetto_json(trace)
+    assert PERFETTO_PATH.encode() in client.get("/_dash-layout", headers=host).data
+    assert client.get("/download/other.json", headers=host).status_code == 404
