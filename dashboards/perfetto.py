@@ -108,8 +108,14 @@ def _merged_runs(segs: pl.DataFrame, label: str) -> pl.DataFrame:
 def _device(trace, pid_of: pl.DataFrame) -> list[pl.Series]:
     """The device streams' threads and tasks."""
     tid = pl.when(pl.col("stream").is_null()).then(pl.lit(HCCL_TID, pl.Int64)).otherwise(STREAM_TID + pl.col("stream"))
-    tasks = trace.device_tasks.join(pid_of, on="rank", how="inner", nulls_equal=True).with_columns(tid.alias("tid"))
-    lanes = tasks.group_by("pid", "tid", "stream").agg((pl.col("kind") == "communication").any().alias("_comm"))
+    tasks = trace.device_tasks.join(
+        pid_of, on="rank", how="inner", nulls_equal=True, maintain_order="left"
+    ).with_columns(tid.alias("tid"))
+    lanes = (
+        tasks.group_by("pid", "tid", "stream")
+        .agg((pl.col("kind") == "communication").any().alias("_comm"))
+        .sort("pid", "tid")
+    )
     lane_name = (
         pl.when(pl.col("stream").is_null())
         .then(pl.lit("HCCL"))
@@ -127,10 +133,10 @@ def _device(trace, pid_of: pl.DataFrame) -> list[pl.Series]:
 
 def _host(trace, pid_of: pl.DataFrame) -> list[pl.Series]:
     """The host threads' events, and a flow from each launch call to the tasks it launched."""
-    host = trace.host_events.join(pid_of, on="rank", how="inner", nulls_equal=True).with_columns(
+    host = trace.host_events.join(pid_of, on="rank", how="inner", nulls_equal=True, maintain_order="left").with_columns(
         pl.col("tid").fill_null(0)
     )
-    threads = host.select("pid", "tid").unique()
+    threads = host.select("pid", "tid").unique().sort("pid", "tid")
     args = ["correlation", "external_id"]
     events = host.select(
         _event("X", pl.col("name"), pl.col("cat"), pl.col("tid"), args, pl.col("start_ns"), pl.col("dur_ns"))
@@ -142,7 +148,10 @@ def _host(trace, pid_of: pl.DataFrame) -> list[pl.Series]:
         .agg(pl.col("pid").first(), pl.col("tid").first(), pl.col("start_ns").first())
     )
     tasks = trace.device_tasks.filter(pl.col("correlation").is_not_null()).join(
-        launch.rename({"start_ns": "_launch_ns", "tid": "_host_tid"}), on=["rank", "correlation"], how="inner"
+        launch.rename({"start_ns": "_launch_ns", "tid": "_host_tid"}),
+        on=["rank", "correlation"],
+        how="inner",
+        maintain_order="left",
     )
     tid = pl.when(pl.col("stream").is_null()).then(pl.lit(HCCL_TID, pl.Int64)).otherwise(STREAM_TID + pl.col("stream"))
     flow_id = pl.int_range(pl.len(), dtype=pl.Int64) + 1
@@ -164,8 +173,8 @@ def _host(trace, pid_of: pl.DataFrame) -> list[pl.Series]:
 
 def _overlays(trace, pid_of: pl.DataFrame) -> list[pl.Series]:
     """The iteration, terms and phases tracks."""
-    windows = trace.iteration_breakdown().join(pid_of, on="rank", how="inner", nulls_equal=True)
-    segs = trace.iteration_segments().join(pid_of, on="rank", how="inner", nulls_equal=True)
+    windows = trace.iteration_breakdown().join(pid_of, on="rank", how="inner", nulls_equal=True, maintain_order="left")
+    segs = trace.iteration_segments().join(pid_of, on="rank", how="inner", nulls_equal=True, maintain_order="left")
     tracks = pid_of.join(pl.DataFrame({"track": list(OVERLAYS), "tid": list(OVERLAYS.values())}), how="cross")
     out = [
         _named("thread_name", tracks, pl.col("track")),
@@ -178,7 +187,7 @@ def _overlays(trace, pid_of: pl.DataFrame) -> list[pl.Series]:
     out.append(_lines(windows.select(step)))
     labels = {**iteration.LABELS, **{p: p for p in phases.PHASES}}
     for label, track in (("term", "iteration terms"), ("wall_phase", "phases (wall time)")):
-        runs = _merged_runs(segs, label).join(pid_of, on="rank", how="inner", nulls_equal=True)
+        runs = _merged_runs(segs, label).join(pid_of, on="rank", how="inner", nulls_equal=True, maintain_order="left")
         out.append(
             _lines(
                 runs.select(
@@ -208,11 +217,14 @@ def _findings(trace, pid_of: pl.DataFrame) -> pl.Series:
         )
         .group_by("rank")
         .agg(pl.col("t").min())
+        .sort("rank")
     )
     found = trace.findings()
     rank = pl.coalesce("rank", pl.lit(pid_of["rank"][0] if pid_of.height else None, pl.Int64))
-    found = found.with_columns(rank.alias("rank")).join(pid_of, on="rank", how="inner", nulls_equal=True)
-    found = found.join(first, on="rank", how="left", nulls_equal=True)
+    found = found.with_columns(rank.alias("rank")).join(
+        pid_of, on="rank", how="inner", nulls_equal=True, maintain_order="left"
+    )
+    found = found.join(first, on="rank", how="left", nulls_equal=True, maintain_order="left")
     fields = ["rule", "severity", "term", "message", "advice"]
     name = pl.format("finding: {}", "title")
     return _lines(found.select(_event("i", name, "finding", TRACK, fields, pl.col("t").fill_null(0), s="p")))
