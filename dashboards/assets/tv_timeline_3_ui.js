@@ -15,11 +15,19 @@
     return e;
   }
 
+  /* The view [t0, t1): at least 1 us wide, and never past the profile's extent by more than a
+     small margin (as Perfetto: zooming out stops at the whole trace, panning at its ends). */
   TV.setView = function (t0, t1) {
-    var span = Math.max(t1 - t0, 1000);
+    var span = Math.max(t1 - t0, 1000), end = S.meta ? S.meta.end : 0;
+    if (end > 0) {
+      var margin = end * TV.MARGIN, lo = -margin, hi = end + margin;
+      span = Math.min(span, hi - lo);
+      t0 = Math.min(Math.max(t0, lo), hi - span);
+    }
     S.view = { t0: t0, t1: t0 + span };
     TV.refresh();
   };
+  TV.MARGIN = 0.025;
 
   TV.refresh = function () {
     if (!TV.canvas.parentElement.clientWidth) { return; } // hidden page: the resize observer calls back when shown
