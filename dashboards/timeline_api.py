@@ -24,7 +24,7 @@ import orjson
 import polars as pl
 
 from traceview.analysis import timeline_tracks as tt
-from traceview.dashboards.colors import class_color
+from traceview.dashboards.colors import ITERATION_COLORS, class_color
 from traceview.dashboards.timeline_model import FAMILIES, TimelineModel
 from traceview.safe_text import one_line
 
@@ -39,12 +39,13 @@ EXTRA_COLORS = {
     "annotation": "#9BB870",
     "host": "#B0B0B0",
     "step": "#4B5563",
-    "computing": "#2CA02C",
-    "exposed_comm": "#D62728",
-    "exposed_memcpy": "#FF7F0E",
-    "host_runtime": "#9467BD",
-    "host_framework": "#C5B0D5",
-    "data_loading": "#8C564B",
+    # the iteration's terms in the colours every other view gives them (dashboards/colors.py)
+    "computing": ITERATION_COLORS["iteration_computing"],
+    "exposed_comm": ITERATION_COLORS["iteration_exposed_comm"],
+    "exposed_memcpy": ITERATION_COLORS["iteration_exposed_memcpy"],
+    "host_runtime": ITERATION_COLORS["host_overhead"],
+    "host_framework": "#C4A98F",  # host overhead's brown, lighter: framework code rather than launches
+    "data_loading": ITERATION_COLORS["data_loading"],
     "other_idle": "#E5E7EB",
 }
 
