@@ -169,19 +169,12 @@ def _labelled_segments(*inputs) -> pl.DataFrame:
     return iteration.label_segments(iteration.iteration_segments(*inputs)[1])
 
 
-def _device_phases(t, rules) -> pl.DataFrame:
+def _task_phases(t, rules) -> pl.DataFrame:
+    """The phase of every device task, in their order (one column): classified once per trace
+    and rules, read by the iteration, its segments and the device phases."""
     r = iteration.load_host_rules(rules)
-    _, task_phase = phases.classify(
-        t.device_tasks,
-        t.host_events,
-        t.steps,
-        t.run("launch_calls"),
-        r.phase_rules,
-        r.not_activity,
-        r.enqueue,
-        r.dequeue,
-    )
-    return phases.device_totals(t.device_tasks, task_phase, t.host_events)
+    args = (t.device_tasks, t.host_events, t.steps, t.run("launch_calls"), r.phase_rules, r.not_activity)
+    return phases.classify(*args, r.enqueue, r.dequeue)[1].to_frame("phase")
 
 
 _CLASSES = {"classes": "compute_classes"}
@@ -197,7 +190,12 @@ _ROWS = [
         Analysis(
             name,
             lambda t, rules, fn=fn: fn(
-                t.device_tasks, t.host_events, t.steps, t.run("launch_calls"), iteration.load_host_rules(rules)
+                t.device_tasks,
+                t.host_events,
+                t.steps,
+                t.run("launch_calls"),
+                iteration.load_host_rules(rules),
+                t.run("task_phases", rules=rules)["phase"],
             ),
             "traceview.analysis.iteration",
             scope,
@@ -213,8 +211,19 @@ _ROWS = [
         )
     ],
     Analysis(
+        "task_phases",
+        _task_phases,
+        "traceview.analysis.phases",
+        "profile",
+        {"rules": None},
+        keys=("phase",),
+        rule_params={"rules": "phases"},
+    ),
+    Analysis(
         "device_phases",
-        lambda t, rules: _device_phases(t, rules),
+        lambda t, rules: phases.device_totals(
+            t.device_tasks, t.run("task_phases", rules=rules)["phase"], t.host_events
+        ),
         "traceview.analysis.phases",
         "rank",
         {"rules": None},

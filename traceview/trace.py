@@ -135,6 +135,12 @@ class Trace:
         the Perfetto export draws them). See `traceview.analysis.iteration.label_segments`."""
         return self.run("iteration_segments", rules=rules)
 
+    def task_phases(self, rules: str | None = None) -> pl.DataFrame:
+        """Every device task's phase (forward, backward, optimizer, other; through its launch):
+        rank, stream, name, start_ns, end_ns, phase. See `traceview.analysis.phases`."""
+        phase = self.run("task_phases", rules=rules)["phase"]
+        return self.device_tasks.select("rank", "stream", "name", "start_ns", "end_ns").with_columns(phase)
+
     def device_phases(self, rules: str | None = None) -> pl.DataFrame:
         """Per rank, over the whole trace: device time by phase (forward, backward, optimizer,
         other; µs), each busy instant once. Needs no steps (MindSpore timelines, inference). See

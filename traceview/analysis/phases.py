@@ -227,10 +227,14 @@ def classify(
     not_activity: tuple[str, ...] = (),
     enqueue: tuple[str, ...] = (),
     dequeue: tuple[str, ...] = (),
-) -> tuple[pl.DataFrame, pl.Series]:
+    with_tasks: bool = True,
+) -> tuple[pl.DataFrame, pl.Series | None]:
     """The host phase spans (`host_spans`) and the phase of every device task (`task_phases`, in
-    the order of `device_tasks`). `launches`: `gaps.launch_calls(host_events)`."""
+    the order of `device_tasks`; None without `with_tasks`). `launches`:
+    `gaps.launch_calls(host_events)`."""
     spans = host_spans(host_events, steps, phase_rules, not_activity)
+    if not with_tasks:
+        return spans, None
     issued = issue_points(host_events, launches, enqueue, dequeue)
     return spans, task_phases(device_tasks, spans, issued, phase_rules)
 
