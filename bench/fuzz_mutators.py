@@ -9,6 +9,8 @@ import random
 import shutil
 from pathlib import Path
 
+from traceview.parsers.kineto_events import ARG_KEYS_READ, EVENT_KEYS_READ
+
 ROOT = Path(__file__).resolve().parents[1]
 ASCEND_SEED = ROOT / "sample_traces/ascend_2rank/rank0_ascend_pt"
 
@@ -119,22 +121,8 @@ BYTE_MUTATORS = [bit_flips, byte_insert, byte_delete, truncate, splice, replace_
 # ---------------------------------------------------------------------------------------------
 # JSON-level mutations (on the parsed document of a Kineto seed).
 
-FIELDS = ["ts", "dur", "name", "args", "pid", "tid", "ph", "cat", "id"]
-ARG_KEYS = [
-    "stream",
-    "correlation",
-    "External id",
-    "device",
-    "bytes",
-    "grid",
-    "block",
-    "Input Dims",
-    "Collective name",
-    "In msg nelems",
-    "Group size",
-    "dtype",
-    "Process Group Ranks",
-]
+FIELDS = [*EVENT_KEYS_READ, "id"]
+ARG_KEYS = [*ARG_KEYS_READ, "Process Group Ranks"]
 
 
 def odd_value(rnd: random.Random, depth: int = 0):
@@ -233,7 +221,7 @@ def json_mutate(rnd: random.Random, doc, bare: bool = False) -> bytes:
                 e["args"] = {rnd.choice(ARG_KEYS): odd_value(rnd)}
         elif what == "deep":
             deep_token = "__DEEP__"
-            e[rnd.choice(FIELDS + ["args"])] = deep_token
+            e[rnd.choice(FIELDS)] = deep_token
         elif what == "swap_ph":
             e["ph"] = rnd.choice(["X", "M", "B", "E", "i", "s", "f", "C", "b", "e", "", "XX", None])
         else:

@@ -44,6 +44,11 @@ ARG_FIELDS = pl.Schema(
     }
 )
 
+#: Every key the parser reads from an event (`args` holds the rest) and every arg it reads from
+#: `args`: what the fuzzers (bench/fuzz_mutators.py, tests/test_properties.py) set to odd values.
+EVENT_KEYS_READ = (*EVENT_FIELDS, "args")
+ARG_KEYS_READ = (*ARG_FIELDS, *COMM_ARGS, "grid", "block", "Input Dims")
+
 
 #: Every phase (`ph`) of the Chrome trace event format. Only complete events ('X') carry what the
 #: canonical model holds; flows, instants, counters, async, object, sample and metadata events are

@@ -40,6 +40,7 @@ import traceview as tv
 from tests.support import intervals as ref
 from traceview.errors import TraceError
 from traceview.parsers import jsonio
+from traceview.parsers.kineto_events import ARG_KEYS_READ, EVENT_KEYS_READ
 
 pytestmark = pytest.mark.integration
 
@@ -699,20 +700,8 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=6,
 )
-FIELDS = ["ts", "dur", "name", "args", "pid", "tid", "ph", "cat"]
-ARG_KEYS = [
-    "stream",
-    "correlation",
-    "External id",
-    "device",
-    "bytes",
-    "grid",
-    "Input Dims",
-    "Collective name",
-    "In msg nelems",
-    "dtype",
-    "Group size",
-]
+FIELDS = list(EVENT_KEYS_READ)
+ARG_KEYS = list(ARG_KEYS_READ)
 
 
 @st.composite
