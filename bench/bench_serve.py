@@ -220,6 +220,9 @@ def canvas_api(trace, step, px: int = 1200) -> None:
         "search 'nccl' (all matches counted, first 5000 sent)",
         lambda: orjson.dumps(api.search({"q": "nccl"}), option=orjson.OPT_SERIALIZE_NUMPY),
     )
+    report(
+        "first range selection (merges the unions once)", lambda: orjson.dumps(api.range({"start": "0", "end": "1"})), 1
+    )
     report("range selection of one step", lambda: orjson.dumps(api.range({"start": str(s0), "end": str(s1)})))
     report("range selection of the whole trace", lambda: orjson.dumps(api.range({"start": "0", "end": str(end)})))
 

@@ -23,7 +23,6 @@ import threading
 import orjson
 import polars as pl
 
-from traceview.analysis import timeline_tracks as tt
 from traceview.dashboards.colors import ITERATION_COLORS, class_color
 from traceview.dashboards.timeline_model import FAMILIES, TimelineModel
 from traceview.safe_text import one_line
@@ -263,13 +262,13 @@ class TimelineApi:
         if end <= start:
             raise BadRequest("end must be greater than start")
         ranks = _ranks(args, m)
-        dev = tt.range_totals(m.items["device"], start, end, ranks, parts=("by_lane", "by_rank_class"))
-        term_lanes = m.lanes.filter(pl.col("kind") == "terms")["lane"].to_list()
-        tracks = tt.range_totals(m.items["tracks"], start, end, ranks, class_lanes=term_lanes, parts=("by_rank_class",))
-        terms = tracks["by_rank_class"].group_by("cls").agg(pl.col("busy_ns").sum())
-        classes = dev["by_rank_class"].group_by("cls").agg(pl.col("busy_ns").sum())
-        labels = m.lanes.select("lane", "rank", "label")
-        lanes = dev["by_lane"].join(labels, on="lane").sort("lane")
+        by_lane = m.unions("device", ("rank", "lane")).totals(start, end, ranks)
+        by_class = m.unions("device", ("rank", "cls")).totals(start, end, ranks)
+        by_term = m.unions("tracks", ("rank", "cls"), kind="terms").totals(start, end, ranks)
+        terms = by_term.group_by("cls").agg(pl.col("busy_ns").sum())
+        classes = by_class.group_by("cls").agg(pl.col("busy_ns").sum())
+        labels = m.lanes.select("lane", "label")
+        lanes = by_lane.join(labels, on="lane").sort("lane")
         return {
             "start": start - m.origin_ns,
             "end": end - m.origin_ns,

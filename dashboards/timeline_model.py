@@ -128,6 +128,17 @@ class TimelineModel:
             return None
         return family, self.items[family].row(item_id - self.base[family], named=True)
 
+    def unions(self, family: str, keys: tuple[str, ...], kind: str | None = None) -> tt.UnionIndex:
+        """The `UnionIndex` of a family's items by `keys` (only the lanes of `kind` if given),
+        built on first use and kept: a range selection then costs two binary searches per group."""
+        memo = self.__dict__.setdefault("_unions", {})
+        if (family, keys, kind) not in memo:
+            items = self.items[family]
+            if kind is not None:
+                items = items.join(self.lanes.filter(pl.col("kind") == kind).select("lane"), on="lane", how="semi")
+            memo[family, keys, kind] = tt.UnionIndex(items, keys)
+        return memo[family, keys, kind]
+
     def device_lanes(self) -> list[int]:
         return self.lanes.filter(pl.col("kind") == "device")["lane"].to_list()
 

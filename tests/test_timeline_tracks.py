@@ -141,6 +141,37 @@ def test_range_totals_hand_made():
     assert cls == {(0, "gemm"): 150, (0, "communication"): 80}
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.integers(0, 5),
+            st.integers(0, 1000),
+            st.integers(0, 150),
+            st.sampled_from(["gemm", "communication", None]),
+        ),
+        max_size=40,
+    ),
+    window=st.tuples(st.integers(-50, 1200), st.integers(1, 700)),
+    ranks=st.sampled_from([None, [0], [1, 2]]),
+)
+def test_union_index_equals_range_totals(rows, window, ranks):
+    """The precomputed unions (a range selection in two binary searches per group) give the same
+    totals as cutting the items: by lane, and by rank and class."""
+    f = items([(lane, lane // 2, s, s + d, cls) for lane, s, d, cls in rows])
+    start, end = window[0], window[0] + window[1]
+    want = tt.range_totals(f, start, end, ranks, parts=("by_lane", "by_rank_class"))
+    by_lane = tt.UnionIndex(f, ("rank", "lane")).totals(start, end, ranks).drop("rank")
+    by_class = tt.UnionIndex(f, ("rank", "cls")).totals(start, end, ranks)
+    assert by_lane.equals(want["by_lane"].filter(pl.col("busy_ns") > 0).sort("lane"))
+    assert by_class.equals(want["by_rank_class"].filter(pl.col("busy_ns") > 0).sort("rank", "cls", nulls_last=True))
+
+
+def test_union_index_needs_the_rank_to_filter_by_rank():
+    with pytest.raises(ValueError, match="group by rank"):
+        tt.UnionIndex(HAND, ("lane",)).totals(0, 10, ranks=[0])
+
+
 def test_range_totals_of_an_iteration_equal_the_iteration_breakdown():
     """The terms track summed over a step's iteration window gives the iteration breakdown's terms."""
     from traceview.dashboards.timeline_model import track_items
