@@ -242,8 +242,9 @@ def guarded(callback, state: DashboardState):
     return run
 
 
-def app_for(state: DashboardState) -> dash.Dash:
-    """The Dash app of `state`: its layout and every callback bound to it, then hardened."""
+def app_for(state: DashboardState, warm_timeline: bool = False) -> dash.Dash:
+    """The Dash app of `state`: its layout and every callback bound to it, then hardened. With
+    warm_timeline, the canvas timeline's model is built in the background now (`TimelineApi.warm`)."""
     app = dash.Dash(
         __name__, serve_locally=True, title="traceview", update_title=None, suppress_callback_exceptions=False
     )
@@ -281,13 +282,17 @@ def app_for(state: DashboardState) -> dash.Dash:
         Input("tl-reset", "n_clicks"),
     )(guarded(timeline_callback, state))
     app.callback(Output("tl-details", "children"), Input("tl-graph", "clickData"))(guarded(timeline_details, state))
-    register(app.server, TimelineApi(state.trace))  # the canvas timeline's JSON routes
+    timeline_api = TimelineApi(state.trace)
+    register(app.server, timeline_api)  # the canvas timeline's JSON routes
+    if warm_timeline:
+        timeline_api.warm()
     register_download(app.server, state.trace)
     harden(app)  # last: its Content-Security-Policy lists the hashes of every inline script
     return app
 
 
-def create_app(trace, summary: dict, comparison: dict | None = None) -> dash.Dash:
+def create_app(trace, summary: dict, comparison: dict | None = None, warm_timeline: bool = False) -> dash.Dash:
     """The dashboard of one loaded profile; `summary` is `build_summary(trace)`; `comparison`
-    (`RunComparison.to_dict()`, the profile first) adds the Compare page."""
-    return app_for(DashboardState(trace, summary, comparison))
+    (`RunComparison.to_dict()`, the profile first) adds the Compare page; warm_timeline builds the
+    timeline's model in the background (`traceview serve`)."""
+    return app_for(DashboardState(trace, summary, comparison), warm_timeline)

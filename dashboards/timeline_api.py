@@ -99,6 +99,24 @@ class TimelineApi:
                 self._model = TimelineModel.from_trace(self.trace)
             return self._model
 
+    def warm(self) -> threading.Thread:
+        """Build the model and its meta in a daemon thread and return it: `traceview serve` starts
+        it once the Overview is ready, so the Timeline's first open finds them built (the model
+        of a 4M-task profile takes seconds). A request meanwhile waits on the lock instead of
+        building a second model. A failure is left to the first request, which reports it."""
+
+        def build() -> None:
+            try:
+                self.meta({})
+            except Exception:  # noqa: BLE001 - the first request rebuilds and reports it
+                with self._lock:
+                    self._model = None
+                self._meta = None
+
+        thread = threading.Thread(target=build, name="traceview-timeline-warm", daemon=True)
+        thread.start()
+        return thread
+
     # ---- the answers (dicts ready for orjson) ----
 
     def meta(self, args) -> dict:

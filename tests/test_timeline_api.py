@@ -122,3 +122,27 @@ def test_only_the_named_assets_and_routes_are_served(dp4):
     assert client.get("/assets/other.js").status_code == 404
     assert client.get("/api/timeline/other").status_code == 404
     assert client.post("/api/timeline/meta").status_code in (404, 405)
+
+
+def test_warm_builds_the_model_in_the_background_once():
+    """`traceview serve` warms the timeline: the model is built by the thread, and a request
+    afterwards reuses it (the same object) instead of building another."""
+    from traceview.dashboards.timeline_api import TimelineApi
+
+    api = TimelineApi(tv.load(SAMPLES / "dp4_nccl"))
+    api.warm().join(timeout=120)
+    built = api._model
+    assert built is not None
+    assert api.meta({})["ranks"] == [0, 1, 2, 3]
+    assert api.model is built
+
+
+def test_a_failed_warm_is_reported_by_the_first_request(monkeypatch):
+    from traceview.dashboards import timeline_api
+
+    api = timeline_api.TimelineApi(tv.load(SAMPLES / "dp4_nccl"))
+    monkeypatch.setattr(timeline_api.TimelineModel, "from_trace", classmethod(lambda cls, t: 1 / 0))
+    api.warm().join(timeout=120)  # no exception escapes the thread
+    assert api._model is None
+    with pytest.raises(ZeroDivisionError):
+        api.meta({})

@@ -391,7 +391,7 @@ def serve(
     else:
         warnings = [*trace.warnings, *trace.failures]
     summary = build_summary(trace, details=False, throughput=throughput, **advice.summary_args())
-    app = create_app(trace, summary, comparison)
+    app = create_app(trace, summary, comparison, warm_timeline=True)
     for line in warnings:
         echo_err(f"traceview: warning: {line}")
     try:
