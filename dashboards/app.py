@@ -17,11 +17,12 @@ import re
 from pathlib import Path
 
 import dash
-from dash import Input, Output, dcc, html
+from dash import Input, Output, State, dcc, html
 
 from traceview.dashboards.compare_view import compare_layout
-from traceview.dashboards.overview import FONT, GRAPH_CONFIG, overview_layout, update_overview
+from traceview.dashboards.overview import FONT, GRAPH_CONFIG, instances_callback, overview_layout, update_overview
 from traceview.dashboards.overview import OUTPUTS as OVERVIEW_OUTPUTS
+from traceview.dashboards.overview_tables import linked_tables
 from traceview.dashboards.query import (
     COMPARE_PATH,
     FILTER_WIDGETS,
@@ -282,6 +283,15 @@ def app_for(state: DashboardState, warm_timeline: bool = False) -> dash.Dash:
         Input("tl-reset", "n_clicks"),
     )(guarded(timeline_callback, state))
     app.callback(Output("tl-details", "children"), Input("tl-graph", "clickData"))(guarded(timeline_details, state))
+    for table in linked_tables(state.summary):  # a kernel or operator name -> its instances on the Timeline
+        app.callback(
+            Output("url", "pathname", allow_duplicate=True),
+            Output("url", "search", allow_duplicate=True),
+            Input(table, "cellClicked"),
+            State(table, "rowData"),
+            State("url", "search"),
+            prevent_initial_call=True,
+        )(guarded(instances_callback(table), state))
     timeline_api = TimelineApi(state.trace)
     register(app.server, timeline_api)  # the canvas timeline's JSON routes
     if warm_timeline:

@@ -10,6 +10,7 @@ which React, plotly and the grid escape; nothing is formatted into HTML.
 
 from __future__ import annotations
 
+import dash
 import polars as pl
 from dash import dcc, html
 
@@ -20,6 +21,7 @@ from traceview.dashboards.overview_tables import (
     KERNEL_COLUMNS,
     TABLE_TOP,
     grid,
+    instances_link,
     kernel_rows,
     summary_tables,
 )
@@ -322,3 +324,16 @@ def update_overview(state: DashboardState, search: str | None) -> tuple:
         f"Top kernels ({window})",
         *(sized[p][0] for p in PANELS),
     )
+
+
+def instances_callback(table: str):
+    """The callback of one linked grid (`overview_tables.INSTANCE_LINKS`): a click on a row's name
+    -> the Timeline's (path, query) showing that row's instances; any other click changes nothing."""
+
+    def show_instances(state: DashboardState, cell, rows, search) -> tuple[str, str]:
+        link = instances_link(table, cell, rows, search)
+        if link is None:
+            raise dash.exceptions.PreventUpdate
+        return link
+
+    return show_instances

@@ -4,7 +4,8 @@ One number format per column, the same in every table of the page: ms with 3 dec
 (to the ns), % with 1, counts with thousands separators (`FORMATS`: d3-format strings the grid
 applies in the browser; the row data keep the numbers, so sorting and filtering stay numeric).
 Kernels are shown by their short distinct name (`traceview.analysis.kernels.short_names`, the
-summary's `short_name`), the full name in the tooltip. Trace text enters the grids only as row
+summary's `short_name`), the full name in the tooltip; clicking a kernel or operator name opens
+the Timeline on its instances (`instances_link`). Trace text enters the grids only as row
 data (text cells); the only code strings are the formats and the class colours' conditions, built
 here from constants and JSON-escaped class names.
 """
@@ -19,6 +20,7 @@ from dash import html
 
 from traceview.analysis import kernels
 from traceview.dashboards.colors import class_color
+from traceview.dashboards.query import TIMELINE_PATH, instances_query
 from traceview.dashboards.timeline_page import name_contains
 from traceview.safe_text import one_line
 
@@ -41,10 +43,16 @@ def _number(kind: str, **extra) -> dict:
 
 
 _TEXT = {"filter": "agTextColumnFilter"}
+#: A name cell that opens the Timeline on its row's instances (`INSTANCE_LINKS`).
+_LINK = {
+    **_TEXT,
+    "cellStyle": {"color": "#1d4ed8", "cursor": "pointer", "textDecoration": "underline dotted"},
+    "headerTooltip": "click a name to see its instances on the Timeline",
+}
 #: The top-kernel table's columns: field, header, how it filters and formats.
 KERNEL_COLUMNS = [
     {"field": "rank", "headerName": "rank", "width": 90, **_number("count")},
-    {"field": "short_name", "headerName": "kernel", "flex": 3, "minWidth": 260, "tooltipField": "name", **_TEXT},
+    {"field": "short_name", "headerName": "kernel", "flex": 3, "minWidth": 260, "tooltipField": "name", **_LINK},
     {"field": "class", "headerName": "class", "width": 150, **_TEXT},
     {"field": "count", "headerName": "count", "width": 110, **_number("count")},
     {"field": "total_ms", "headerName": "total (ms)", "sort": "desc", "width": 130, **_number("ms")},
@@ -53,7 +61,7 @@ KERNEL_COLUMNS = [
 ]
 #: Kernels over all ranks (the summary's "kernels").
 CROSS_RANK_COLUMNS = [
-    {"field": "short_name", "headerName": "kernel", "flex": 1, "minWidth": 190, "tooltipField": "name", **_TEXT},
+    {"field": "short_name", "headerName": "kernel", "flex": 1, "minWidth": 190, "tooltipField": "name", **_LINK},
     {"field": "class", "headerName": "class", "width": 135, **_TEXT},
     {"field": "ranks", "headerName": "ranks", "width": 85, **_number("count")},
     {"field": "count", "headerName": "count", "width": 95, **_number("count")},
@@ -66,7 +74,7 @@ CROSS_RANK_COLUMNS = [
 ]
 #: Host operators and input shapes with the device time of what they launched (the summary's "operators").
 OPERATOR_COLUMNS = [
-    {"field": "operator", "headerName": "operator", "flex": 2, "minWidth": 180, "tooltipField": "operator", **_TEXT},
+    {"field": "operator", "headerName": "operator", "flex": 2, "minWidth": 180, "tooltipField": "operator", **_LINK},
     {
         "field": "input_shapes",
         "headerName": "input shapes",
@@ -129,6 +137,42 @@ def grid(grid_id: str, columns: list[dict], rows: list[dict], classes: list[str]
         },
         style={"fontFamily": FONT},
     )
+
+
+#: The grids whose name cell opens the Timeline on the clicked row's instances: grid id ->
+#: (the clicked column, the row's field holding the full name, whether host lanes show it).
+INSTANCE_LINKS = {
+    "kernel-table": ("short_name", "name", False),
+    "cross-rank-table": ("short_name", "name", False),
+    "operator-table": ("operator", "operator", True),
+}
+
+
+def linked_tables(summary: dict) -> list[str]:
+    """The grids of `INSTANCE_LINKS` the Overview of `summary` holds (the kernel table always)."""
+    present = {"kernel-table": True, "cross-rank-table": bool(summary.get("kernels"))}
+    present["operator-table"] = bool(summary.get("operators"))
+    return [t for t in INSTANCE_LINKS if present[t]]
+
+
+def instances_link(
+    table: str, cell: dict | None, rows: list[dict] | None, search: str | None
+) -> tuple[str, str] | None:
+    """(path, query) of the Timeline showing the instances of the row whose name cell of `table`
+    was clicked (a dash-ag-grid `cellClicked`: its rowId is the row's index in `rows`, the grid's
+    rowData), or None for another cell or a row it cannot find."""
+    column, field, host = INSTANCE_LINKS[table]
+    if not cell or cell.get("colId") != column or not rows:
+        return None
+    row_id = str(cell.get("rowId", ""))
+    if not row_id.isdigit() or int(row_id) >= len(rows):
+        return None
+    row = rows[int(row_id)]
+    name = row.get(field)
+    if not isinstance(name, str) or not name.strip():
+        return None
+    rank = row.get("rank") if isinstance(row.get("rank"), int) else None
+    return TIMELINE_PATH, instances_query(search, name, rank, host)
 
 
 def _ms(us):

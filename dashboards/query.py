@@ -93,3 +93,18 @@ def make_query(
     if host:
         params["host"] = "1"
     return ("?" + urlencode(params)) if params else ""
+
+
+def instances_query(search: str | None, name: str, rank: int | None = None, host: bool = False) -> str:
+    """The Timeline's query string that shows the instances of a table row: its kernel or
+    operator `name` as the name filter `q` (so the timeline draws those tasks, and its search
+    finds them), its `rank` when the row is one rank's, host lanes for a host operator; the
+    other filters of `search` kept, the class filter dropped (a cross-rank row may be of any)."""
+    params = {k: v[0] for k, v in _query(search).items() if k not in ("class", "q") and v}
+    params["q"] = name.strip()[:200]
+    if rank is not None:
+        params["rank"] = str(rank)
+        params.pop("compare", None)
+    if host:
+        params["host"] = "1"
+    return "?" + urlencode(params)

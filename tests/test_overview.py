@@ -199,3 +199,33 @@ def test_ascend_cards():
     assert card_value(cards, "card-iteration") == f"{doc['headline']['mean_iteration_us'] / 1000:,.3f} ms"
     assert card_value(cards, "card-straggler") == "rank 1"
     assert find(overview_layout(DashboardState(trace, doc)), "operator-table") is None  # no operators on Ascend
+
+
+def test_a_clicked_name_opens_the_timeline_on_its_instances(dp4):
+    """Kernel rows -> the Timeline filtered to that kernel on its rank; operator rows -> host lanes
+    on; other filters kept, the class filter dropped; clicks elsewhere or on rows it cannot find
+    change nothing."""
+    from urllib.parse import parse_qs
+
+    rows = tables.kernel_rows(dp4.trace, None)
+    row = rows[3]
+    path, query = tables.instances_link(
+        "kernel-table", {"colId": "short_name", "rowId": "3"}, rows, "?class=gemm&step=2"
+    )
+    assert path == "/timeline"
+    assert parse_qs(query[1:]) == {"step": ["2"], "q": [row["name"][:200]], "rank": [str(row["rank"])]}
+    ops = tables.operator_rows(dp4.summary)
+    path, query = tables.instances_link("operator-table", {"colId": "operator", "rowId": "0"}, ops, "?compare=0,1")
+    assert parse_qs(query[1:]) == {"compare": ["0,1"], "q": [ops[0]["operator"]], "host": ["1"]}
+    cross = tables.cross_rank_rows(dp4.summary)
+    _, query = tables.instances_link("cross-rank-table", {"colId": "short_name", "rowId": "0"}, cross, "?compare=0,1")
+    assert parse_qs(query[1:]) == {"compare": ["0,1"], "q": [cross[0]["name"][:200]]}  # all ranks
+    for cell in (
+        {"colId": "count", "rowId": "3"},
+        {"colId": "short_name", "rowId": "99999"},
+        {"colId": "short_name"},
+        None,
+    ):
+        assert tables.instances_link("kernel-table", cell, rows, "") is None
+    assert tables.linked_tables(dp4.summary) == ["kernel-table", "cross-rank-table", "operator-table"]
+    assert tables.linked_tables({}) == ["kernel-table"]

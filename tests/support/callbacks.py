@@ -7,9 +7,10 @@ import orjson
 
 
 def dependency(client, output: str) -> dict:
-    """The callback of the app behind the test `client` whose outputs include `output` ("id.property")."""
+    """The callback of the app behind the test `client` whose outputs include `output` ("id.property"),
+    exactly: a second writer of the same property (`allow_duplicate`, "id.property@hash") is another."""
     deps = orjson.loads(client.get("/_dash-dependencies").data)
-    (dep,) = [d for d in deps if output in d["output"]]
+    (dep,) = [d for d in deps if output in d["output"].strip(".").split("...")]
     return dep
 
 
