@@ -281,7 +281,8 @@ def app_for(state: DashboardState) -> dash.Dash:
         Input("tl-reset", "n_clicks"),
     )(guarded(timeline_callback, state))
     app.callback(Output("tl-details", "children"), Input("tl-graph", "clickData"))(guarded(timeline_details, state))
-    register(app.server, TimelineApi(state.trace))  # the canvas timeline's JSON routes
+    # the canvas timeline's JSON routes (its overlays mark the findings the Overview lists)
+    register(app.server, TimelineApi(state.trace, findings=state.summary.get("findings")))
     register_download(app.server, state.trace)
     harden(app)  # last: its Content-Security-Policy lists the hashes of every inline script
     return app
