@@ -215,6 +215,7 @@ def test_bad_parameters_answer_400_in_one_line(dp4, query):
     assert "\n" not in r.get_data(as_text=True) and "Traceback" not in r.get_data(as_text=True)
 
 
-def test_the_route_answers_get_only(dp4):
+def test_the_overlay_script_and_route_are_served(dp4):
     _, _, client, _ = dp4
+    assert client.get("/assets/tv_timeline_4_overlays.js").status_code == 200
     assert client.post("/api/timeline/overlays?start=0&end=10").status_code in (404, 405)
