@@ -10,7 +10,10 @@ import pytest
 
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
+from tests.support.pipeline import write_1f1b
+from tests.test_bubbles import _steps, _tasks
 from traceview.analysis import timeline_overlays as to
+from traceview.analysis.bubbles import gpu_bubbles
 from traceview.dashboards import timeline_overlays
 from traceview.dashboards.app import create_app
 from traceview.summary import build_summary
@@ -123,6 +126,57 @@ def test_bubble_regions_sum_to_the_bubbles_analysis_on_pp4(pp4):
     # the pipeline's sends and receives are point-to-point: sent flagged (the client splits none)
     assert set(o["collective_kinds"]) == {"send", "recv", "coalesced"}
     assert set(o["collectives"]["p2p"]) == {1}
+
+
+def _region_sums(tasks: pl.DataFrame, bubbles: pl.DataFrame) -> pl.DataFrame:
+    regions = to.bubble_regions(tasks, bubbles)
+    sums = regions.group_by("rank", "step").agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("drawn_ns"))
+    want = bubbles.filter(pl.col("bubble_us") > 0).select("rank", "step", (pl.col("bubble_us") * 1000).alias("ns"))
+    return want.join(sums, on=["rank", "step"], how="full", coalesce=True)
+
+
+@pytest.mark.parametrize("p, m, tau", [(2, 2, 0), (4, 8, 6_000), (8, 16, 6_000)])
+def test_1f1b_regions_are_each_stages_idle_time_in_the_pipeline_step(tmp_path, p, m, tau):
+    known = write_1f1b(tmp_path, p, m, transfer=tau)
+    trace = tv.load(tmp_path)
+    both = _region_sums(trace.device_tasks, trace.run("bubbles"))
+    assert both.height == 2 * p and (both["ns"] - both["drawn_ns"]).abs().max() < 0.5
+    assert sorted(set(both["ns"].round(0))) == sorted(set(known["bubble_ns"].values()))
+    # on the shared clock every stage's regions lie in one window: stage 0's compute span
+    regions = to.bubble_regions(trace.device_tasks, trace.run("bubbles"))
+    spans = regions.group_by("step").agg(pl.col("start_ns").min(), pl.col("end_ns").max())
+    assert ((spans["end_ns"] - spans["start_ns"]) == known["step_ns"]).all()
+
+
+def test_regions_sum_to_the_bubble_when_no_stage_spans_the_group_or_clocks_disagree():
+    """Group b: rank 2 computes [0, 50), rank 3 [60, 80): L = 50 but the group's compute spans 80;
+    rank 3's window is the 50 ns ending at its last compute end. Shifting rank 1's clock by 5 s
+    changes no bubble and no region's length."""
+    K, C, S = "kernel", "communication", "ncclDevKernel_SendRecv"
+    rows = [
+        (0, 1, K, "gemm", 0, 100, "a"),
+        (0, 1, C, S, 100, 130, "a"),
+        (0, 1, K, "gemm", 130, 200, "a"),
+        (1, 1, C, S, 0, 100, "a"),
+        (1, 1, K, "gemm", 100, 160, "a"),
+        (1, 1, K, "gemm", 150, 170, "a"),
+        (2, 1, K, "gemm", 0, 50, "b"),
+        (2, 1, C, S, 50, 60, "b"),
+        (3, 1, C, S, 0, 60, "b"),
+        (3, 1, K, "gemm", 60, 80, "b"),
+    ]
+    steps = _steps([0, 1, 2, 3])
+    for shift in (0, 5_000_000_000):
+        tasks = _tasks(rows).with_columns(
+            pl.when(pl.col("rank") == 1).then(pl.col(c) + shift).otherwise(pl.col(c)).alias(c)
+            for c in ("start_ns", "end_ns")
+        )
+        bubbles = gpu_bubbles(tasks, steps)
+        both = _region_sums(tasks, bubbles)
+        assert sorted(both.select("rank", "ns", "drawn_ns").rows()) == [(0, 30, 30), (1, 130, 130), (3, 30, 30)]
+    regions = to.bubble_regions(_tasks(rows), gpu_bubbles(_tasks(rows), steps))
+    assert regions.filter(pl.col("rank") == 3).select("start_ns", "end_ns").rows() == [(30, 60)]
+    assert regions.filter(pl.col("rank") == 1).select("start_ns", "end_ns").rows() == [(0, 100), (170, 200)]
 
 
 def test_no_bubbles_without_a_pipeline(dp4):

@@ -15,14 +15,16 @@ Definitions (times Int64 ns on each rank's own clock):
   matching rule pairs the k-th send of every rank, not a send with its recv, so their wait is not
   a wait for a peer (the collectives module docstring) and a viewer should not draw it as one.
 - `bubble_regions`: the pipeline bubble of rank r in step N (`traceview.analysis.bubbles`:
-  bubble_r,N = L_N − |U(COMP_r,N)|) placed in time: the pipeline window W_N = [earliest start,
-  latest end] of the compute tasks (COMP: kinds kernel and memset, by their `step`) of every
-  pipeline rank of r's pipeline group in step N, minus U(COMP_r,N): the stretches of the pipeline
-  step in which stage r computes nothing. Their lengths sum to |W_N| − |U(COMP_r,N)|, which is the
-  analysis' bubble whenever one rank's compute spans W_N (|W_N| = L_N: 1F1B, GPipe and
-  interleaved 1F1B on one shared clock; the bubbles module docstring). With ranks on clocks that
-  disagree, W_N is measured across clocks and the regions' sum exceeds the bubble by |W_N| − L_N:
-  each region row carries both (window_ns, step_ns) so a viewer can say so.
+  bubble_r,N = L_N − |U(COMP_r,N)|, L_N the pipeline step) placed in time: the rank's pipeline
+  window P_r,N, L_N long and holding all of its compute (COMP: kinds kernel and memset, by their
+  `step`), minus U(COMP_r,N): the stretches of the pipeline step in which stage r computes
+  nothing. So their lengths always sum to the analysis' bubble. P_r,N starts at the group's
+  earliest compute start in the step (W_N, over every pipeline rank of r's pipeline group), or
+  later if the rank's compute would end past W_N + L_N (start = own last end − L_N), or earlier
+  if it starts before (start = own first start, when the ranks' clocks disagree). In 1F1B, GPipe
+  and interleaved 1F1B on one shared clock stage 0 spans [W_N, W_N + L_N], and P_r,N is that
+  window for every stage: the later stages' idle time before their first forward and after their
+  last backward is drawn where it happens.
 - `finding_regions`: a finding that names a rank (`Trace.findings()`: per-rank findings are
   averages over the rank's steps) marks each step window of that rank; a profile-wide finding
   (rank null) marks every rank's. A rank without step windows is marked over its whole extent.
@@ -59,7 +61,6 @@ BUBBLE_REGION_SCHEMA = pl.Schema(
         "end_ns": pl.Int64,
         "bubble_us": pl.Float64,
         "step_ns": pl.Int64,
-        "window_ns": pl.Int64,
     }
 )
 FINDING_REGION_SCHEMA = pl.Schema({"finding": pl.Int64, "rank": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64})
@@ -95,8 +96,8 @@ def collective_parts(collectives: pl.DataFrame) -> pl.DataFrame:
 def bubble_regions(device_tasks: pl.DataFrame, bubbles: pl.DataFrame) -> pl.DataFrame:
     """The bubble of every pipeline rank and step with a positive bubble (`bubbles`:
     `Trace.bubbles()`) as time regions (module docstring). Columns: rank, step, pipeline_group,
-    start_ns, end_ns (one compute-idle stretch of W_N), bubble_us (the analysis' number for the
-    rank and step), step_ns (L_N = step_us × 1000), window_ns (|W_N|). Sorted by start_ns."""
+    start_ns, end_ns (one compute-idle stretch of P_r,N), bubble_us (the analysis' number for the
+    rank and step), step_ns (L_N = step_us × 1000). Sorted by start_ns."""
     pipe = bubbles.filter(pl.col("pipeline") & (pl.col("bubble_us") > 0)).select(
         "rank", "step", "pipeline_group", "bubble_us", _ns("step_us").alias("step_ns")
     )
@@ -107,19 +108,24 @@ def bubble_regions(device_tasks: pl.DataFrame, bubbles: pl.DataFrame) -> pl.Data
         & pl.col("step").is_not_null()
         & (pl.col("end_ns") > pl.col("start_ns"))
     ).select("rank", "step", "start_ns", "end_ns")
-    # W_N over every pipeline rank of the group (bubble 0 included: its compute is in the window)
     members = bubbles.filter(pl.col("pipeline")).select("rank", "step", "pipeline_group")
-    windows = (
+    group_start = (
         comp.join(members, on=["rank", "step"], how="inner")
         .group_by("step", "pipeline_group")
-        .agg(pl.col("start_ns").min().alias("win_start_ns"), pl.col("end_ns").max().alias("win_end_ns"))
+        .agg(pl.col("start_ns").min().alias("_w"))
     )
-    per_rank = pipe.join(windows, on=["step", "pipeline_group"], how="inner", nulls_equal=True)
+    own = comp.group_by("rank", "step").agg(pl.col("start_ns").min().alias("_s"), pl.col("end_ns").max().alias("_e"))
+    start = pl.min_horizontal("_s", pl.max_horizontal("_w", pl.col("_e") - pl.col("step_ns")))
+    per_rank = (
+        pipe.join(group_start, on=["step", "pipeline_group"], how="inner", nulls_equal=True)
+        .join(own, on=["rank", "step"], how="left")
+        .with_columns(start.alias("win_start_ns"))
+        .with_columns((pl.col("win_start_ns") + pl.col("step_ns")).alias("win_end_ns"))
+    )
     mine = comp.join(per_rank.select("rank", "step"), on=["rank", "step"], how="semi")
-    labelled = mine.with_columns(pl.lit("comp").alias("set"))
-    # the window's bounds as cut points: segments then tile W_N, idle stretches included
+    # the window's bounds as cut points: segments then tile P_r,N, idle stretches included
     cuts = iv.window_cuts(per_rank.select("rank", "step", "win_start_ns", "win_end_ns"), ["rank", "step"])
-    segs = iv.segments(labelled, ["rank", "step"], ["comp"], cuts=cuts)
+    segs = iv.segments(mine.with_columns(pl.lit("comp").alias("set")), ["rank", "step"], ["comp"], cuts=cuts)
     idle = segs.filter(~pl.col("comp")).join(per_rank, on=["rank", "step"], how="inner")
     idle = idle.filter(
         (pl.col("seg_start_ns") >= pl.col("win_start_ns")) & (pl.col("seg_end_ns") <= pl.col("win_end_ns"))
@@ -133,7 +139,6 @@ def bubble_regions(device_tasks: pl.DataFrame, bubbles: pl.DataFrame) -> pl.Data
             pl.col("seg_end_ns").alias("end_ns"),
             "bubble_us",
             "step_ns",
-            (pl.col("win_end_ns") - pl.col("win_start_ns")).alias("window_ns"),
         )
         .cast(dict(BUBBLE_REGION_SCHEMA))
         .sort("start_ns", "rank")
