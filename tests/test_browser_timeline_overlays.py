@@ -109,7 +109,15 @@ def test_toggles_and_one_overlays_request_per_window_request(server_for, browser
     assert len(windows) == 1 and len(overlays) == 1
     assert set(page.evaluate("() => window.tvTimeline.state.overlays.collectives.rank")) == {2}
     held = page.evaluate("() => [window.tvTimeline.state.data.start, window.tvTimeline.state.data.end]")
-    assert f"start={held[0]}&" in overlays[0] and f"end={held[1]}&" in overlays[0]
+    assert f"start={held[0]}&end={held[1]}&ranks=2" in overlays[0]
+    assert page.inner_text("#tvtl-ov-note") == ""
+    # an answer that left collectives out (a zoomed-out view of a large profile) says so
+    page.evaluate(
+        "() => { const T = window.tvTimeline, get = T.getJSON; T.getJSON = (route, p) => get(route, p).then(o => {"
+        " if (route === 'overlays') { o.collectives_left_out = 7; o.collectives_total = 19; } return o; }); }"
+    )
+    page.evaluate("() => window.history.pushState(null, '', '/timeline?rank=3')")
+    page.wait_for_function("() => document.querySelector('#tvtl-ov-note').textContent.includes('7 of 19 collectives')")
     assert errors == []
     page.close()
 

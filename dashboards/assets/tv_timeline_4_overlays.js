@@ -210,7 +210,7 @@
     if (o.collectives_left_out) { left.push(o.collectives_left_out + " of " + o.collectives_total + " collectives"); }
     if (o.bubbles_left_out) { left.push(o.bubbles_left_out + " of " + o.bubbles_total + " bubble regions"); }
     if (o.findings_left_out) { left.push(o.findings_left_out + " of " + o.findings_total + " finding regions"); }
-    el.textContent = left.length ? "not drawn here (the longest are): " + left.join(", ") + "; zoom in for them" : "";
+    el.textContent = left.length ? "left out of this view (the longest are drawn): " + left.join(", ") + "; zoom in to see them" : "";
   }
 
   /* The checkbox group, added to part 3's toolbar once it exists. */
