@@ -84,6 +84,13 @@ def test_collectives_split_into_wait_and_transfer_linked_across_two_ranks(server
     assert rgb == [0xD5, 0x5E, 0x00]
     assert _drawn(page)["links"] >= 1
     _shot(page, "timeline_overlays.png")
+    # ranks 0 and 1 both wait for rank 2: still one link per instance, both parts hatched
+    page.evaluate("() => window.tvTimeline.reset()")
+    page.evaluate("() => window.history.pushState(null, '', '/timeline?compare=0,1')")
+    page.wait_for_function(_and(SETTLED, "window.tvTimeline.state.overlays.collectives.rank.indexOf(1) >= 0"))
+    _redraw(page)
+    d = _drawn(page)
+    assert d["collectives"] == d["waits"] == 24 and d["links"] == 12
     assert errors == []
     page.close()
 
