@@ -10,7 +10,8 @@ first page (summary + app + overview callback), the timeline page's first open, 
 step, a zoom to 1 ms, and the full-window (binned) timeline; then the canvas timeline's JSON API
 (`timeline_api`, answer serialised as sent): meta, the whole-trace view, a step zoom, a pan
 inside the prefetched window (no request: checked with the client's rule), a round trip that
-leaves it, a search and a range selection. Numbers go to docs/benchmarks.md.
+leaves it, a search, a range selection and the overlays (`TimelineApi.overlays`: collectives,
+bubbles, findings). Numbers go to docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -225,6 +226,21 @@ def canvas_api(trace, step, px: int = 1200) -> None:
     )
     report("range selection of one step", lambda: orjson.dumps(api.range({"start": str(s0), "end": str(s1)})))
     report("range selection of the whole trace", lambda: orjson.dumps(api.range({"start": "0", "end": str(end)})))
+
+    def overlays(a, b):
+        span = b - a  # the window request's window: 3x the view
+        args = {"start": str(a - span), "end": str(b + span)}
+        return orjson.dumps(api.overlays(args), option=orjson.OPT_SERIALIZE_NUMPY)
+
+    t0 = time.perf_counter()
+    first = overlays(s0, s1)
+    print(
+        f"canvas overlays, first request (builds them: collectives, bubbles, findings): {time.perf_counter() - t0:.2f} s"
+    )
+    body = orjson.loads(first)
+    print(f"canvas overlays of a step zoom: {len(body['collectives']['id'])} collective parts sent")
+    report("overlays, whole-trace view", lambda: overlays(0, end // 3 + 1))
+    report("overlays, step zoom", lambda: overlays(s0, s1))
 
 
 if __name__ == "__main__":

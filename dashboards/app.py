@@ -292,8 +292,9 @@ def app_for(state: DashboardState, warm_timeline: bool = False) -> dash.Dash:
             State("url", "search"),
             prevent_initial_call=True,
         )(guarded(instances_callback(table), state))
-    timeline_api = TimelineApi(state.trace)
-    register(app.server, timeline_api)  # the canvas timeline's JSON routes
+    # the canvas timeline's JSON routes (its overlays mark the findings the Overview lists)
+    timeline_api = TimelineApi(state.trace, findings=state.summary.get("findings"))
+    register(app.server, timeline_api)
     if warm_timeline:
         timeline_api.warm()
     register_download(app.server, state.trace)

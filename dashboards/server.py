@@ -26,8 +26,8 @@ import webbrowser
 PAGES = ("/", "/timeline")
 ENDPOINTS = ("/_dash-layout", "/_dash-dependencies", "/_dash-update-component", "/_favicon.ico")
 BUNDLES = "/_dash-component-suites/"
-ASSETS = tuple(f"/assets/tv_timeline_{part}.js" for part in ("1_data", "2_draw", "3_ui"))
-TIMELINE_API = tuple(f"/api/timeline/{route}" for route in ("meta", "window", "task", "search", "range"))
+ASSETS = tuple(f"/assets/tv_timeline_{part}.js" for part in ("1_data", "2_draw", "3_ui", "4_overlays"))
+TIMELINE_API = tuple(f"/api/timeline/{route}" for route in ("meta", "window", "task", "search", "range", "overlays"))
 DOWNLOADS = ("/download/perfetto.json",)  # the profile for Perfetto (app.register_download)
 
 

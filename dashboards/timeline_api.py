@@ -12,6 +12,8 @@ names sent once per distinct name (a dictionary; each item carries its index).
 - /api/timeline/task?id: one item's fields (text) and the item at the other end of its launch.
 - /api/timeline/search?q[&ranks&host]: the items whose name contains q (case-insensitive).
 - /api/timeline/range?start&end[&ranks]: busy time by class, lane and iteration term.
+- /api/timeline/overlays?start&end[&ranks]: collectives split into wait and transfer, pipeline
+  bubbles and findings as regions (`traceview.dashboards.timeline_overlays`).
 
 Bad parameters answer 400 with a one-line reason.
 """
@@ -25,10 +27,11 @@ import polars as pl
 
 from traceview.dashboards.colors import ITERATION_COLORS, class_color
 from traceview.dashboards.timeline_model import FAMILIES, TimelineModel
+from traceview.dashboards.timeline_overlays import TimelineOverlays
 from traceview.safe_text import one_line
 
 API = "/api/timeline/"
-ROUTES = ("meta", "window", "task", "search", "range")
+ROUTES = ("meta", "window", "task", "search", "range", "overlays")
 MAX_PX = 8192
 MAX_SEARCH = 5000
 #: colours of what is not a compute class: host event kinds, iteration terms, steps
@@ -86,11 +89,13 @@ def _color(cls: str | None) -> str:
 class TimelineApi:
     """The routes over one DashboardState's Trace (the model is built on the first request)."""
 
-    def __init__(self, trace):
+    def __init__(self, trace, findings: list[dict] | None = None):
         self.trace = trace
         self._model: TimelineModel | None = None
         self._lock = threading.Lock()
         self._meta: dict | None = None
+        self._findings = findings  # the findings the dashboard shows (None: Trace.findings())
+        self._overlays: TimelineOverlays | None = None
 
     @property
     def model(self) -> TimelineModel:
@@ -100,7 +105,7 @@ class TimelineApi:
             return self._model
 
     def warm(self) -> threading.Thread:
-        """Build the model and its meta in a daemon thread and return it: `traceview serve` starts
+        """Build the model, its meta and overlays in a daemon thread and return it: `traceview serve` starts
         it once the Overview is ready, so the Timeline's first open finds them built (the model
         of a 4M-task profile takes seconds). A request meanwhile waits on the lock instead of
         building a second model. A failure is left to the first request, which reports it."""
@@ -108,9 +113,11 @@ class TimelineApi:
         def build() -> None:
             try:
                 self.meta({})
+                self.overlays({"start": "0", "end": "1"})
             except Exception:  # noqa: BLE001 - the first request rebuilds and reports it
                 with self._lock:
                     self._model = None
+                    self._overlays = None
                 self._meta = None
 
         thread = threading.Thread(target=build, name="traceview-timeline-warm", daemon=True)
@@ -297,6 +304,24 @@ class TimelineApi:
                 for r, label, ns in zip(lanes["rank"], lanes["label"], lanes["busy_ns"])
             ],
         }
+
+    def overlays(self, args) -> dict:
+        m = self.model
+        start, end = _bounded_span(args, m.origin_ns)
+        ranks = _ranks(args, m)
+        with self._lock:
+            if self._overlays is None:
+                self._overlays = TimelineOverlays(self.trace, m, self._findings)
+        return self._overlays.window(start, end, ranks)
+
+
+def _bounded_span(args, origin_ns: int) -> tuple[int, int]:
+    """start, end (relative ns, at most 2**62 away from the origin) as absolute ns; end > start."""
+    start = _int(args, "start", lo=-(2**62), hi=2**62) + origin_ns
+    end = _int(args, "end", lo=-(2**62), hi=2**62) + origin_ns
+    if end <= start:
+        raise BadRequest("end must be greater than start")
+    return start, end
 
 
 def _pairs(frame: pl.DataFrame, key: str) -> list:

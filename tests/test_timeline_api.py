@@ -134,7 +134,7 @@ def test_warm_builds_the_model_in_the_background_once():
     built = api._model
     assert built is not None
     assert api.meta({})["ranks"] == [0, 1, 2, 3]
-    assert api.model is built
+    assert api.model is built and api._overlays is not None
 
 
 def test_a_failed_warm_is_reported_by_the_first_request(monkeypatch):

@@ -123,6 +123,7 @@
     TV.misses.push(TV.miss);
     var seq = ++s.seq;
     TV.requests += 1;
+    if (TV.fetchOverlays) { TV.fetchOverlays({ start: start, end: Math.max(end, start + 1), ranks: params.ranks }); } // part 4
     var px = Math.max(1, Math.min(8192, Math.round(width * TV.PREFETCH)));
     TV.getJSON("window", { start: start, end: Math.max(end, start + 1), px: px, ranks: params.ranks, host: params.host })
       .then(function (d) {

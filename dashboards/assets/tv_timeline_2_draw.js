@@ -202,6 +202,7 @@
       ctx.font = FONT;
       stackedBins(ctx, s.data, s.laneAt);
       rawItems(ctx, s.data, s.laneAt, w);
+      if (TV.drawOverlays) { TV.drawOverlays(ctx, s.laneAt, w); } // part 4
       selection(ctx, s.laneAt);
       rangeBand(ctx, cssH);
       ctx.restore();
