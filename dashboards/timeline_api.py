@@ -7,11 +7,17 @@ relative to the model's origin (`origin_ns`, sent as text: epoch ns exceed JavaS
 names sent once per distinct name (a dictionary; each item carries its index).
 
 - /api/timeline/meta: origin, extent, lanes (id, rank, kind, label, depth), classes and colours, steps.
-- /api/timeline/window?start&end&px[&ranks&host]: per lane either raw items (lane, id, start,
-  dur, name, cls, flow) or stacked bins (lane, bin, cls, busy) with the bin edges; `px` bins.
+- /api/timeline/window?start&end&px[&ranks&host&cls&name]: per lane either raw items (lane, id,
+  start, dur, name, cls, flow) or stacked bins (lane, bin, cls, busy) with the bin edges; `px` bins.
 - /api/timeline/task?id: one item's fields (text) and the item at the other end of its launch.
-- /api/timeline/search?q[&ranks&host]: the items whose name contains q (case-insensitive).
-- /api/timeline/range?start&end[&ranks]: busy time by class, lane and iteration term.
+- /api/timeline/search?q[&ranks&host&cls&name]: the items whose name contains q (case-insensitive).
+- /api/timeline/range?start&end[&ranks&cls&name]: busy time by class, lane and iteration term.
+
+`cls` (classes, comma-separated) and `name` (a substring, case-insensitive) are the dashboard's
+filter bar (the URL's `class=` and `q=`): they keep only the device tasks of those classes whose
+name contains it, as the Overview's tables do; the steps, terms and host lanes stay whole. A
+filtered set of device items and its lane index are built on first use and kept for the last
+`FILTERS_KEPT` filter sets.
 
 Bad parameters answer 400 with a one-line reason.
 """
@@ -19,6 +25,7 @@ Bad parameters answer 400 with a one-line reason.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 
 import orjson
 import polars as pl
@@ -32,6 +39,12 @@ API = "/api/timeline/"
 ROUTES = ("meta", "window", "task", "search", "range")
 MAX_PX = 8192
 MAX_SEARCH = 5000
+MAX_TEXT = 200  # a search or name filter, characters
+MAX_CLASSES = 100  # classes in one `cls` filter
+FILTERS_KEPT = 8  # filtered device items (and their lane index) kept per filter set
+#: The largest magnitude of an integer parameter: times relative to the origin (epoch ns, ~2**61
+#: today) stay inside Int64 once the origin is added back.
+MAX_INT = 2**60
 #: colours of what is not a compute class: host event kinds, iteration terms, steps
 EXTRA_COLORS = {
     "operator": "#6B8EC8",
@@ -64,7 +77,7 @@ def _int(args, name: str, default=None, lo=None, hi=None) -> int:
         value = int(raw)
     except ValueError:
         raise BadRequest(f"{name} must be an integer") from None
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
+    if abs(value) > MAX_INT or (lo is not None and value < lo) or (hi is not None and value > hi):
         raise BadRequest(f"{name} out of range")
     return value
 
@@ -77,7 +90,27 @@ def _ranks(args, model: TimelineModel) -> list[int] | None:
         ranks = [int(r) for r in raw.split(",") if r != ""]
     except ValueError:
         raise BadRequest("ranks must be integers separated by commas") from None
+    if any(abs(r) > MAX_INT for r in ranks):
+        raise BadRequest("ranks out of range")
     return ranks
+
+
+def _filter(args) -> tuple[tuple[str, ...], str]:
+    """(classes, lower-case name substring) of the `cls` / `name` parameters; empty: no filter."""
+    classes = tuple(sorted({c for c in (args.get("cls") or "").split(",") if c}))
+    name = (args.get("name") or "").strip().lower()
+    if len(classes) > MAX_CLASSES or any(len(c) > MAX_TEXT for c in classes):
+        raise BadRequest(f"cls must be at most {MAX_CLASSES} classes of at most {MAX_TEXT} characters")
+    if len(name) > MAX_TEXT:
+        raise BadRequest(f"name must be at most {MAX_TEXT} characters")
+    return classes, name
+
+
+def _named(names: pl.Series, text: str) -> pl.Expr:
+    """Items whose name is one of the distinct `names` containing `text` (lower case): the
+    distinct names are matched, not every item."""
+    matched = names.filter(names.str.to_lowercase().str.contains(text, literal=True).fill_null(False))
+    return pl.col("name").is_in(matched.implode())
 
 
 def _color(cls: str | None) -> str:
@@ -92,6 +125,7 @@ class TimelineApi:
         self._model: TimelineModel | None = None
         self._lock = threading.Lock()
         self._meta: dict | None = None
+        self._filtered: OrderedDict[tuple, tuple[pl.DataFrame, tt.LaneIndex | None]] = OrderedDict()
 
     @property
     def model(self) -> TimelineModel:
@@ -99,6 +133,31 @@ class TimelineApi:
             if self._model is None:
                 self._model = TimelineModel.from_trace(self.trace)
             return self._model
+
+    def filtered_device(self, args) -> tuple[pl.DataFrame, tt.LaneIndex | None]:
+        """The device items kept by the request's `cls` / `name` filter and their lane index
+        (None when none is kept); all of them, and the model's index, without a filter."""
+        m = self.model
+        key = _filter(args)
+        if key == ((), ""):
+            return m.items["device"], m.index.get("device")
+        with self._lock:
+            if key in self._filtered:
+                self._filtered.move_to_end(key)
+                return self._filtered[key]
+        classes, name = key
+        keep = pl.lit(True)
+        if classes:
+            keep = keep & pl.col("cls").is_in(list(classes))
+        if name:
+            keep = keep & _named(m.names["device"], name)
+        items = m.items["device"].filter(keep)  # a filter keeps the start order
+        index = tt.LaneIndex(items, m.origin_ns, m.end_ns) if items.height else None
+        with self._lock:
+            self._filtered[key] = (items, index)
+            while len(self._filtered) > FILTERS_KEPT:
+                self._filtered.popitem(last=False)
+        return items, index
 
     # ---- the answers (dicts ready for orjson) ----
 
@@ -146,9 +205,10 @@ class TimelineApi:
         raws, stacks, binned, edges = [], [], [], None
         lanes = None if ranks is None else m.lanes.filter(pl.col("rank").is_in(ranks))["lane"].to_list()
         for family in self._families(args):
-            if family not in m.index:
+            index = self.filtered_device(args)[1] if family == "device" else m.index.get(family)
+            if index is None:
                 continue
-            out = m.index[family].window(start, end, px, lanes=lanes)
+            out = index.window(start, end, px, lanes=lanes)
             raws.append(out["raw"].select("lane", "id", "start_ns", "end_ns", "name", "cls", "flow"))
             stacks.append(out["stacked"])
             binned += out["binned_lanes"]
@@ -228,17 +288,13 @@ class TimelineApi:
     def search(self, args) -> dict:
         m = self.model
         q = (args.get("q") or "").strip().lower()
-        if not q or len(q) > 200:
-            raise BadRequest("q must be 1 to 200 characters")
+        if not q or len(q) > MAX_TEXT:
+            raise BadRequest(f"q must be 1 to {MAX_TEXT} characters")
         ranks = _ranks(args, m)
         hits = []
         for family in self._families(args):
-            f = m.items[family]
-            names = m.names[family]  # the distinct names: match those, then keep their items
-            matched = names.filter(names.str.to_lowercase().str.contains(q, literal=True).fill_null(False))
-            if matched.is_empty():
-                continue
-            keep = pl.col("name").is_in(matched.implode())
+            f = self.filtered_device(args)[0] if family == "device" else m.items[family]
+            keep = _named(m.names[family], q)
             if ranks is not None:
                 keep = keep & pl.col("rank").is_in(ranks)
             hits.append(f.lazy().filter(keep).select("id", "lane", "start_ns", "end_ns").collect())
@@ -263,7 +319,7 @@ class TimelineApi:
         if end <= start:
             raise BadRequest("end must be greater than start")
         ranks = _ranks(args, m)
-        dev = tt.range_totals(m.items["device"], start, end, ranks, parts=("by_lane", "by_rank_class"))
+        dev = tt.range_totals(self.filtered_device(args)[0], start, end, ranks, parts=("by_lane", "by_rank_class"))
         term_lanes = m.lanes.filter(pl.col("kind") == "terms")["lane"].to_list()
         tracks = tt.range_totals(m.items["tracks"], start, end, ranks, class_lanes=term_lanes, parts=("by_rank_class",))
         terms = tracks["by_rank_class"].group_by("cls").agg(pl.col("busy_ns").sum())
