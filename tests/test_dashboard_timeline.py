@@ -26,6 +26,7 @@ from traceview.analysis.gaps import launch_delays
 from traceview.dashboards import timeline_api
 from traceview.dashboards.app import create_app
 from traceview.dashboards.colors import CLASS_COLORS
+from traceview.dashboards.timeline_model import TimelineModel
 from traceview.dashboards.timeline_page import LIMIT, X_TITLE, TimelineData, hover_safe
 from traceview.summary import build_summary
 
@@ -312,6 +313,54 @@ def test_two_ranks_each_with_exactly_its_tasks_in_the_window(served):
         want = tasks.filter(pl.col("rank") == rank).height
         assert want > 0 and items.filter(pl.col("rank") == rank).height == want
     assert set(_items(meta, d, "steps")["rank"]) == {0, 2} and set(items["rank"]) == {0, 2}
+
+
+def test_two_ranks_of_a_big_profile_stay_bounded(big):
+    """The old page's limit (20,000 raw tasks, then bins) is per lane on the canvas: a lane sends
+    its tasks when at most `px` overlap the window, else bins stacked by class; so an answer holds
+    at most px raw tasks per lane, and each raw lane holds all of its tasks in the window."""
+    _, tasks = big
+    device = tasks.select(
+        "rank",
+        "start_ns",
+        "end_ns",
+        "name",
+        pl.col("compute_class").alias("cls"),
+        "kind",
+        pl.col("stream").cast(pl.String).alias("key"),
+        pl.lit("device").alias("lane_kind"),
+        (pl.lit("stream ") + pl.col("stream").cast(pl.String)).alias("label"),
+        pl.lit(0, pl.Int64).alias("depth"),
+        "stream",
+        "step",
+        "correlation",
+        "launch_op",
+        pl.lit(None, pl.Int64).alias("launch_delay_ns"),
+    )
+    extra = {"lane_kind": pl.String, "label": pl.String, "depth": pl.Int64}
+    host = pl.DataFrame(
+        schema={
+            **device.select("rank", "start_ns", "end_ns", "name", "cls", "kind", "key").schema,
+            **extra,
+            "stream": pl.Int64,
+            "correlation": pl.Int64,
+        }
+    )
+    tracks = host.drop("stream", "correlation")
+    api = timeline_api.TimelineApi(None)
+    api._model = TimelineModel(device, host, tracks)
+    origin = api.model.origin_ns
+    for start, end, px in ((0, 300 * MS, 1000), (50 * MS, 150 * MS, 1000), (100 * MS, 101 * MS, 1000)):
+        d = api.window({"start": str(start), "end": str(end), "px": str(px), "ranks": "1,0"})
+        raw = pl.DataFrame({"lane": d["raw"]["lane"]}).group_by("lane").len()
+        assert raw["len"].max() is None or raw["len"].max() <= px
+        inside = _overlapping(tasks, origin + start, origin + end)
+        lanes = api.model.lanes
+        for lane, rank, key in zip(lanes["lane"], lanes["rank"], lanes["key"]):
+            want = inside.filter((pl.col("rank") == rank) & (pl.col("stream") == int(key))).height
+            got = raw.filter(pl.col("lane") == lane)["len"].sum()
+            assert (lane in d["binned_lanes"]) == (want > px) and got == (0 if want > px else want)
+    assert d["binned_lanes"] == [] and len(d["raw"]["id"]) > 0  # 1 ms: every task drawn
 
 
 def test_host_thread_lanes_with_host_on(served):
