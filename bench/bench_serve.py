@@ -1,14 +1,13 @@
 """Benchmark: the dashboard on a 1M-task profile (issue: first page within 3 s after a cached
-parse; a zoom answers within 300 ms server-side; never more than ~20k raw tasks sent).
+parse; a timeline request answers within 300 ms server-side).
 
     python bench/bench_serve.py [--tasks 1000000] [--ranks 4]
 
 Writes a synthetic Kineto profile (ranks x tasks/ranks kernels on a compute and an NCCL stream,
 each launched by a cudaLaunchKernel, 100 GPU-annotated steps) to bench/out/serve_1m/, parses it
 once (cold, filling the cache), then times with a new Trace from the cache: the cached load, the
-first page (summary + app + overview callback), the timeline page's first open, a zoom to one
-step, a zoom to 1 ms, and the full-window (binned) timeline; then the canvas timeline's JSON API
-(`timeline_api`, answer serialised as sent): meta, the whole-trace view, a step zoom, a pan
+first page (summary + app + overview callback); then the Timeline page's canvas timeline, its JSON
+API (`timeline_api`, answer serialised as sent): meta, the whole-trace view, a step zoom, a pan
 inside the prefetched window (no request: checked with the client's rule), a round trip that
 leaves it, a search, a range selection and the overlays (`TimelineApi.overlays`: collectives,
 bubbles, findings). Numbers go to docs/benchmarks.md.
@@ -33,7 +32,6 @@ from traceview.dashboards.app import app_for  # noqa: E402
 from traceview.dashboards.overview import update_overview  # noqa: E402
 from traceview.dashboards.state import DashboardState  # noqa: E402
 from traceview.dashboards.timeline_api import TimelineApi  # noqa: E402
-from traceview.dashboards.timeline_view import update_timeline  # noqa: E402
 from traceview.summary import build_summary  # noqa: E402
 
 NAMES = [
@@ -151,35 +149,12 @@ def main() -> None:
     app_for(state)
     update_overview(state, "")
     t_first = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    fig, note = update_timeline(state, "/timeline", "", None, None, 0, trigger="url")
-    t_timeline = time.perf_counter() - t0
     print(f"tasks: {trace.device_tasks.height:,} on {trace.ranks.height} ranks")
     print(
         f"cached load: {t_load:.2f} s; first page (summary, app, overview callback): {t_first:.2f} s "
         f"-> ready {t_load + t_first:.2f} s after the cached parse"
     )
-    print(f"timeline page, first open (sorts the tasks once): {t_timeline:.2f} s; {note}")
-
-    step = trace.steps.sort("step").row(50, named=True)
-    data = state.timeline_data()
-    origin = data.t0_ns
-
-    def zoom(start_ns, end_ns):
-        relayout = {"xaxis.range[0]": (start_ns - origin) / 1e6, "xaxis.range[1]": (end_ns - origin) / 1e6}
-        return update_timeline(state, "/timeline", "", relayout, None, 0, trigger="tl-graph")
-
-    t_step, (f_step, n_step) = timed(lambda: zoom(step["device_start_ns"], step["device_end_ns"]))
-    t_ms, (f_ms, n_ms) = timed(lambda: zoom(step["device_start_ns"], step["device_start_ns"] + 1_000_000))
-    t_full, (f_full, n_full) = timed(lambda: update_timeline(state, "/timeline", "", None, None, 1, trigger="tl-reset"))
-
-    def raw_points(fig):
-        return sum(len(t.x) for t in fig.data if getattr(t, "type", "") == "scattergl" and t.x is not None) // 3
-
-    print(f"zoom to one step: {t_step * 1000:.0f} ms ({n_step}; {raw_points(f_step):,} raw tasks sent)")
-    print(f"zoom to 1 ms: {t_ms * 1000:.0f} ms ({n_ms}; {raw_points(f_ms):,} raw tasks sent)")
-    print(f"full window: {t_full * 1000:.0f} ms ({n_full})")
-    canvas_api(trace, step)
+    canvas_api(trace, trace.steps.sort("step").row(50, named=True))
 
 
 def canvas_api(trace, step, px: int = 1200) -> None:

@@ -4,10 +4,11 @@
 `create_app(trace, summary)` builds it over one `DashboardState` (`traceview.dashboards.state`).
 The filters (ranks, step, classes, name) live in the URL query string (`traceview.dashboards.query`),
 so a view can be shared by its address. The callbacks are module-level functions of (state,
-inputs): the shell's here, the pages' in `overview`, `timeline_view` and `compare_view`; they run on the server
+inputs): the shell's here, the pages' in `overview` and `compare_view`; they run on the server
 from the summary and the Trace's memoised analyses, and the browser only receives figures and
-table rows. Everything from the trace goes into components as text or data, which React, plotly
-and the grid escape; nothing is formatted into HTML.
+table rows. The Timeline page is a canvas drawn in the browser (`timeline_view`) over JSON routes
+(`timeline_api`); it follows the same URL. Everything from the trace goes into components as text
+or data, which React, plotly and the grid escape; nothing is formatted into HTML.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from traceview.dashboards.query import (
 from traceview.dashboards.server import harden, log
 from traceview.dashboards.state import DashboardState
 from traceview.dashboards.timeline_api import TimelineApi, register
-from traceview.dashboards.timeline_view import X_MOVES_JS, timeline_callback, timeline_details, timeline_layout
+from traceview.dashboards.timeline_view import URL_JS, timeline_layout
 from traceview.safe_text import one_line
 
 __all__ = ["FILTER_WIDGETS", "create_app", "make_query", "parse_compare", "parse_filters", "parse_query"]
@@ -161,7 +162,7 @@ def layout(state: DashboardState) -> html.Div:
             html.H2("Overview", id="page-title"),
             _filters(state),
             overview_layout(state),
-            timeline_layout(state, GRAPH_CONFIG),
+            timeline_layout(),
             compare_layout(state.comparison, GRAPH_CONFIG),
         ],
     )
@@ -174,34 +175,17 @@ def layout(state: DashboardState) -> html.Div:
     )
 
 
-def sync_filters(
-    state: DashboardState,
-    search,
-    ranks,
-    step,
-    compare_a=None,
-    compare_b=None,
-    picked_classes=None,
-    name=None,
-    host=None,
-) -> tuple:
-    """URL <-> filter widgets: the URL wins on page load, the widgets when the user picks."""
+def sync_filters(state: DashboardState, search, ranks, step, picked_classes=None, name=None) -> tuple:
+    """URL <-> filter widgets: the URL wins on page load, the widgets when the user picks. The
+    timeline's own keys (compare=a,b, host=1: its toolbar writes them) pass through a pick."""
     if dash.ctx.triggered_id in FILTER_WIDGETS:
-        query = make_query(ranks or None, step, [compare_a, compare_b], picked_classes, name, bool(host))
+        compare = parse_compare(search, state.rank_ids)
+        host = parse_filters(search, state.classes)[2]
+        query = make_query(ranks or None, step, compare, picked_classes, name, host)
         return (query,) + (dash.no_update,) * len(FILTER_WIDGETS)
     picked, picked_step = parse_query(search, state.rank_ids, state.step_ids)
-    compare = parse_compare(search, state.rank_ids) + [None, None]
-    picked_classes, name, host = parse_filters(search, state.classes)
-    return (
-        dash.no_update,
-        picked or [],
-        picked_step,
-        compare[0],
-        compare[1],
-        picked_classes or [],
-        name or "",
-        ["host"] if host else [],
-    )
+    picked_classes, name, _ = parse_filters(search, state.classes)
+    return (dash.no_update, picked or [], picked_step, picked_classes or [], name or "")
 
 
 def show_page(state: DashboardState, pathname, search) -> tuple:
@@ -270,19 +254,8 @@ def app_for(state: DashboardState, warm_timeline: bool = False) -> dash.Dash:
         Input("url", "pathname"),
         Input("url", "search"),
     )(guarded(show_page, state))
-    # In the browser: only relayouts that move x reach the server (timeline_view.X_MOVES_JS).
-    app.clientside_callback(X_MOVES_JS, Output("tl-window", "data"), Input("tl-graph", "relayoutData"))
-    app.callback(
-        Output("tl-graph", "figure"),
-        Output("tl-note", "children"),
-        Output("tl-step", "value"),
-        Input("url", "pathname"),
-        Input("url", "search"),
-        Input("tl-window", "data"),
-        Input("tl-step", "value"),
-        Input("tl-reset", "n_clicks"),
-    )(guarded(timeline_callback, state))
-    app.callback(Output("tl-details", "children"), Input("tl-graph", "clickData"))(guarded(timeline_details, state))
+    # In the browser: each new query string reaches the canvas timeline (timeline_view.URL_JS).
+    app.clientside_callback(URL_JS, Output("tvtl-url", "data"), Input("url", "search"))
     for table in linked_tables(state.summary):  # a kernel or operator name -> its instances on the Timeline
         app.callback(
             Output("url", "pathname", allow_duplicate=True),

@@ -9,15 +9,13 @@ from urllib.parse import parse_qs, urlencode
 TIMELINE_PATH = "/timeline"
 #: The Compare page (`traceview serve RUN --compare OTHER`).
 COMPARE_PATH = "/compare"
-#: The widgets whose values live in the query string, and the property holding each value.
+#: The filter bar's widgets, whose values live in the query string, and the property holding each
+#: value. The timeline's compare=a,b and host=1 live there too; its toolbar (in the browser) writes them.
 FILTER_WIDGETS = {
     "rank-select": "value",
     "step-select": "value",
-    "tl-compare-a": "value",
-    "tl-compare-b": "value",
     "class-select": "value",
     "name-search": "value",
-    "tl-host": "value",
 }
 
 

@@ -7,13 +7,19 @@ relative to the model's origin (`origin_ns`, sent as text: epoch ns exceed JavaS
 names sent once per distinct name (a dictionary; each item carries its index).
 
 - /api/timeline/meta: origin, extent, lanes (id, rank, kind, label, depth), classes and colours, steps.
-- /api/timeline/window?start&end&px[&ranks&host]: per lane either raw items (lane, id, start,
-  dur, name, cls, flow) or stacked bins (lane, bin, cls, busy) with the bin edges; `px` bins.
+- /api/timeline/window?start&end&px[&ranks&host&cls&name]: per lane either raw items (lane, id,
+  start, dur, name, cls, flow) or stacked bins (lane, bin, cls, busy) with the bin edges; `px` bins.
 - /api/timeline/task?id: one item's fields (text) and the item at the other end of its launch.
-- /api/timeline/search?q[&ranks&host]: the items whose name contains q (case-insensitive).
-- /api/timeline/range?start&end[&ranks]: busy time by class, lane and iteration term.
+- /api/timeline/search?q[&ranks&host&cls&name]: the items whose name contains q (case-insensitive).
+- /api/timeline/range?start&end[&ranks&cls&name]: busy time by class, lane and iteration term.
 - /api/timeline/overlays?start&end[&ranks]: collectives split into wait and transfer, pipeline
   bubbles and findings as regions (`traceview.dashboards.timeline_overlays`).
+
+`cls` (classes, comma-separated) and `name` (a substring, case-insensitive) are the dashboard's
+filter bar (the URL's `class=` and `q=`): they keep only the device tasks of those classes whose
+name contains it, as the Overview's tables do; the steps, terms and host lanes stay whole. A
+filtered set of device items and its lane index are built on first use and kept for the last
+`FILTERS_KEPT` filter sets.
 
 Bad parameters answer 400 with a one-line reason.
 """
@@ -21,10 +27,12 @@ Bad parameters answer 400 with a one-line reason.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 
 import orjson
 import polars as pl
 
+from traceview.analysis import timeline_tracks as tt
 from traceview.dashboards.colors import ITERATION_COLORS, class_color
 from traceview.dashboards.timeline_model import FAMILIES, TimelineModel
 from traceview.dashboards.timeline_overlays import TimelineOverlays
@@ -34,6 +42,12 @@ API = "/api/timeline/"
 ROUTES = ("meta", "window", "task", "search", "range", "overlays")
 MAX_PX = 8192
 MAX_SEARCH = 5000
+MAX_TEXT = 200  # a search or name filter, characters
+MAX_CLASSES = 100  # classes in one `cls` filter
+FILTERS_KEPT = 8  # filtered device items (and their lane index) kept per filter set
+#: The largest magnitude of an integer parameter: times relative to the origin (epoch ns, ~2**61
+#: today) stay inside Int64 once the origin is added back.
+MAX_INT = 2**60
 #: colours of what is not a compute class: host event kinds, iteration terms, steps
 EXTRA_COLORS = {
     "operator": "#6B8EC8",
@@ -66,7 +80,7 @@ def _int(args, name: str, default=None, lo=None, hi=None) -> int:
         value = int(raw)
     except ValueError:
         raise BadRequest(f"{name} must be an integer") from None
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
+    if abs(value) > MAX_INT or (lo is not None and value < lo) or (hi is not None and value > hi):
         raise BadRequest(f"{name} out of range")
     return value
 
@@ -79,7 +93,27 @@ def _ranks(args, model: TimelineModel) -> list[int] | None:
         ranks = [int(r) for r in raw.split(",") if r != ""]
     except ValueError:
         raise BadRequest("ranks must be integers separated by commas") from None
+    if any(abs(r) > MAX_INT for r in ranks):
+        raise BadRequest("ranks out of range")
     return ranks
+
+
+def _filter(args) -> tuple[tuple[str, ...], str]:
+    """(classes, lower-case name substring) of the `cls` / `name` parameters; empty: no filter."""
+    classes = tuple(sorted({c for c in (args.get("cls") or "").split(",") if c}))
+    name = (args.get("name") or "").strip().lower()
+    if len(classes) > MAX_CLASSES or any(len(c) > MAX_TEXT for c in classes):
+        raise BadRequest(f"cls must be at most {MAX_CLASSES} classes of at most {MAX_TEXT} characters")
+    if len(name) > MAX_TEXT:
+        raise BadRequest(f"name must be at most {MAX_TEXT} characters")
+    return classes, name
+
+
+def _named(names: pl.Series, text: str) -> pl.Expr:
+    """Items whose name is one of the distinct `names` containing `text` (lower case): the
+    distinct names are matched, not every item."""
+    matched = names.filter(names.str.to_lowercase().str.contains(text, literal=True).fill_null(False))
+    return pl.col("name").is_in(matched.implode())
 
 
 def _color(cls: str | None) -> str:
@@ -96,6 +130,7 @@ class TimelineApi:
         self._meta: dict | None = None
         self._findings = findings  # the findings the dashboard shows (None: Trace.findings())
         self._overlays: TimelineOverlays | None = None
+        self._filtered: OrderedDict[tuple, tuple[pl.DataFrame, tt.LaneIndex | None]] = OrderedDict()
 
     @property
     def model(self) -> TimelineModel:
@@ -123,6 +158,31 @@ class TimelineApi:
         thread = threading.Thread(target=build, name="traceview-timeline-warm", daemon=True)
         thread.start()
         return thread
+
+    def filtered_device(self, args) -> tuple[pl.DataFrame, tt.LaneIndex | None]:
+        """The device items kept by the request's `cls` / `name` filter and their lane index
+        (None when none is kept); all of them, and the model's index, without a filter."""
+        m = self.model
+        key = _filter(args)
+        if key == ((), ""):
+            return m.items["device"], m.index.get("device")
+        with self._lock:
+            if key in self._filtered:
+                self._filtered.move_to_end(key)
+                return self._filtered[key]
+        classes, name = key
+        keep = pl.lit(True)
+        if classes:
+            keep = keep & pl.col("cls").is_in(list(classes))
+        if name:
+            keep = keep & _named(m.names["device"], name)
+        items = m.items["device"].filter(keep)  # a filter keeps the start order
+        index = tt.LaneIndex(items, m.origin_ns, m.end_ns) if items.height else None
+        with self._lock:
+            self._filtered[key] = (items, index)
+            while len(self._filtered) > FILTERS_KEPT:
+                self._filtered.popitem(last=False)
+        return items, index
 
     # ---- the answers (dicts ready for orjson) ----
 
@@ -170,9 +230,10 @@ class TimelineApi:
         raws, stacks, binned, edges = [], [], [], None
         lanes = None if ranks is None else m.lanes.filter(pl.col("rank").is_in(ranks))["lane"].to_list()
         for family in self._families(args):
-            if family not in m.index:
+            index = self.filtered_device(args)[1] if family == "device" else m.index.get(family)
+            if index is None:
                 continue
-            out = m.index[family].window(start, end, px, lanes=lanes)
+            out = index.window(start, end, px, lanes=lanes)
             raws.append(out["raw"].select("lane", "id", "start_ns", "end_ns", "name", "cls", "flow"))
             stacks.append(out["stacked"])
             binned += out["binned_lanes"]
@@ -252,17 +313,13 @@ class TimelineApi:
     def search(self, args) -> dict:
         m = self.model
         q = (args.get("q") or "").strip().lower()
-        if not q or len(q) > 200:
-            raise BadRequest("q must be 1 to 200 characters")
+        if not q or len(q) > MAX_TEXT:
+            raise BadRequest(f"q must be 1 to {MAX_TEXT} characters")
         ranks = _ranks(args, m)
         hits = []
         for family in self._families(args):
-            f = m.items[family]
-            names = m.names[family]  # the distinct names: match those, then keep their items
-            matched = names.filter(names.str.to_lowercase().str.contains(q, literal=True).fill_null(False))
-            if matched.is_empty():
-                continue
-            keep = pl.col("name").is_in(matched.implode())
+            f = self.filtered_device(args)[0] if family == "device" else m.items[family]
+            keep = _named(m.names[family], q)
             if ranks is not None:
                 keep = keep & pl.col("rank").is_in(ranks)
             hits.append(f.lazy().filter(keep).select("id", "lane", "start_ns", "end_ns").collect())
@@ -282,18 +339,19 @@ class TimelineApi:
 
     def range(self, args) -> dict:
         m = self.model
-        start = _int(args, "start") + m.origin_ns
-        end = _int(args, "end") + m.origin_ns
-        if end <= start:
-            raise BadRequest("end must be greater than start")
+        start, end = _bounded_span(args, m.origin_ns)
         ranks = _ranks(args, m)
-        by_lane = m.unions("device", ("rank", "lane")).totals(start, end, ranks)
-        by_class = m.unions("device", ("rank", "cls")).totals(start, end, ranks)
+        items = self.filtered_device(args)[0]
+        if items is m.items["device"]:  # no filter: the unions merged once (two binary searches a group)
+            by_lane = m.unions("device", ("rank", "lane")).totals(start, end, ranks)
+            by_class = m.unions("device", ("rank", "cls")).totals(start, end, ranks)
+        else:
+            dev = tt.range_totals(items, start, end, ranks, parts=("by_lane", "by_rank_class"))
+            by_lane, by_class = (dev[p].filter(pl.col("busy_ns") > 0) for p in ("by_lane", "by_rank_class"))
         by_term = m.unions("tracks", ("rank", "cls"), kind="terms").totals(start, end, ranks)
         terms = by_term.group_by("cls").agg(pl.col("busy_ns").sum())
         classes = by_class.group_by("cls").agg(pl.col("busy_ns").sum())
-        labels = m.lanes.select("lane", "label")
-        lanes = by_lane.join(labels, on="lane").sort("lane")
+        lanes = by_lane.select("lane", "busy_ns").join(m.lanes.select("lane", "rank", "label"), on="lane").sort("lane")
         return {
             "start": start - m.origin_ns,
             "end": end - m.origin_ns,
@@ -316,9 +374,9 @@ class TimelineApi:
 
 
 def _bounded_span(args, origin_ns: int) -> tuple[int, int]:
-    """start, end (relative ns, at most 2**62 away from the origin) as absolute ns; end > start."""
-    start = _int(args, "start", lo=-(2**62), hi=2**62) + origin_ns
-    end = _int(args, "end", lo=-(2**62), hi=2**62) + origin_ns
+    """start, end (relative ns, at most MAX_INT away from the origin) as absolute ns; end > start."""
+    start = _int(args, "start") + origin_ns
+    end = _int(args, "end") + origin_ns
     if end <= start:
         raise BadRequest("end must be greater than start")
     return start, end

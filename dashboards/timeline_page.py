@@ -1,25 +1,22 @@
-"""The Timeline page: one lane per (rank, stream), level of detail chosen on the server.
+"""The plotly timeline of the HTML report (`traceview.dashboards.report`) and the notebook
+(`traceview.dashboards.plots`): one lane per (rank, stream), level of detail chosen in Python.
+(The dashboard's Timeline page is the canvas timeline: `traceview.dashboards.timeline_api`.)
 
 `TimelineData` holds the classified device tasks sorted once by start (`timeline.sort_tasks`), the
-lanes and the step windows; the app builds it lazily, once, on the first timeline request. For the
-visible window it asks `timeline.view` (limit 20,000 raw tasks, ~800 bins): raw mode draws one
-`Scattergl` line trace per compute class, a task being a None-separated segment [start, end] on its
-lane; binned mode draws a heatmap of each lane's busy fraction per bin. The x axis is ms from the
-first task start (`t0_ns`); the browser's zoom/pan (relayoutData, ms) maps back to ns here.
+lanes and the step windows. For a window it asks `timeline.view` (limit 20,000 raw tasks, ~800
+bins): raw mode draws one `Scattergl` line trace per compute class, a task being a None-separated
+segment [start, end] on its lane; binned mode draws a heatmap of each lane's busy fraction per bin.
+The x axis is ms from the first task start (`t0_ns`).
 
 Trace text (kernel names) only goes out as data: hover text is entity-escaped so plotly's hover
-label never interprets a `<tag>` in a name, and the details panel uses plain text components.
+label never interprets a `<tag>` in a name.
 """
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import plotly.graph_objects as go
 import polars as pl
-from dash import html
-from plotly.subplots import make_subplots
 
 from traceview.analysis import timeline as tl
 from traceview.dashboards.colors import class_color
@@ -31,11 +28,9 @@ LIMIT = 20_000  # raw tasks the browser may receive at most
 #: 1.4 µs kernel of another lane): with a vertex every 1/HOVER_POINTS of the window, the task under
 #: the pointer is never more than ~10 px away along x, closer than any other lane's task.
 HOVER_POINTS = 120
-HOST_KEY = "host:"  # prefix of a host event's key in the browser
 BINS = 800
 TITLE = "Timeline"
 X_TITLE = "time (ms, relative to the first task start)"
-X_AXIS = re.compile(r"^xaxis\d*$")  # xaxis, xaxis2, ... (compare view panels)
 
 
 def hover_safe(text) -> str:
@@ -73,21 +68,9 @@ def task_key(rank, stream, start_ns, end_ns) -> str:
 class TimelineData:
     """Sorted tasks, lanes and step windows of one profile (all times Int64 ns)."""
 
-    def __init__(
-        self,
-        tasks: pl.DataFrame,
-        steps: pl.DataFrame | None = None,
-        lane_word: str = "stream",
-        t0_ns: int | None = None,
-    ):
+    def __init__(self, tasks: pl.DataFrame, steps: pl.DataFrame | None = None):
         self.tasks = tl.sort_tasks(tasks)
-        self.lane_word = lane_word  # "stream" (device lanes) or "thread" (host lanes)
-        self.key_prefix = "" if lane_word == "stream" else HOST_KEY  # tells a clicked host task from a device one
         self.lanes = tl.lanes(self.tasks)
-        if lane_word != "stream":
-            self.lanes = self.lanes.with_columns(
-                pl.col("label").str.replace(" · stream ", f" · {lane_word} ", literal=True)
-            )
         self.cls = tl.class_column(self.tasks)
         if self.tasks.height:
             self.t0_ns = int(self.tasks["start_ns"].min())
@@ -95,8 +78,6 @@ class TimelineData:
         else:
             self.t0_ns, self.t1_ns = 0, 1
         self.first_ns, self.last_ns = self.t0_ns, self.t1_ns  # this data's own extent
-        if t0_ns is not None:  # the x origin of another data shown beside this one
-            self.t0_ns = t0_ns
         self.steps = steps if steps is not None else pl.DataFrame()
         # The whole-trace view (first open, reset, zoom back out) re-bins every task: keep it per
         # rank selection, so only the first request for a selection pays for it.
@@ -117,37 +98,6 @@ class TimelineData:
             )
             tasks = tasks.with_columns((pl.col("start_ns") - pl.col("launch_end_ns")).alias("launch_delay_ns"))
         return cls(tasks, trace.steps)
-
-    @classmethod
-    def host_from_trace(cls, trace, t0_ns: int | None = None) -> TimelineData:
-        """Host events as lanes per (rank, thread), coloured by kind (operator, runtime, ...);
-        x origin `t0_ns` (the device data's, so both line up)."""
-        events = trace.host_events.select(
-            "rank",
-            pl.col("tid").alias("stream"),
-            "name",
-            "kind",
-            "start_ns",
-            "end_ns",
-            "dur_ns",
-            pl.lit(None, pl.Int64).alias("step"),
-            "correlation",
-        )
-        return cls(events, trace.steps, lane_word="thread", t0_ns=t0_ns)
-
-    def filtered(self, classes: list[str] | None = None, query: str | None = None) -> TimelineData:
-        """This data with only the tasks of `classes` whose name contains `query` (case-insensitive);
-        same lanes, origin and steps, so a filtered view lines up with the unfiltered one."""
-        keep = pl.lit(True)
-        if classes:
-            keep = keep & pl.col(self.cls).is_in(classes)
-        if query:
-            keep = keep & name_contains(query)
-        sub = object.__new__(TimelineData)
-        sub.__dict__.update(self.__dict__)
-        sub.tasks = self.tasks.filter(keep)  # a filter keeps the start order
-        sub._full_views = {}
-        return sub
 
     # ---- windows ----
 
@@ -170,30 +120,6 @@ class TimelineData:
     def to_ms(self, ns: int) -> float:
         return (ns - self.t0_ns) / 1e6
 
-    def window_from_relayout(self, relayout: dict | None) -> tuple[int, int] | str | None:
-        """(start_ns, end_ns) from a plotly relayoutData; "full" on autorange; None when x did not change."""
-        if not relayout:
-            return None
-        axes = sorted({key.split(".")[0] for key in relayout if X_AXIS.match(key.split(".")[0])})
-        if any(relayout.get(f"{axis}.autorange") for axis in axes):
-            return "full"
-        for axis in axes:  # the panels of a comparison share x: any axis that moved gives the window
-            if f"{axis}.range[0]" in relayout and f"{axis}.range[1]" in relayout:
-                lo, hi = relayout[f"{axis}.range[0]"], relayout[f"{axis}.range[1]"]
-                break
-            if isinstance(relayout.get(f"{axis}.range"), (list, tuple)) and len(relayout[f"{axis}.range"]) == 2:
-                lo, hi = relayout[f"{axis}.range"]
-                break
-        else:
-            return None
-        try:
-            lo, hi = sorted((float(lo), float(hi)))
-        except (TypeError, ValueError):
-            return None
-        start = self.t0_ns + int(round(lo * 1e6))
-        end = self.t0_ns + int(round(hi * 1e6))
-        return start, max(end, start + 1)
-
     # ---- figures ----
 
     def figure(
@@ -207,14 +133,6 @@ class TimelineData:
         self._layout(fig, len(labels), start_ns, end_ns)
         fig.update_yaxes(**self._lane_axis(labels, ui_key))
         return fig, note, mode
-
-    def compare_figure(
-        self, start_ns: int, end_ns: int, pair: tuple[int, int], ui_key: str = ""
-    ) -> tuple[go.Figure, str, str]:
-        """(figure, note, mode) of two ranks one above the other: one panel per rank, one shared
-        x axis (both ranks' tasks on their recorded clocks, so the same window), each panel with
-        its own lanes and level of detail; LIMIT // 2 raw tasks at most per panel."""
-        return stacked_figure([(self, [rank], f"rank {rank}") for rank in pair], start_ns, end_ns, ui_key)
 
     def _panel(
         self, start_ns: int, end_ns: int, ranks: list[int] | None, limit: int
@@ -294,7 +212,7 @@ class TimelineData:
             hover = np.array(
                 [
                     f"{hover_safe(nm)}<br>class: {hover_safe(name)}<br>duration: {d / 1000:.3f} µs"
-                    f"<br>step: {'-' if st is None else st}<br>{self.lane_word}: {'HCCL' if sm is None else sm}"
+                    f"<br>step: {'-' if st is None else st}<br>stream: {'HCCL' if sm is None else sm}"
                     + ("" if ld is None else f"<br>launch delay: {ld / 1000:.3f} µs")
                     for nm, d, st, sm, ld in zip(
                         part["name"].to_list(),
@@ -308,7 +226,7 @@ class TimelineData:
             )
             keys = np.array(
                 [
-                    self.key_prefix + task_key(r, sm, a, b)
+                    task_key(r, sm, a, b)
                     for r, sm, a, b in zip(
                         part["rank"].to_list(),
                         part["stream"].to_list(),
@@ -362,105 +280,3 @@ class TimelineData:
             )
         )
         return fig
-
-    # ---- details ----
-
-    def find(self, key: str) -> dict | None:
-        """The task row of a `task_key` (None when not found)."""
-        try:
-            rank_t, stream_t, start_t, end_t = str(key).split("|")
-            start, end = int(start_t), int(end_t)
-            rank = int(rank_t) if rank_t else None
-            stream = int(stream_t) if stream_t else None
-        except ValueError:
-            return None
-        starts = self.tasks["start_ns"]
-        lo = int(starts.search_sorted(start, side="left"))
-        hi = int(starts.search_sorted(start, side="right"))
-        cand = self.tasks.slice(lo, hi - lo).filter(pl.col("end_ns") == end)
-        for row in cand.to_dicts():
-            if row.get("rank") == rank and row.get("stream") == stream:
-                return row
-        return None
-
-    def details(self, key: str | None) -> list:
-        """Plain-text components listing the task's fields (never HTML)."""
-        if not key:
-            return [html.P("Click a task (zoom in until the tasks are drawn individually) to see its details.")]
-        row = self.find(key)
-        if row is None:
-            return [html.P("Task not found.")]
-
-        def ns_ms(ns):
-            return "-" if ns is None else f"{(ns - self.t0_ns) / 1e6:.6f} ms (+ t0) · {ns} ns"
-
-        fields = [
-            ("name", row.get("name")),
-            ("class", row.get(self.cls)),
-            ("kind", row.get("kind")),
-            ("rank", row.get("rank")),
-            (self.lane_word, "HCCL" if row.get("stream") is None and self.lane_word == "stream" else row.get("stream")),
-            ("start", ns_ms(row["start_ns"])),
-            ("end", ns_ms(row["end_ns"])),
-            ("duration", f"{(row['end_ns'] - row['start_ns']) / 1000:.3f} µs"),
-            ("step", row.get("step")),
-            ("correlation", row.get("correlation")),
-            ("launch_op", row.get("launch_op")),
-            ("launch delay", None if row.get("launch_delay_ns") is None else f"{row['launch_delay_ns'] / 1000:.3f} µs"),
-        ]
-        return [
-            html.Table(
-                html.Tbody(
-                    [
-                        html.Tr(
-                            [
-                                html.Th(k, style={"textAlign": "left", "paddingRight": "12px"}),
-                                html.Td("-" if v is None else one_line(v), id=f"tl-detail-{k}"),
-                            ]
-                        )
-                        for k, v in fields
-                    ]
-                )
-            )
-        ]
-
-
-def stacked_figure(
-    panels: list[tuple[TimelineData, list[int] | None, str]], start_ns: int, end_ns: int, ui_key: str = ""
-) -> tuple[go.Figure, str, str]:
-    """(figure, note, mode) of panels one above the other on one shared x axis (zooming one moves
-    all). A panel is (data, ranks, title): the lanes of `ranks` (all when None) of `data` (device
-    tasks, or host threads); each picks its own level of detail with LIMIT // len(panels) raw tasks
-    at most, so the browser never holds more than LIMIT. The first panel's data sets the x origin
-    and the axis title (all data of one app share the origin)."""
-    limit = LIMIT // max(len(panels), 1)
-    built = [data._panel(start_ns, end_ns, ranks, limit) for data, ranks, _ in panels]
-    heights = [max(len(labels), 1) for _, labels, _, _ in built]
-    fig = make_subplots(
-        rows=len(panels),
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=min(0.12, 0.3 / max(len(panels) - 1, 1)),
-        row_heights=[h / sum(heights) for h in heights],
-        subplot_titles=[title for _, _, title in panels],
-    )
-    shown: set[str] = set()
-    for row, (panel, labels, _, _) in enumerate(built, start=1):
-        for trace in panel.data:
-            if isinstance(trace, go.Heatmap):
-                trace.update(showscale=row == 1)  # one colour bar for all panels
-            else:
-                trace.update(legendgroup=trace.name, showlegend=trace.name not in shown)
-                shown.add(trace.name)
-            fig.add_trace(trace, row=row, col=1)
-        fig.update_yaxes(**TimelineData._lane_axis(labels, ui_key), row=row, col=1)
-    panels[0][0]._layout(fig, sum(heights) + 3 * len(panels), start_ns, end_ns)
-    for row in range(1, len(panels)):
-        fig.update_xaxes(title_text=None, row=row, col=1)
-    modes = {mode for _, _, _, mode in built}
-    note = (
-        " above ".join(title for _, _, title in panels)
-        + ": "
-        + "; ".join(f"{title} {note}" for (_, _, title), (_, _, note, _) in zip(panels, built))
-    )
-    return fig, note, modes.pop() if len(modes) == 1 else "mixed"

@@ -24,6 +24,18 @@ READY = (
 )
 
 
+#: The longest raw item of the data held on a device lane of rank `rank` (with a flow to its launch
+#: when `flow`): id, lane, start, dur, name, cls and its lane's label.
+LONGEST_DEVICE_ITEM = (
+    "([rank, flow]) => { const d = window.tvTimeline.state.data, m = window.tvTimeline.state.meta; let best = -1;"
+    " for (let i = 0; i < d.raw.id.length; i++) { const l = d.raw.lane[i];"
+    "  if (m.lanes.kind[l] === 'device' && m.lanes.rank[l] === rank && (!flow || d.raw.flow[i] >= 0)"
+    "      && (best < 0 || d.raw.dur[i] > d.raw.dur[best])) best = i; }"
+    " return {id: d.raw.id[best], lane: d.raw.lane[best], start: d.raw.start[best], dur: d.raw.dur[best],"
+    "  name: d.names[d.raw.name[best]], cls: d.classes[d.raw.cls[best]], label: m.lanes.label[d.raw.lane[best]]}; }"
+)
+
+
 def _ready(browser, url):  # noqa: F811
     page, errors = _open(browser, url)
     page.wait_for_function(READY, timeout=20_000)
@@ -46,8 +58,15 @@ def _shot(page, name):
         page.locator("#tvtl-root").screenshot(path=str(SCREENSHOTS / name))
 
 
-def _canvas_point(page, t_ns, lane):
-    """Page coordinates of time t_ns (relative ns) on `lane` (its middle)."""
+def canvas_point(page, t_ns, lane):
+    """Viewport coordinates of time t_ns (relative ns) on `lane` (its middle), the page scrolled
+    first when the lane is outside the viewport (the mouse reaches only what is shown)."""
+    page.evaluate(
+        "(lane) => { const T = window.tvTimeline, l = T.state.laneAt[lane];"
+        " const y = T.canvas.getBoundingClientRect().top + T.AXIS + l.y + l.h / 2;"
+        " if (y < 10 || y > window.innerHeight - 10) { window.scrollBy(0, y - window.innerHeight / 2); } }",
+        lane,
+    )
     box = page.locator("#tvtl-canvas").bounding_box()
     x, y = page.evaluate(
         "([t, lane]) => { const T = window.tvTimeline, l = T.state.laneAt[lane];"
@@ -148,16 +167,10 @@ def test_search_next_and_previous(server_for, browser):  # noqa: F811
 def test_click_highlights_a_kernel_and_the_flow_to_its_launch(server_for, browser):  # noqa: F811
     page, errors, _ = _ready(browser, server_for(DP4) + "/timeline?host=1")
     # a long NCCL kernel of rank 0: zoom to it, click its middle
-    k = page.evaluate(
-        "() => { const d = window.tvTimeline.state.data, m = window.tvTimeline.state.meta; let best = -1;"
-        " for (let i = 0; i < d.raw.id.length; i++) { const l = d.raw.lane[i];"
-        "  if (m.lanes.kind[l] === 'device' && m.lanes.rank[l] === 0 && d.raw.flow[i] >= 0"
-        "      && (best < 0 || d.raw.dur[i] > d.raw.dur[best])) best = i; }"
-        " return {id: d.raw.id[best], lane: d.raw.lane[best], start: d.raw.start[best], dur: d.raw.dur[best]}; }"
-    )
+    k = page.evaluate(LONGEST_DEVICE_ITEM, [0, True])
     page.evaluate(f"() => window.tvTimeline.setView({k['start'] - k['dur']}, {k['start'] + 2 * k['dur']})")
     page.wait_for_function(READY)
-    page.mouse.click(*_canvas_point(page, k["start"] + k["dur"] / 2, k["lane"]))
+    page.mouse.click(*canvas_point(page, k["start"] + k["dur"] / 2, k["lane"]))
     page.wait_for_function(f"() => (window.tvTimeline.state.selected || {{}}).id === {k['id']}")
     fields = page.evaluate(
         "() => Object.fromEntries([...document.querySelectorAll('#tvtl-details td')].map(t => [t.dataset.field, t.textContent]))"
@@ -177,8 +190,8 @@ def test_shift_drag_selects_a_range_with_totals(server_for, browser):  # noqa: F
     page, errors, _ = _ready(browser, server_for(DP4) + "/timeline?rank=0")
     step = page.evaluate("() => { const s = window.tvTimeline.state.meta.steps; return [s.start[0], s.end[0]]; }")
     lane = page.evaluate("() => window.tvTimeline.state.lanes[2].lane")
-    x0, y = _canvas_point(page, step[0], lane)
-    x1, _ = _canvas_point(page, step[1], lane)
+    x0, y = canvas_point(page, step[0], lane)
+    x1, _ = canvas_point(page, step[1], lane)
     page.keyboard.down("Shift")
     page.mouse.move(x0, y)
     page.mouse.down()
@@ -236,6 +249,26 @@ def test_dense_lanes_draw_bins_stacked_by_class(server_for, browser, big_profile
     )
     assert d["binned"] and d["n"] > 0
     assert {"gemm", "communication"} <= set(d["classes"]) or len(d["classes"]) > 2
+    # the tooltip of a binned cell (a device stream's): the busy time of each class there, as held
+    lane = page.evaluate(
+        "() => window.tvTimeline.state.data.binned_lanes.find(l => window.tvTimeline.state.meta.lanes.kind[l] === 'device')"
+    )
+    page.mouse.move(*canvas_point(page, sum(_view(page)) / 2, lane))
+    page.wait_for_function("() => document.querySelector('#tvtl-tooltip').style.display === 'block'")
+    want = page.evaluate(  # the cell under the pointer's pixel, looked up here by a plain scan
+        "(lane) => { const T = window.tvTimeline, d = T.state.data, t = T.t(T.mouseX); let b = 0;"
+        " while (d.edges[b + 1] <= t) b++;"
+        " const out = {}; for (let k = 0; k < d.bins.lane.length; k++)"
+        "  if (d.bins.lane[k] === lane && d.bins.bin[k] === b) out[d.classes[d.bins.cls[k]]] = T.formatNs(d.bins.busy[k]);"
+        " return out; }",
+        lane,
+    )
+    tip = page.evaluate(
+        "() => Object.fromEntries([...document.querySelectorAll('#tvtl-tooltip [data-field]')]"
+        ".map(e => [e.dataset.field, e.lastChild.textContent]))"
+    )
+    assert tip["name"] == "binned: busy time by class" and tip["lane"].startswith("rank ") and want
+    assert {c: v.split(" busy")[0] for c, v in tip.items() if c not in ("name", "lane", "bin")} == want
     # zoom to one step: the compute stream turns raw (a request: its bins are too coarse now)
     page.evaluate(
         "() => { const s = window.tvTimeline.state.meta.steps; window.tvTimeline.setView(s.start[3], s.end[3]); }"
@@ -243,6 +276,18 @@ def test_dense_lanes_draw_bins_stacked_by_class(server_for, browser, big_profile
     page.wait_for_function(READY)
     assert len(windows) == 1
     _shot(page, "timeline_bins.png")
+    # a tenth of a step: every device task in the view drawn, fewer than the whole profile's
+    page.evaluate(
+        "() => { const s = window.tvTimeline.state.meta.steps;"
+        " window.tvTimeline.setView(s.start[3], s.start[3] + (s.end[3] - s.start[3]) / 10); }"
+    )
+    page.wait_for_function(READY)
+    after = page.evaluate(
+        "() => { const d = window.tvTimeline.state.data, m = window.tvTimeline.state.meta;"
+        " return {binned: d.binned_lanes.filter(l => m.lanes.kind[l] === 'device').length,"
+        "  device: d.raw.lane.filter(l => m.lanes.kind[l] === 'device').length}; }"
+    )
+    assert after["binned"] == 0 and 0 < after["device"] < 40_000
     assert errors == []
     page.close()
 

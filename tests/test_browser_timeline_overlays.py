@@ -45,6 +45,13 @@ def _drawn(page) -> dict:
     return page.evaluate("() => window.tvTimeline.overlayDrawn")
 
 
+def _navigate(page, url: str) -> None:
+    """A navigation inside the page, as Dash's location sees one (pushState, then popstate)."""
+    page.evaluate(
+        f"() => {{ window.history.pushState({{}}, '', {url!r}); window.dispatchEvent(new PopStateEvent('popstate', {{state: {{}}}})); }}"
+    )
+
+
 def _redraw(page):
     draws = page.evaluate("() => window.tvTimeline.draws")
     page.evaluate("() => window.tvTimeline.draw()")
@@ -86,7 +93,7 @@ def test_collectives_split_into_wait_and_transfer_linked_across_two_ranks(server
     _shot(page, "timeline_overlays.png")
     # ranks 0 and 1 both wait for rank 2: still one link per instance, both parts hatched
     page.evaluate("() => window.tvTimeline.reset()")
-    page.evaluate("() => window.history.pushState(null, '', '/timeline?compare=0,1')")
+    _navigate(page, "/timeline?compare=0,1")
     page.wait_for_function(_and(SETTLED, "window.tvTimeline.state.overlays.collectives.rank.indexOf(1) >= 0"))
     _redraw(page)
     d = _drawn(page)
@@ -111,7 +118,7 @@ def test_toggles_and_one_overlays_request_per_window_request(server_for, browser
     _redraw(page)
     assert windows == [] and overlays == []
     # another rank (the URL's state): one window request and one overlays request, same window
-    page.evaluate("() => window.history.pushState(null, '', '/timeline?rank=2')")
+    _navigate(page, "/timeline?rank=2")
     page.wait_for_function(_and(SETTLED, "window.tvTimeline.state.overlays.collectives.rank[0] === 2"))
     assert len(windows) == 1 and len(overlays) == 1
     assert set(page.evaluate("() => window.tvTimeline.state.overlays.collectives.rank")) == {2}
@@ -123,7 +130,7 @@ def test_toggles_and_one_overlays_request_per_window_request(server_for, browser
         "() => { const T = window.tvTimeline, get = T.getJSON; T.getJSON = (route, p) => get(route, p).then(o => {"
         " if (route === 'overlays') { o.collectives_left_out = 7; o.collectives_total = 19; } return o; }); }"
     )
-    page.evaluate("() => window.history.pushState(null, '', '/timeline?rank=3')")
+    _navigate(page, "/timeline?rank=3")
     page.wait_for_function("() => document.querySelector('#tvtl-ov-note').textContent.includes('7 of 19 collectives')")
     assert errors == []
     page.close()

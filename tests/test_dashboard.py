@@ -340,19 +340,10 @@ def test_serve_starts_a_real_server_on_the_next_free_port(tmp_path):
             stop(proc)
 
 
-def _post_sync(client, search, ranks, step, changed, compare=(None, None), **widgets):
+def _post_sync(client, search, ranks, step, changed, **widgets):
     """Post the URL <-> widgets sync callback: `widgets` maps a FILTER_WIDGETS id to its value."""
     dep = dependency(client, "url.search")
-    values = {
-        "rank-select": ranks,
-        "step-select": step,
-        "tl-compare-a": compare[0],
-        "tl-compare-b": compare[1],
-        "class-select": None,
-        "name-search": None,
-        "tl-host": None,
-        **widgets,
-    }
+    values = {"rank-select": ranks, "step-select": step, "class-select": None, "name-search": None, **widgets}
     inputs = [{"id": "url", "property": "search", "value": search}]
     inputs += [{"id": w, "property": prop, "value": values[w]} for w, prop in FILTER_WIDGETS.items()]
     payload = request(dep, inputs, [changed])
@@ -370,24 +361,17 @@ def test_filters_and_url_stay_in_sync(dp4_app):
     body = _post_sync(client, "", [3, 1], 4, "rank-select.value")
     assert body["url"]["search"] == "?rank=1%2C3&step=4"
     assert parse_query(body["url"]["search"], [0, 1, 2, 3], [3, 4, 5]) == ([1, 3], 4)
-    # the timeline's rank comparison is in the address too
-    body = _post_sync(client, "?step=4", None, 4, "tl-compare-b.value", compare=(2, 0))
-    assert body["url"]["search"] == "?step=4&compare=2%2C0"
-    body = _post_sync(client, "?compare=3,1", None, None, "url.search")
-    assert body["tl-compare-a"]["value"] == 3 and body["tl-compare-b"]["value"] == 1
-    # class and name filters, host lanes
+    # class and name filters
     body = _post_sync(
-        client,
-        "",
-        None,
-        None,
-        "class-select.value",
-        **{"class-select": ["gemm", "attention"], "name-search": " xmma ", "tl-host": ["host"]},
+        client, "", None, None, "class-select.value", **{"class-select": ["gemm", "attention"], "name-search": " xmma "}
     )
-    assert body["url"]["search"] == "?class=attention%2Cgemm&q=xmma&host=1"
+    assert body["url"]["search"] == "?class=attention%2Cgemm&q=xmma"
     body = _post_sync(client, "?class=gemm,bogus&q=nccl&host=1", None, None, "url.search")
     assert body["class-select"]["value"] == ["gemm"] and body["name-search"]["value"] == "nccl"
-    assert body["tl-host"]["value"] == ["host"]
+    assert set(body) == {"rank-select", "step-select", "class-select", "name-search"}
+    # the timeline's rank comparison and host lanes (its toolbar writes them) survive a pick in the bar
+    body = _post_sync(client, "?compare=2,0&host=1&q=old", [1], None, "rank-select.value", **{"name-search": "nccl"})
+    assert body["url"]["search"] == "?rank=1&compare=2%2C0&q=nccl&host=1"
 
 
 def test_class_and_name_filters_narrow_the_classes_and_the_kernels(dp4_state, dp4):

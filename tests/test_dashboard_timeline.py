@@ -1,16 +1,20 @@
-"""The dashboard's Timeline page: level of detail from the zoom window, jump to step, task details,
-served through Dash's HTTP endpoints, kernel names kept as text. No browser here."""
+"""The timelines, no browser here.
+
+- `TimelineData` (dashboards/timeline_page.py), the plotly timeline of the HTML report and the
+  notebook's `t.plot.timeline`: level of detail from the window, step windows, hover text.
+- The dashboard's Timeline page, the canvas timeline: its layout and URL link through Dash's HTTP
+  endpoints, and what the old server-rendered page offered, now through the canvas's JSON routes
+  (dashboards/timeline_api.py): task details with the launch delay, two ranks, host threads, the
+  filter bar's class and name filters, kernel names kept as text. (The browser side:
+  tests/test_browser_timeline.py.)
+"""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import orjson
-import plotly
 import polars as pl
 import pytest
-from dash.exceptions import PreventUpdate
 
 import traceview as tv
 from tests.conftest import SAMPLES, timeline_segments
@@ -18,43 +22,25 @@ from tests.support.callbacks import dependency, request
 from tests.support.timeline import frame
 from tests.test_dashboard import HOSTILE, hostile_trace  # noqa: F401  (fixture)
 from traceview.analysis import timeline as tl
-from traceview.dashboards.app import app_for
+from traceview.analysis.gaps import launch_delays
+from traceview.dashboards import timeline_api
+from traceview.dashboards.app import create_app
 from traceview.dashboards.colors import CLASS_COLORS
-from traceview.dashboards.state import DashboardState
+from traceview.dashboards.timeline_model import TimelineModel
 from traceview.dashboards.timeline_page import LIMIT, X_TITLE, TimelineData, hover_safe
-from traceview.dashboards.timeline_view import timeline_details, update_timeline
 from traceview.summary import build_summary
 
-T = "/timeline"
-
-
-class Dashboard:
-    """One dashboard as the tests drive it: its state, the Dash app over it, and the timeline's
-    module-level callbacks bound to that state."""
-
-    def __init__(self, trace, summary: dict):
-        self.state = DashboardState(trace, summary)
-        self.app = app_for(self.state)
-        self.server = self.app.server
-
-    def update_timeline(self, *args, **kwargs):
-        return update_timeline(self.state, *args, **kwargs)
-
-    def timeline_data(self):
-        return self.state.timeline_data()
-
-    def timeline_details(self, click):
-        return timeline_details(self.state, click)
+MS = 1_000_000
 
 
 @pytest.fixture(scope="module")
 def dp4(tmp_path_factory):
     trace = tv.load(SAMPLES / "dp4_nccl", cache_dir=tmp_path_factory.mktemp("cache"))
-    return trace, Dashboard(trace, build_summary(trace))
+    return trace, TimelineData.from_trace(trace)
 
 
 class FakeTrace:
-    """Just what the timeline needs: classified tasks and steps."""
+    """Just what `TimelineData.from_trace` needs: classified tasks and steps."""
 
     source = "synthetic"
 
@@ -66,7 +52,7 @@ class FakeTrace:
 
 
 @pytest.fixture(scope="module")
-def big_app():
+def big():
     n, ranks, streams = 30_000, 2, 2
     rng = np.random.default_rng(0)
     start = np.sort(rng.integers(0, 300_000_000, n)).astype(np.int64)  # 300 ms
@@ -95,20 +81,7 @@ def big_app():
             "device_end_ns": [10**15 + (k + 1) * 100_000_000 for k in range(3)],
         }
     )
-    summary = {
-        "source": "synthetic",
-        "ranks": [
-            {
-                "rank": r,
-                "device": None,
-                "steps": [{"step": s} for s in range(3)],
-                "compute_classes": [],
-                "long_steps": [],
-            }
-            for r in range(ranks)
-        ],
-    }
-    return Dashboard(FakeTrace(tasks, steps), summary), tasks
+    return TimelineData.from_trace(FakeTrace(tasks, steps)), tasks
 
 
 def segments(fig):
@@ -120,11 +93,14 @@ def segments(fig):
     return total
 
 
-def test_full_range_of_a_big_profile_is_binned(big_app):
-    app, tasks = big_app
-    fig, note = app.update_timeline(T, "", {"xaxis.autorange": True}, None, 0, trigger="tl-graph")
+# ---- TimelineData: the report's and the notebook's plotly timeline ----
+
+
+def test_full_range_of_a_big_profile_is_binned(big):
+    data, tasks = big
+    fig, note, mode = data.figure(*data.full_window())
     (heat,) = fig.data
-    assert heat.type == "heatmap" and heat.zmin == 0 and heat.zmax == 1
+    assert mode == "binned" and heat.type == "heatmap" and heat.zmin == 0 and heat.zmax == 1
     assert list(heat.y) == ["rank 0 · stream 7", "rank 0 · stream 8", "rank 1 · stream 7", "rank 1 · stream 8"]
     assert len(heat.z) == 4 and len(heat.z[0]) == 800
     assert all(0 <= v <= 1 for row in heat.z for v in row) and max(max(r) for r in heat.z) > 0
@@ -135,35 +111,30 @@ def test_full_range_of_a_big_profile_is_binned(big_app):
         0.0,
         pytest.approx(int(tasks["end_ns"].max() - tasks["start_ns"].min()) / 1e6),
     )
-    # the same window through an explicit relayout range, and the rank filter from the query string
-    full_ms = fig.layout.xaxis.range[1]
-    fig, _ = app.update_timeline(
-        T, "?rank=1", {"xaxis.range[0]": 0, "xaxis.range[1]": full_ms}, None, 0, trigger="tl-graph"
-    )
-    # one rank holds 15,000 tasks, under the limit: the same window is now drawn raw, rank 1 only
-    assert segments(fig) == tasks.filter(pl.col("rank") == 1).height
+    # one rank holds 15,000 tasks, under the limit: the same window is drawn raw, rank 1 only
+    fig, _, mode = data.figure(*data.full_window(), ranks=[1])
+    assert mode == "raw" and segments(fig) == tasks.filter(pl.col("rank") == 1).height
     assert {y for t in fig.data for y in t.y if y} == {"rank 1 · stream 7", "rank 1 · stream 8"}
 
 
-def test_zoomed_big_profile_is_raw_and_never_over_the_limit(big_app):
-    app, tasks = big_app
-    fig, note = app.update_timeline(T, "", {"xaxis.range[0]": 100, "xaxis.range[1]": 101}, None, 0, trigger="tl-graph")
+def test_zoomed_big_profile_is_raw_and_never_over_the_limit(big):
+    data, tasks = big
     t0 = int(tasks["start_ns"].min())
-    want = tasks.filter((pl.col("start_ns") < t0 + 101_000_000) & (pl.col("end_ns") > t0 + 100_000_000)).height
-    assert 0 < segments(fig) == want <= LIMIT and note.startswith(f"raw: {want:,} tasks")
+    fig, note, mode = data.figure(t0 + 100 * MS, t0 + 101 * MS)
+    want = tasks.filter((pl.col("start_ns") < t0 + 101 * MS) & (pl.col("end_ns") > t0 + 100 * MS)).height
+    assert mode == "raw" and 0 < segments(fig) == want <= LIMIT and note.startswith(f"raw: {want:,} tasks")
     for trace in fig.data:
         assert trace.line.color == CLASS_COLORS[trace.name]
 
 
 def test_narrow_range_on_dp4_draws_each_task(dp4):
-    trace, app = dp4
-    data = app.timeline_data()
+    trace, data = dp4
     tasks = tl.sort_tasks(trace.classified_tasks())
     t0 = int(tasks["start_ns"].min())
     assert data.t0_ns == t0 and data.tasks.height == tasks.height
     lo, hi = 50.0, 52.5  # ms from the first task start
-    fig, note = app.update_timeline(T, "", {"xaxis.range[0]": lo, "xaxis.range[1]": hi}, None, 0, trigger="tl-graph")
     s, e = t0 + int(lo * 1e6), t0 + int(hi * 1e6)
+    fig, note, _ = data.figure(s, e)
     want = tasks.filter(
         (pl.col("start_ns") < e)
         & ((pl.col("end_ns") > s) | ((pl.col("end_ns") == pl.col("start_ns")) & (pl.col("start_ns") >= s)))
@@ -175,137 +146,38 @@ def test_narrow_range_on_dp4_draws_each_task(dp4):
     )
     assert tuple(fig.layout.xaxis.range) == pytest.approx((lo, hi))
     assert list(fig.layout.yaxis.categoryarray) == tl.lanes(tasks)["label"].to_list()
-    # whole trace (initial load, reset): 1,608 tasks are few enough to be raw
-    fig, note = app.update_timeline(T, "", None, None, 1, trigger="tl-reset")
+    # whole trace: 1,608 tasks are few enough to be raw
+    fig, _, _ = data.figure(*data.full_window())
     assert segments(fig) == tasks.height and fig.layout.xaxis.range[0] == 0
-    # a relayout that does not move x (e.g. autosize) changes nothing
-    with pytest.raises(PreventUpdate):
-        app.update_timeline(T, "", {"autosize": True}, None, 0, trigger="tl-graph")
-    with pytest.raises(PreventUpdate):
-        app.update_timeline("/", "", None, None, 0, trigger="url")  # overview: no timeline work
 
 
-def test_jump_to_step_sets_the_step_window(dp4):
-    trace, app = dp4
-    data = app.timeline_data()
+def test_step_window_of_the_selected_ranks(dp4):
+    """The report's raw windows and `t.plot.timeline(step=...)` show a step's device window."""
+    trace, data = dp4
     rows = trace.steps.filter(pl.col("step") == 4)
-    fig, _ = app.update_timeline(T, "", None, 4, 0, trigger="tl-step")
-    want = (data.to_ms(int(rows["device_start_ns"].min())), data.to_ms(int(rows["device_end_ns"].max())))
-    assert tuple(fig.layout.xaxis.range) == pytest.approx(want)
+    assert data.step_window(4) == (int(rows["device_start_ns"].min()), int(rows["device_end_ns"].max()))
     one = rows.filter(pl.col("rank") == 2)
-    fig, _ = app.update_timeline(T, "?rank=2", None, 4, 0, trigger="tl-step")
-    assert tuple(fig.layout.xaxis.range) == pytest.approx(
-        (data.to_ms(int(one["device_start_ns"][0])), data.to_ms(int(one["device_end_ns"][0])))
-    )
+    window = data.step_window(4, [2])
+    assert window == (int(one["device_start_ns"][0]), int(one["device_end_ns"][0]))
+    fig, _, _ = data.figure(*window, ranks=[2])
+    assert tuple(fig.layout.xaxis.range) == pytest.approx(tuple(data.to_ms(t) for t in window))
     assert {y.split(" · ")[0] for t in fig.data for y in t.y if y} == {"rank 2"}
-
-
-def test_details_of_a_clicked_task(dp4):
-    trace, app = dp4
-    fig, _ = app.update_timeline(
-        T, "?rank=3", {"xaxis.range[0]": 20, "xaxis.range[1]": 21}, None, 0, trigger="tl-graph"
-    )
-    gemm = next(t for t in fig.data if t.name == "gemm") if any(t.name == "gemm" for t in fig.data) else fig.data[0]
-    key = gemm.customdata[0]
-    panel = app.timeline_details({"points": [{"curveNumber": 0, "pointNumber": 0, "customdata": key}]})
-    text = {td.id.removeprefix("tl-detail-"): td.children for td in _cells(panel)}
-    rank, stream, start, end = key.split("|")
-    (row,) = (
-        trace.classified_tasks()
-        .filter(
-            (pl.col("rank") == int(rank))
-            & (pl.col("stream") == int(stream))
-            & (pl.col("start_ns") == int(start))
-            & (pl.col("end_ns") == int(end))
-        )
-        .to_dicts()
-    )
-    assert text["name"] == row["name"] and text["class"] == row["compute_class"] == gemm.name
-    assert text["kind"] == row["kind"] and text["rank"] == "3" and text["stream"] == str(row["stream"])
-    assert text["step"] == str(row["step"]) and text["correlation"] == str(row["correlation"])
-    assert text["launch_op"] == str(row["launch_op"]) and str(row["start_ns"]) in text["start"]
-    assert text["duration"] == f"{row['dur_ns'] / 1000:.3f} µs"
-    assert all(isinstance(v, str) for v in text.values())
-    assert "Click a task" in str(app.timeline_details(None))
-
-
-def _cells(children):
-    out = []
-    stack = list(children)
-    while stack:
-        c = stack.pop()
-        if getattr(c, "id", "") and str(c.id).startswith("tl-detail-"):
-            out.append(c)
-        kids = getattr(c, "children", None)
-        if isinstance(kids, list):
-            stack += kids
-        elif kids is not None and not isinstance(kids, str):
-            stack.append(kids)
-    return out
-
-
-def test_timeline_page_over_http(dp4):
-    _, app = dp4
-    client = app.server.test_client()
-    page = client.get("/timeline?rank=1")
-    assert page.status_code == 200 and b"<title>traceview</title>" in page.data
-    layout = client.get("/_dash-layout").data
-    assert b'"nav-timeline"' in layout and b'"\\u002ftimeline"' in layout and b'"tl-graph"' in layout
-    dep = dependency(client, "tl-graph.figure")
-    inputs = [
-        {"id": "url", "property": "pathname", "value": "/timeline"},
-        {"id": "url", "property": "search", "value": "?rank=1"},
-        {"id": "tl-window", "property": "data", "value": {"xaxis.range[0]": 30, "xaxis.range[1]": 32, "_seq": 1.5}},
-        {"id": "tl-step", "property": "value", "value": None},
-        {"id": "tl-reset", "property": "n_clicks", "value": 0},
-    ]
-    payload = request(dep, inputs, ["tl-window.data"], state=[])
-    resp = client.post("/_dash-update-component", json=payload)
-    assert resp.status_code == 200, resp.data[:500]
-    body = orjson.loads(resp.data)["response"]
-    fig = body["tl-graph"]["figure"]
-    assert fig["layout"]["xaxis"]["range"] == pytest.approx([30, 32])
-    assert all(t["type"] == "scattergl" for t in fig["data"]) and body["tl-note"]["children"].startswith("raw: ")
-    # the page switch keeps the query string in the navigation
-    dep = dependency(client, "page-timeline.style")
-    inputs = [
-        {"id": "url", "property": "pathname", "value": "/timeline"},
-        {"id": "url", "property": "search", "value": "?rank=1"},
-    ]
-    payload = request(dep, inputs, ["url.pathname"], state=[])
-    body = orjson.loads(client.post("/_dash-update-component", json=payload).data)["response"]
-    assert body["page-timeline"]["style"] == {} and body["page-overview"]["style"] == {"display": "none"}
-    assert body["nav-overview"]["href"] == "/?rank=1" and body["nav-timeline"]["href"] == "/timeline?rank=1"
-
-
-def test_hostile_kernel_name_stays_text(hostile_trace):  # noqa: F811
-    app = Dashboard(hostile_trace, build_summary(hostile_trace))
-    fig, _ = app.update_timeline(T, "", None, None, 0, trigger="url")
-    texts = [h for t in fig.data for h in t.hovertext if h]
-    assert any(hover_safe(HOSTILE) in h for h in texts)
-    assert not any("<img" in h or "</script>" in h for h in texts)  # entities only in the hover label
-    key = next(c for t in fig.data for c, h in zip(t.customdata, t.hovertext) if h and hover_safe(HOSTILE) in h)
-    panel = app.timeline_details({"points": [{"customdata": key}]})
-    (name,) = [c for c in _cells(panel) if c.id == "tl-detail-name"]
-    assert name.children == HOSTILE  # a text child of a <td>: React renders it as text
-    dumped = json.dumps([c.to_plotly_json() for c in panel], cls=plotly.utils.PlotlyJSONEncoder)
-    assert "dangerously" not in dumped.lower()
-    assert HOSTILE.encode() not in app.server.test_client().get("/timeline").data
+    pair = data.step_window(4, [0, 2])  # both ranks' step: first start to last end
+    both = rows.filter(pl.col("rank").is_in([0, 2]))
+    assert pair == (int(both["device_start_ns"].min()), int(both["device_end_ns"].max()))
 
 
 def test_timeline_data_without_steps_or_tasks():
     data = TimelineData(frame([]))
     fig, note, mode = data.figure(*data.full_window())
     assert mode == "empty" and note == "no device tasks" and data.step_window(1) is None
-    assert data.find("x|y") is None and data.window_from_relayout({"xaxis.range[0]": "a", "xaxis.range[1]": 1}) is None
 
 
-def test_whole_trace_view_is_memoised_per_rank_selection(big_app):
+def test_whole_trace_view_is_memoised_per_rank_selection(big):
     """Zooming back out reuses the whole-trace bins of that rank selection; other windows and
     other selections are computed afresh and give what timeline.view gives."""
-    app, tasks = big_app
-    data = app.timeline_data()
-    data._full_views.clear()  # the app is shared with earlier tests of this module
+    data, tasks = big
+    data._full_views.clear()  # the data is shared with earlier tests of this module
     first, note1, mode1 = data.figure(*data.full_window())
     again, note2, _ = data.figure(*data.full_window())
     assert list(data._full_views) == [((), LIMIT)] and note1 == note2 and mode1 == "binned"
@@ -316,148 +188,275 @@ def test_whole_trace_view_is_memoised_per_rank_selection(big_app):
     assert want["n_tasks"] == tasks.height and want["mode"] == "binned"
 
 
-def _rank_of(label: str) -> int:
-    return int(label.split(" · ")[0].removeprefix("rank "))
-
-
-def test_compare_two_ranks_one_above_the_other(dp4):
-    """?compare=2,0: rank 2's lanes in the top panel, rank 0's below, one x axis; each panel draws
-    exactly its rank's tasks in the window, and a zoom on either panel moves both."""
-    trace, app = dp4
-    data = app.timeline_data()
-    fig, note = app.update_timeline(T, "?compare=2,0&rank=1", None, None, 0, trigger="url")
-    assert note.startswith("rank 2 above rank 0")
-    top, bottom = list(fig.layout.yaxis.categoryarray), list(fig.layout.yaxis2.categoryarray)
-    assert {_rank_of(y) for y in top} == {2} and {_rank_of(y) for y in bottom} == {0}
-    assert fig.layout.xaxis2.matches == "x" or fig.layout.xaxis.matches == "x2"
-    for t in fig.data:  # every segment sits in its rank's panel
-        ranks = {_rank_of(y) for y in t.y if y}
-        assert ranks == ({2} if t.yaxis == "y" else {0})
-    assert sum(1 for t in fig.data if t.showlegend is not False) == len({t.name for t in fig.data})
-    tasks = data.tasks
-    lo, hi = 40.0, 45.0
-    fig, note = app.update_timeline(
-        T, "?compare=2,0", {"xaxis2.range[0]": lo, "xaxis2.range[1]": hi}, None, 0, trigger="tl-graph"
-    )
-    s, e = data.t0_ns + int(lo * 1e6), data.t0_ns + int(hi * 1e6)
-    for rank, axis in ((2, "y"), (0, "y2")):
-        want = tasks.filter((pl.col("rank") == rank) & (pl.col("start_ns") < e) & (pl.col("end_ns") > s)).height
-        assert want > 0 and sum(len(timeline_segments(t)) for t in fig.data if t.yaxis == axis) == want
-    assert tuple(fig.layout.xaxis.range) == pytest.approx((lo, hi))
-    # jump to a step: the window spans both ranks' step
-    fig, _ = app.update_timeline(T, "?compare=2,0", None, 4, 0, trigger="tl-step")
-    rows = trace.steps.filter((pl.col("step") == 4) & pl.col("rank").is_in([0, 2]))
-    assert tuple(fig.layout.xaxis.range) == pytest.approx(
-        (data.to_ms(int(rows["device_start_ns"].min())), data.to_ms(int(rows["device_end_ns"].max())))
-    )
-
-
-def test_compare_view_of_a_big_profile_stays_under_the_limit(big_app):
-    app, tasks = big_app
-    fig, note = app.update_timeline(T, "?compare=1,0", None, None, 0, trigger="url")
-    assert [t.type for t in fig.data] == ["heatmap", "heatmap"] and "binned" in note
-    assert [t.showscale for t in fig.data] == [True, False]  # one colour bar for both panels
-    fig, note = app.update_timeline(
-        T, "?compare=1,0", {"xaxis.range[0]": 50, "xaxis.range[1]": 150}, None, 0, trigger="tl-graph"
-    )
-    drawn = sum(len(timeline_segments(t)) for t in fig.data if t.type == "scattergl")
-    assert drawn <= LIMIT  # each panel holds LIMIT // 2 raw tasks at most
-    t0 = int(tasks["start_ns"].min())
-    for rank in (0, 1):
-        hit = tasks.filter(
-            (pl.col("rank") == rank) & (pl.col("start_ns") < t0 + 150_000_000) & (pl.col("end_ns") > t0 + 50_000_000)
-        ).height
-        assert (f"rank {rank} raw: {hit:,}" in note) == (hit <= LIMIT // 2)
-
-
-def test_step_picker_clears_after_a_zoom_so_the_same_step_can_be_picked_again(dp4):
-    _, app = dp4
-    client = app.server.test_client()
-    dep = dependency(client, "tl-graph.figure")
-    assert "tl-step.value" in dep["output"]
-
-    def post(changed, relayout, step):
-        inputs = [
-            {"id": "url", "property": "pathname", "value": "/timeline"},
-            {"id": "url", "property": "search", "value": ""},
-            {"id": "tl-graph", "property": "relayoutData", "value": relayout},
-            {"id": "tl-step", "property": "value", "value": step},
-            {"id": "tl-reset", "property": "n_clicks", "value": 0},
-        ]
-        payload = request(dep, inputs, [changed], state=[])
-        resp = client.post("/_dash-update-component", json=payload)
-        assert resp.status_code == 200, resp.data[:300]
-        return orjson.loads(resp.data)["response"]
-
-    body = post("tl-step.value", None, 4)
-    assert "tl-step" not in body and "tl-graph" in body  # the picked step stays shown
-    body = post("tl-graph.relayoutData", {"xaxis.range[0]": 1, "xaxis.range[1]": 2}, 4)
-    assert body["tl-step"]["value"] is None  # zoomed away: the picker is free again
-
-
-def test_class_and_name_filters_keep_only_matching_tasks(dp4):
-    trace, app = dp4
-    data = app.timeline_data()
-    fig, note = app.update_timeline(T, "?class=gemm&q=XMMA", None, None, 0, trigger="url")
-    want = data.tasks.filter((pl.col("compute_class") == "gemm") & pl.col("name").str.contains("xmma"))
-    assert 0 < segments(fig) == want.height < data.tasks.height and {t.name for t in fig.data} == {"gemm"}
-    assert "filtered: classes gemm, name contains 'XMMA'" in note
-    assert list(fig.layout.yaxis.categoryarray) == data.lanes["label"].to_list()  # same lanes as unfiltered
-    assert tuple(fig.layout.xaxis.range) == pytest.approx((0, data.to_ms(data.last_ns)))
-
-
-def test_host_thread_lanes_above_the_device_lanes(dp4):
-    trace, app = dp4
-    data = app.timeline_data()
-    fig, note = app.update_timeline(T, "?host=1&rank=1", None, None, 0, trigger="url")
-    host_labels, dev_labels = list(fig.layout.yaxis.categoryarray), list(fig.layout.yaxis2.categoryarray)
-    tids = trace.host_events.filter(pl.col("rank") == 1)["tid"].unique().sort().to_list()
-    assert host_labels == [f"rank 1 · thread {t}" for t in tids]
-    assert all(" · stream " in y for y in dev_labels) and note.startswith("rank 1 · host threads above rank 1 · device")
-    host_events = trace.host_events.filter(pl.col("rank") == 1)
-    first = min(int(trace.host_events["start_ns"].min()), data.first_ns)
-    assert (
-        fig.layout.xaxis.range[0] == pytest.approx(data.to_ms(first)) and first < data.first_ns
-    )  # host events included
-    lo, hi = 30.0, 31.0
-    fig, _ = app.update_timeline(
-        T, "?host=1&rank=1", {"xaxis2.range[0]": lo, "xaxis2.range[1]": hi}, None, 0, trigger="tl-graph"
-    )
-    s, e = data.t0_ns + int(lo * 1e6), data.t0_ns + int(hi * 1e6)
-    want = host_events.filter((pl.col("start_ns") < e) & (pl.col("end_ns") > s)).height
-    assert sum(len(timeline_segments(t)) for t in fig.data if t.yaxis == "y") == want > 0
-    assert {t.name for t in fig.data if t.yaxis == "y"} <= {"operator", "runtime", "annotation", "python", "other"}
-    # a click on a host event shows its details
-    host_trace = next(t for t in fig.data if t.yaxis == "y")
-    key = host_trace.customdata[0]
-    assert key.startswith("host:")
-    cells = {
-        c.id.removeprefix("tl-detail-"): c.children
-        for c in _cells(app.timeline_details({"points": [{"customdata": key}]}))
-    }
-    assert cells["thread"] in {str(t) for t in tids} and cells["name"] == host_trace.hovertext[0].split("<br>")[0]
-
-
-def test_hover_and_details_show_the_launch_delay(dp4):
-    trace, app = dp4
-    data = app.timeline_data()
-    from traceview.analysis.gaps import launch_delays
-
-    row = launch_delays(trace.device_tasks, trace.host_events).filter(pl.col("rank") == 0).row(10, named=True)
-    lo = data.to_ms(row["start_ns"]) - 0.001
-    fig, _ = app.update_timeline(
-        T, "?rank=0", {"xaxis.range[0]": lo, "xaxis.range[1]": lo + 0.01}, None, 0, trigger="tl-graph"
-    )
+def test_hostile_kernel_name_stays_text_in_the_plotly_hover(hostile_trace):  # noqa: F811
+    data = TimelineData.from_trace(hostile_trace)
+    fig, _, _ = data.figure(*data.full_window())
     texts = [h for t in fig.data for h in t.hovertext if h]
-    assert any(f"launch delay: {row['launch_delay_us']:.3f} µs" in h for h in texts)
-    key = next(
-        k
-        for t in fig.data
-        for k in t.customdata
-        if k and k.split("|")[0] == "0" and k.split("|")[2] == str(row["start_ns"])
+    assert any(hover_safe(HOSTILE) in h for h in texts)
+    assert not any("<img" in h or "</script>" in h for h in texts)  # entities only in the hover label
+
+
+# ---- the dashboard's Timeline page: the canvas timeline and its JSON routes ----
+
+
+@pytest.fixture(scope="module")
+def served(dp4):
+    """The dashboard over dp4_nccl: (trace, test client, the canvas's meta, its origin in ns)."""
+    trace, _ = dp4
+    app = create_app(trace, build_summary(trace, details=False))
+    client = app.server.test_client()
+    meta = client.get("/api/timeline/meta").get_json()
+    return trace, client, meta, int(meta["origin_ns"])
+
+
+def _get(client, route: str, **params) -> dict:
+    resp = client.get(f"/api/timeline/{route}", query_string=params)
+    assert resp.status_code == 200, resp.data[:300]
+    return resp.get_json()
+
+
+def _items(meta: dict, d: dict, kind: str) -> pl.DataFrame:
+    """The raw items of a window answer on lanes of `kind`: lane, id, rank, start, end, name, cls."""
+    raw = pl.DataFrame({k: d["raw"][k] for k in ("lane", "id", "start", "dur", "name", "cls")})
+    lanes = pl.DataFrame({"lane": meta["lanes"]["lane"], "rank": meta["lanes"]["rank"], "kind": meta["lanes"]["kind"]})
+    return (
+        raw.join(lanes, on="lane")
+        .filter(pl.col("kind") == kind)
+        .with_columns(
+            (pl.col("start") + pl.col("dur")).alias("end"),
+            pl.col("name").map_elements(lambda i: d["names"][i], pl.String),
+            pl.col("cls").map_elements(lambda i: d["classes"][i], pl.String),
+        )
     )
-    cells = {
-        c.id.removeprefix("tl-detail-"): c.children
-        for c in _cells(app.timeline_details({"points": [{"customdata": key}]}))
-    }
-    assert cells["launch delay"] == f"{row['launch_delay_us']:.3f} µs"
+
+
+def _overlapping(frame: pl.DataFrame, s: int, e: int) -> pl.DataFrame:
+    zero = (pl.col("end_ns") == pl.col("start_ns")) & (pl.col("start_ns") >= s)
+    return frame.filter((pl.col("start_ns") < e) & ((pl.col("end_ns") > s) | zero))
+
+
+def test_timeline_page_is_the_canvas_over_http(served):
+    _, client, _, _ = served
+    page = client.get("/timeline?rank=1")
+    assert page.status_code == 200 and b"<title>traceview</title>" in page.data
+    layout = client.get("/_dash-layout").data
+    assert b'"nav-timeline"' in layout and b'"\\u002ftimeline"' in layout and b'"tvtl-root"' in layout
+    assert b'"tl-graph"' not in layout and b"Server-rendered" not in layout  # the plotly timeline is gone
+    deps = orjson.loads(client.get("/_dash-dependencies").data)
+    (to_canvas,) = [d for d in deps if d["output"] == "tvtl-url.data"]  # the URL reaches the canvas
+    assert to_canvas["clientside_function"] and [i["id"] for i in to_canvas["inputs"]] == ["url"]
+    assert not [d for d in deps if "tl-" in d["output"].replace("tvtl-", "")]
+    # the page switch keeps the query string in the navigation
+    dep = dependency(client, "page-timeline.style")
+    inputs = [
+        {"id": "url", "property": "pathname", "value": "/timeline"},
+        {"id": "url", "property": "search", "value": "?rank=1"},
+    ]
+    payload = request(dep, inputs, ["url.pathname"], state=[])
+    body = orjson.loads(client.post("/_dash-update-component", json=payload).data)["response"]
+    assert body["page-timeline"]["style"] == {} and body["page-overview"]["style"] == {"display": "none"}
+    assert body["nav-overview"]["href"] == "/?rank=1" and body["nav-timeline"]["href"] == "/timeline?rank=1"
+    assert body["filters"]["style"].get("display") != "none"  # the filter bar applies to the timeline
+
+
+def test_details_of_a_clicked_task(served):
+    trace, client, meta, origin = served
+    d = _get(client, "window", start=20 * MS, end=21 * MS, px=3000, ranks="3")
+    items = _items(meta, d, "device")
+    assert items.height and set(items["rank"]) == {3}
+    item = items.filter(pl.col("cls") == "gemm").row(0, named=True)
+    t = _get(client, "task", id=item["id"])
+    fields = dict(t["fields"])
+    (row,) = (
+        trace.classified_tasks()
+        .filter(
+            (pl.col("rank") == 3)
+            & (pl.col("start_ns") == origin + item["start"])
+            & (pl.col("end_ns") == origin + item["end"])
+            & (pl.col("name") == item["name"])
+        )
+        .to_dicts()
+    )
+    assert fields["name"] == row["name"] and fields["class"] == row["compute_class"] == "gemm"
+    assert (
+        fields["kind"] == row["kind"] and fields["rank"] == "3" and fields["lane"].startswith(f"stream {row['stream']}")
+    )
+    assert fields["step"] == str(row["step"]) and fields["correlation"] == str(row["correlation"])
+    assert fields["launch op"] == str(row["launch_op"]) and str(row["start_ns"]) in fields["start"]
+    assert fields["duration"] == f"{row['dur_ns'] / 1000:.3f} µs"
+    assert all(isinstance(v, str) for v in fields.values())
+
+
+def test_details_show_the_launch_delay(served, dp4):
+    trace, client, meta, origin = served
+    _, data = dp4
+    row = launch_delays(trace.device_tasks, trace.host_events).filter(pl.col("rank") == 0).row(10, named=True)
+    # the report's and the notebook's hover show it ...
+    fig, _, _ = data.figure(row["start_ns"] - 1000, row["start_ns"] + 10_000, ranks=[0])
+    assert any(f"launch delay: {row['launch_delay_us']:.3f} µs" in h for t in fig.data for h in t.hovertext if h)
+    # ... and the canvas's details of the task
+    s = row["start_ns"] - origin
+    d = _get(client, "window", start=s, end=s + 1, px=100, ranks="0")
+    (item,) = _items(meta, d, "device").filter(pl.col("start") == s)["id"]
+    assert dict(_get(client, "task", id=item)["fields"])["launch delay"] == f"{row['launch_delay_us']:.3f} µs"
+
+
+def test_two_ranks_each_with_exactly_its_tasks_in_the_window(served):
+    """?compare=2,0 asks for ranks 2 and 0 (the browser draws rank 2's lanes above rank 0's, on one
+    time axis: tests/test_browser_timeline.py): each rank's device tasks of the window come whole."""
+    trace, client, meta, origin = served
+    s, e = 40 * MS, 45 * MS
+    d = _get(client, "window", start=s, end=e, px=3000, ranks="2,0")
+    items = _items(meta, d, "device")
+    tasks = _overlapping(trace.classified_tasks(), origin + s, origin + e)
+    for rank in (2, 0):
+        want = tasks.filter(pl.col("rank") == rank).height
+        assert want > 0 and items.filter(pl.col("rank") == rank).height == want
+    assert set(_items(meta, d, "steps")["rank"]) == {0, 2} and set(items["rank"]) == {0, 2}
+
+
+def test_two_ranks_of_a_big_profile_stay_bounded(big):
+    """The old page's limit (20,000 raw tasks, then bins) is per lane on the canvas: a lane sends
+    its tasks when at most `px` overlap the window, else bins stacked by class; so an answer holds
+    at most px raw tasks per lane, and each raw lane holds all of its tasks in the window."""
+    _, tasks = big
+    device = tasks.select(
+        "rank",
+        "start_ns",
+        "end_ns",
+        "name",
+        pl.col("compute_class").alias("cls"),
+        "kind",
+        pl.col("stream").cast(pl.String).alias("key"),
+        pl.lit("device").alias("lane_kind"),
+        (pl.lit("stream ") + pl.col("stream").cast(pl.String)).alias("label"),
+        pl.lit(0, pl.Int64).alias("depth"),
+        "stream",
+        "step",
+        "correlation",
+        "launch_op",
+        pl.lit(None, pl.Int64).alias("launch_delay_ns"),
+    )
+    extra = {"lane_kind": pl.String, "label": pl.String, "depth": pl.Int64}
+    host = pl.DataFrame(
+        schema={
+            **device.select("rank", "start_ns", "end_ns", "name", "cls", "kind", "key").schema,
+            **extra,
+            "stream": pl.Int64,
+            "correlation": pl.Int64,
+        }
+    )
+    tracks = host.drop("stream", "correlation")
+    api = timeline_api.TimelineApi(None)
+    api._model = TimelineModel(device, host, tracks)
+    origin = api.model.origin_ns
+    for start, end, px in ((0, 300 * MS, 1000), (50 * MS, 150 * MS, 1000), (100 * MS, 101 * MS, 1000)):
+        d = api.window({"start": str(start), "end": str(end), "px": str(px), "ranks": "1,0"})
+        raw = pl.DataFrame({"lane": d["raw"]["lane"]}).group_by("lane").len()
+        assert raw["len"].max() is None or raw["len"].max() <= px
+        inside = _overlapping(tasks, origin + start, origin + end)
+        lanes = api.model.lanes
+        for lane, rank, key in zip(lanes["lane"], lanes["rank"], lanes["key"]):
+            want = inside.filter((pl.col("rank") == rank) & (pl.col("stream") == int(key))).height
+            got = raw.filter(pl.col("lane") == lane)["len"].sum()
+            assert (lane in d["binned_lanes"]) == (want > px) and got == (0 if want > px else want)
+    assert d["binned_lanes"] == [] and len(d["raw"]["id"]) > 0  # 1 ms: every task drawn
+
+
+def test_host_thread_lanes_with_host_on(served):
+    trace, client, meta, origin = served
+    s, e = 30 * MS, 31 * MS
+    off = _get(client, "window", start=s, end=e, px=3000, ranks="1")
+    assert _items(meta, off, "host").height == 0  # host lanes only with host=1
+    d = _get(client, "window", start=s, end=e, px=3000, ranks="1", host="1")
+    host = _items(meta, d, "host")
+    want = _overlapping(trace.host_events.filter(pl.col("rank") == 1), origin + s, origin + e)
+    assert host.height == want.height > 0 and set(host["rank"]) == {1}
+    assert set(host["cls"]) <= {"operator", "runtime", "annotation", "python", "other", "host"}
+    labels = {meta["lanes"]["label"][lane] for lane in host["lane"]}
+    tids = {str(t) for t in want["tid"].unique()}
+    assert {label.split(" · ")[0].removeprefix("thread ") for label in labels} == tids
+    # the details of a host event
+    item = host.row(0, named=True)
+    fields = dict(_get(client, "task", id=item["id"])["fields"])
+    assert fields["name"] == item["name"] and fields["lane"].startswith("thread ") and fields["rank"] == "1"
+
+
+def test_class_and_name_filters_keep_only_matching_device_tasks(served):
+    """The filter bar's class= and q= (here gemm and XMMA) reach the window, search and range
+    routes as cls and name: device tasks of those classes whose name contains the text
+    (case-insensitive), on the same lanes; the steps, terms and host lanes stay whole."""
+    trace, client, meta, origin = served
+    end = meta["end"]
+    tasks = trace.classified_tasks()
+    want = tasks.filter((pl.col("compute_class") == "gemm") & pl.col("name").str.to_lowercase().str.contains("xmma"))
+    assert 0 < want.height < tasks.height
+    whole = _get(client, "window", start=0, end=end, px=8000, host="1")
+    d = _get(client, "window", start=0, end=end, px=8000, host="1", cls="gemm", name="XMMA")
+    assert not d["binned_lanes"]
+    dev = _items(meta, d, "device")
+    assert dev.height == want.height and set(dev["cls"]) == {"gemm"}
+    assert sorted(dev["start"] + origin) == sorted(want["start_ns"])
+    for kind in ("steps", "terms", "host"):
+        assert _items(meta, d, kind).height == _items(meta, whole, kind).height > 0
+    # several classes, a name alone
+    two = _items(meta, _get(client, "window", start=0, end=end, px=8000, cls="gemm,communication"), "device")
+    assert two.height == tasks.filter(pl.col("compute_class").is_in(["gemm", "communication"])).height
+    nccl = _items(meta, _get(client, "window", start=0, end=end, px=8000, name="nccl"), "device")
+    assert nccl.height == tasks.filter(pl.col("name").str.to_lowercase().str.contains("nccl")).height > 0
+    # the search finds within the filtered tasks
+    assert _get(client, "search", q="xmma", cls="gemm,communication")["count"] == want.height
+    assert _get(client, "search", q="nccl", cls="gemm")["count"] == 0
+    # the range totals count only them; the iteration terms do not change
+    r = _get(client, "range", start=0, end=end, cls="gemm", name="xmma")
+    full = _get(client, "range", start=0, end=end)
+    assert [c for c, _ in r["by_class"]] == ["gemm"] and r["by_term"] == full["by_term"]
+    assert dict(r["by_class"])["gemm"] <= dict(full["by_class"])["gemm"]
+    # the lanes are those of the unfiltered view
+    assert _get(client, "meta") == meta
+    nothing = _get(client, "window", start=0, end=end, px=1000, cls="no-such-class")
+    assert _items(meta, nothing, "device").height == 0 and _items(meta, nothing, "steps").height > 0
+
+
+def test_filtered_items_are_kept_for_the_last_few_filter_sets(served):
+    trace, _, _, _ = served
+    api = timeline_api.TimelineApi(trace)
+    items, first = api.filtered_device({"cls": "gemm"})
+    assert items.height == trace.classified_tasks().filter(pl.col("compute_class") == "gemm").height
+    assert api.filtered_device({"cls": "gemm", "name": " "})[1] is first  # a blank name is no filter
+    assert api.filtered_device({"cls": ",gemm,"})[1] is first
+    assert api.filtered_device({})[0] is api.model.items["device"]
+    for i in range(timeline_api.FILTERS_KEPT):
+        api.filtered_device({"name": f"n{i}"})
+    assert api.filtered_device({"cls": "gemm"})[1] is not first  # evicted, built again
+    assert len(api._filtered) == timeline_api.FILTERS_KEPT
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "window?start=0&end=10&name=" + "x" * 201,
+        "window?start=0&end=10&cls=" + ",".join(f"c{i}" for i in range(101)),
+        "search?q=a&cls=" + "c" * 201,
+        "range?start=0&end=10&name=" + "y" * 300,
+    ],
+)
+def test_oversized_filters_answer_400(served, query):
+    _, client, _, _ = served
+    r = client.get("/api/timeline/" + query)
+    assert r.status_code == 400 and r.mimetype == "text/plain"
+
+
+def test_hostile_kernel_name_stays_text_in_the_canvas_routes(hostile_trace):  # noqa: F811
+    """The name goes out as a JSON string (the browser puts it on the canvas with fillText and in
+    the tooltip and details with textContent: tests/test_browser_timeline.py, test_security.py)."""
+    app = create_app(hostile_trace, build_summary(hostile_trace, details=False))
+    client = app.server.test_client()
+    meta = client.get("/api/timeline/meta").get_json()
+    d = _get(client, "window", start=0, end=meta["end"], px=4000)
+    assert HOSTILE in d["names"]
+    item = next(i for i, n in zip(d["raw"]["id"], d["raw"]["name"]) if d["names"][n] == HOSTILE)
+    resp = client.get(f"/api/timeline/task?id={item}")
+    assert resp.mimetype == "application/json" and dict(resp.get_json()["fields"])["name"] == HOSTILE
+    assert _get(client, "search", q="onerror")["count"] >= 1
+    assert HOSTILE.encode() not in client.get("/timeline").data

@@ -6,9 +6,10 @@ What tests/test_report.py (kernel, operator and folder names in the report) and
 tests/test_server_safety.py (path tricks) already prove is not repeated here; this file adds
 stream, thread, process, device, annotation, collective and process-group names, template syntax,
 a right-to-left override and a 200 KB name, hostile FILE names, the diff page, `Trace._repr_html_`,
-the pages as chromium runs them (hover labels and task details included), the server's bind (on the
-real socket) and debug settings, symlinks and the profile's own files, tampered cache entries, the
-Ray transport, static checks of what the code may load, and bombs.
+the pages as chromium runs them (plotly hover labels, the canvas timeline's tooltip and task
+details included), the server's bind (on the real socket) and debug settings, symlinks and the
+profile's own files, tampered cache entries, the Ray transport, static checks of what the code may
+load, and bombs.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, ROOT, SAMPLES, run_cli
+from tests.support import callbacks
 from tests.support.serve import serve
 from traceview.analysis.kernels import short_names
 from traceview.dashboards.app import create_app
@@ -262,6 +264,8 @@ def test_dashboard_layout_carries_names_as_data(hostile):
 
 try:
     from tests.test_browser import CHROMIUM, browser, server_for, sync_playwright  # noqa: F401  (fixtures)
+    from tests.test_browser_timeline import READY as CANVAS_READY
+    from tests.test_browser_timeline import canvas_point
 except Exception:  # pragma: no cover
     CHROMIUM = sync_playwright = None
 
@@ -302,34 +306,48 @@ def test_browser_report_runs_no_payload(browser, report_file):
     page.close()
 
 
-# The first timeline task whose hover text holds a payload: [task key, x px, y px] on the page.
-FIND_HOSTILE_TASK = """() => { const gd = document.querySelector('#tl-graph .js-plotly-plot');
-  if (!gd || !gd._fullData) return null;
-  const fl = gd._fullLayout, box = gd.getBoundingClientRect();
-  for (const t of gd._fullData) { const h = t.hovertext || [], k = t.customdata || [];
-    const xa = fl['xaxis' + (t.xaxis || 'x').slice(1)], ya = fl['yaxis' + (t.yaxis || 'y').slice(1)];
-    for (let i = 0; i < h.length; i++) if (h[i] && h[i].includes('__pwned') && k[i] && t.x[i] === t.x[i])
-      return [k[i], box.left + xa._offset + xa.d2p(t.x[i]), box.top + ya._offset + ya.d2p(t.y[i])]; }
-  return null; }"""
+#: Per lane kind (device, host), the first item of the canvas timeline's data whose name holds a
+#: payload: its id, lane, start, duration and name.
+FIND_HOSTILE_ITEMS = """() => { const T = window.tvTimeline, d = T.state.data, kinds = T.state.meta.lanes.kind, out = {};
+  for (let i = 0; i < d.raw.id.length; i++) { const name = d.names[d.raw.name[i]], kind = kinds[d.raw.lane[i]];
+    if (name.includes('__pwned') && !(kind in out))
+      out[kind] = {id: d.raw.id[i], lane: d.raw.lane[i], start: d.raw.start[i], dur: d.raw.dur[i], name: name}; }
+  return out; }"""
+#: The tags inside the tooltip and the details: what textContent-built nodes may be, nothing else.
+TAGS_IN = "(sel) => [...new Set([...document.querySelectorAll(sel + ' *')].map(e => e.tagName))].sort()"
 
 
 def _hover_and_click_hostile_task(page) -> None:
-    """Hover a task named with a payload (plotly draws hover labels from HTML-ish text) and click
-    it (the details panel shows its fields), with the mouse: the name is text in both. The plotly
-    timeline sits below the canvas timeline: scrolled into view first."""
-    page.locator("#tl-graph").scroll_into_view_if_needed()
-    page.wait_for_function(f"() => ({FIND_HOSTILE_TASK})() !== null", timeout=90_000)
-    key, x, y = page.evaluate(FIND_HOSTILE_TASK)
-    page.mouse.move(x, y)
-    page.wait_for_function("() => document.querySelector('#tl-graph .hoverlayer .hovertext') !== null", timeout=90_000)
-    label = page.evaluate(
-        "() => Array.from(document.querySelectorAll('#tl-graph .hoverlayer .hovertext'))"
-        ".map(e => e.textContent).join('|')"
-    )
-    assert PWN in label, (key, label)  # the name, as the label's text
-    page.mouse.click(x, y)
-    page.wait_for_function("() => document.querySelector('#tl-detail-name') !== null", timeout=90_000)
-    assert PWN in page.inner_text("#tl-detail-name")
+    """Hover a kernel and a host operator named with a payload on the canvas timeline (its tooltip
+    shows the name, class and lane) and click each (the details show its fields), with the mouse:
+    the names are text in both, and no element comes from them."""
+    page.wait_for_function(CANVAS_READY, timeout=90_000)
+    found = page.evaluate(FIND_HOSTILE_ITEMS)
+    assert {"device", "host"} <= set(found), found
+    for kind in ("device", "host"):
+        item = found[kind]
+        page.evaluate(
+            f"() => window.tvTimeline.setView({item['start'] - item['dur']}, {item['start'] + 2 * item['dur']})"
+        )
+        page.wait_for_function(CANVAS_READY, timeout=90_000)
+        x, y = canvas_point(page, item["start"] + item["dur"] / 2, item["lane"])
+        page.mouse.move(x, y)
+        page.wait_for_function(
+            f"() => document.querySelector('#tvtl-tooltip').dataset.id === '{item['id']}'", timeout=90_000
+        )
+        tip = page.evaluate(
+            "() => Object.fromEntries([...document.querySelectorAll('#tvtl-tooltip [data-field]')]"
+            ".map(e => [e.dataset.field, e.textContent]))"
+        )
+        assert tip["name"] == item["name"] and PWN in tip["name"], (kind, tip)
+        assert tip["lane"].startswith("lane: rank ") and tip["class"].startswith("class: ")
+        assert page.evaluate(TAGS_IN, "#tvtl-tooltip") == ["DIV", "SPAN"]
+        page.mouse.click(x, y)
+        page.wait_for_function(f"() => (window.tvTimeline.state.selected || {{}}).id === {item['id']}", timeout=90_000)
+        assert page.inner_text("#tvtl-details td[data-field='name']") == item["name"]
+        assert set(page.evaluate(TAGS_IN, "#tvtl-details")) <= {"TABLE", "TBODY", "TR", "TH", "TD", "BUTTON"}
+    page.mouse.move(1, 1)
+    page.wait_for_function("() => document.querySelector('#tvtl-tooltip').style.display === 'none'")
 
 
 @needs_browser
@@ -338,7 +356,7 @@ def test_browser_dashboard_runs_no_payload(browser, server_for, hostile):
     for path in ("/", "/timeline?host=1"):
         page, seen = _watched(browser)
         page.goto(url + path, wait_until="networkidle")
-        page.wait_for_function(
+        page.wait_for_function(  # the Overview's figures (computed on the Timeline page too, hidden there)
             "() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(g => g.data && g.data.length > 0)",
             timeout=90_000,
         )
@@ -518,9 +536,9 @@ def test_debug_is_off_and_errors_show_no_traceback(served_app):
             "inputs": [{"id": "boom-in", "property": "value", "value": 1}],
             "changedPropIds": ["boom-in.value"],
         },
-        {
-            "output": "tl-graph.figure",
-            "outputs": {"id": "tl-graph", "property": "figure"},
+        {  # a real callback (the page switch) asked with too few inputs, one of the wrong type
+            "output": (page := callbacks.dependency(client, "page-timeline.style"))["output"],
+            "outputs": callbacks.outputs(page),
             "inputs": [{"id": "url", "property": "pathname", "value": {"not": "a path"}}],
             "changedPropIds": [],
         },

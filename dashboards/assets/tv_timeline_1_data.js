@@ -17,7 +17,7 @@
     meta: null,
     view: null, // {t0, t1}
     data: null, // the last window answer, with per-lane indexes
-    params: "", // ranks/host of the data held
+    params: "", // ranks/host/filters of the data held (TV.requestParams)
     seq: 0,
     pending: null,
     selected: null, // a /task answer
@@ -37,21 +37,27 @@
     });
   };
 
-  /* URL state shared with the rest of the dashboard: rank=, compare=a,b, host=1 */
+  /* URL state shared with the rest of the dashboard: rank=, compare=a,b, host=1 and the filter
+   * bar's class= and q= (the page's query string as Dash's dcc.Location last announced it through
+   * TV.onUrl, else the address bar's). */
   TV.urlState = function () {
-    var p = new URLSearchParams(window.location.search);
+    var p = new URLSearchParams(TV.urlSearch !== undefined ? TV.urlSearch : window.location.search);
     var ints = function (s) {
       return (s || "").split(",").filter(function (x) { return /^-?\d+$/.test(x); }).map(Number);
     };
-    var compare = ints(p.get("compare")).slice(0, 2);
+    var compare = ints(p.get("compare")).filter(function (r, i, a) { return a.indexOf(r) === i; }).slice(0, 2);
     var ranks = compare.length === 2 ? compare : ints(p.get("rank"));
-    var host = TV.hostOverride !== undefined ? TV.hostOverride : ["1", "true", "yes"].indexOf(p.get("host") || "") >= 0;
-    return { ranks: ranks, compare: compare.length === 2 ? compare : null, host: host };
+    var host = ["1", "true", "yes"].indexOf(p.get("host") || "") >= 0;
+    var classes = p.getAll("class").join(",").split(",").filter(function (c) { return c !== ""; }).sort();
+    var name = (p.get("q") || "").trim().slice(0, 200);
+    return { ranks: ranks, compare: compare.length === 2 ? compare : null, host: host, classes: classes, name: name };
   };
 
+  /* What a window, search or range request depends on besides its times (the data held is kept
+   * only while these stay the same: TV.covered). */
   TV.requestParams = function () {
     var u = TV.urlState();
-    return { ranks: u.ranks.join(","), host: u.host ? "1" : "" };
+    return { ranks: u.ranks.join(","), host: u.host ? "1" : "", cls: u.classes.join(","), name: u.name };
   };
 
   /* Lanes in drawing order for the current URL state: ranks one above the other (compare order
@@ -90,16 +96,21 @@
     d.binned_lanes.forEach(function (l) { d.binned[l] = true; });
     d.idRow = {};
     for (var j = 0; j < raw.id.length; j++) { d.idRow[raw.id[j]] = j; }
+    d.cells = {}; // "lane:bin" -> the rows of d.bins of that cell (one per class: the tooltip)
+    for (var k = 0; k < d.bins.lane.length; k++) {
+      var key = d.bins.lane[k] + ":" + d.bins.bin[k];
+      (d.cells[key] = d.cells[key] || []).push(k);
+    }
     return d;
   };
 
   /* Whether the view can be drawn from the data held: inside its window, at a zoom its bins still
-   * resolve (bins no wider than 2 px), for the same ranks/host. */
+   * resolve (bins no wider than 2 px), for the same ranks, host lanes and filters. */
   TV.covered = function (view, width) {
     var d = TV.state.data;
     TV.miss = null; // why the last check asked for data (tests print it)
     if (!d) { TV.miss = "no data"; return false; }
-    if (TV.state.params !== JSON.stringify(TV.requestParams())) { TV.miss = "ranks/host changed"; return false; }
+    if (TV.state.params !== JSON.stringify(TV.requestParams())) { TV.miss = "ranks/host/filters changed"; return false; }
     if (view.t0 < d.start || view.t1 > d.end) { TV.miss = "outside [" + d.start + ", " + d.end + ")"; return false; }
     if (d.binned_lanes.length) {
       var binNs = (d.end - d.start) / d.px;
@@ -125,7 +136,7 @@
     TV.requests += 1;
     if (TV.fetchOverlays) { TV.fetchOverlays({ start: start, end: Math.max(end, start + 1), ranks: params.ranks }); } // part 4
     var px = Math.max(1, Math.min(8192, Math.round(width * TV.PREFETCH)));
-    TV.getJSON("window", { start: start, end: Math.max(end, start + 1), px: px, ranks: params.ranks, host: params.host })
+    TV.getJSON("window", Object.assign({ start: start, end: Math.max(end, start + 1), px: px }, params))
       .then(function (d) {
         if (seq !== s.seq) { return; } // a newer request is on its way
         s.pending = null;

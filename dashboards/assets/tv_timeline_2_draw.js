@@ -214,14 +214,30 @@
     c.dataset.view = Math.round(s.view.t0) + "," + Math.round(s.view.t1);
   };
 
+  /* The lane drawn at canvas y (null on the axis, a rank header or between lanes). */
+  TV.laneAtY = function (y) {
+    var found = null;
+    TV.state.lanes.forEach(function (l) {
+      if (!l.header && y >= TV.AXIS + l.y && y < TV.AXIS + l.y + l.h) { found = l; }
+    });
+    return found;
+  };
+
+  /* The stacked-bin cell under (x, y) of a binned lane: {lane, bin, t0, t1, rows (of d.bins)}. */
+  TV.hitBin = function (x, y) {
+    var d = TV.state.data, l = TV.laneAtY(y);
+    if (!d || x < TV.GUTTER || !l || !d.binned[l.lane]) { return null; }
+    var t = TV.t(x), e = d.edges, lo = 0, hi = e.length - 1;
+    if (!(hi > 0) || t < e[0] || t >= e[hi]) { return null; }
+    while (hi - lo > 1) { var mid = (lo + hi) >> 1; if (e[mid] <= t) { lo = mid; } else { hi = mid; } }
+    return { lane: l.lane, bin: lo, t0: e[lo], t1: e[lo + 1], rows: d.cells[l.lane + ":" + lo] || [] };
+  };
+
   /* The raw item under (x, y) in canvas px: the shortest one whose box contains x ± 2 px. */
   TV.hit = function (x, y) {
     var s = TV.state, d = s.data;
     if (!d || x < TV.GUTTER) { return null; }
-    var lane = null;
-    s.lanes.forEach(function (l) {
-      if (!l.header && y >= TV.AXIS + l.y && y < TV.AXIS + l.y + l.h) { lane = l.lane; }
-    });
+    var l = TV.laneAtY(y), lane = l ? l.lane : null;
     if (lane === null || !d.byLane[lane]) { return null; }
     var best = null, rows = d.byLane[lane];
     for (var k = 0; k < rows.length; k++) {

@@ -1,8 +1,10 @@
-/* traceview canvas timeline, part 3 of 3: the page (toolbar, canvas, details, range totals) and
- * the interactions: wheel zoom at the cursor, drag to pan, W/S zoom and A/D pan (Perfetto's keys),
- * click to select (details + flow to the launch), shift-drag to select a range (totals), search
- * with next/previous, jump to a step, host threads, reset. Every text from the trace is set with
- * textContent. */
+/* traceview canvas timeline, part 3 of 3: the page (toolbar, canvas, tooltip, details, range
+ * totals) and the interactions: wheel zoom at the cursor, drag to pan, W/S zoom and A/D pan
+ * (Perfetto's keys), hover for a tooltip, click to select (details + flow to the launch),
+ * shift-drag to select a range (totals), search with next/previous, jump to a step, compare two
+ * ranks, host threads, reset. Compare and host threads live in the page's URL with the filter
+ * bar's ranks, classes and name: a change of any of them reaches TV.onUrl (a clientside callback
+ * on the dcc.Location's search) and redraws. Every text from the trace is set with textContent. */
 (function () {
   "use strict";
   var TV = (window.tvTimeline = window.tvTimeline || {});
@@ -30,7 +32,7 @@
   TV.MARGIN = 0.025;
 
   TV.refresh = function () {
-    if (!TV.canvas.parentElement.clientWidth) { return; } // hidden page: the resize observer calls back when shown
+    if (!TV.canvas || !TV.canvas.parentElement.clientWidth) { return; } // hidden page: the resize observer calls back when shown
     TV.draw();
     TV.ensureData(TV.plotWidth(), function () { TV.draw(); TV.status(TV.summary()); });
   };
@@ -87,11 +89,11 @@
   };
 
   TV.search = function (q) {
-    S.search = { q: q, hits: null, idx: -1, names: null };
+    var mine = (S.search = { q: q, hits: null, idx: -1, names: null });
     TV.markSearchNames();
     if (!q) { document.getElementById("tvtl-search-count").textContent = ""; TV.draw(); return Promise.resolve(null); }
-    var p = TV.requestParams();
-    return TV.getJSON("search", { q: q, ranks: p.ranks, host: p.host }).then(function (h) {
+    return TV.getJSON("search", Object.assign({ q: q }, TV.requestParams())).then(function (h) {
+      if (S.search !== mine) { return h; } // another search, or other filters, since
       S.search.hits = h;
       document.getElementById("tvtl-search-count").textContent = h.count + " found";
       TV.draw();
@@ -112,10 +114,10 @@
   };
 
   TV.selectRange = function (t0, t1) {
-    S.range = { t0: t0, t1: t1, totals: null };
+    var mine = (S.range = { t0: t0, t1: t1, totals: null, asked: true });
     TV.draw();
-    var p = TV.requestParams();
-    return TV.getJSON("range", { start: Math.floor(t0), end: Math.ceil(t1), ranks: p.ranks }).then(function (r) {
+    return TV.getJSON("range", Object.assign({ start: Math.floor(t0), end: Math.ceil(t1) }, TV.requestParams())).then(function (r) {
+      if (S.range !== mine) { return r; } // another range, or other filters, asked since
       S.range.totals = r;
       rangeTable(r);
       return r;
@@ -156,9 +158,17 @@
     reset.addEventListener("click", TV.reset);
     var hostLabel = el("label", {}, " host threads");
     var host = el("input", { id: "tvtl-host", type: "checkbox" });
-    host.checked = TV.urlState().host;
-    host.addEventListener("change", function () { TV.hostOverride = host.checked; TV.refresh(); });
+    host.addEventListener("change", function () { TV.setUrl({ host: host.checked ? "1" : null }); });
     hostLabel.prepend(host);
+    var compare = el("span", { id: "tvtl-compare" });
+    var pickA = rankPicker("tvtl-compare-a", "compare rank…"), pickB = rankPicker("tvtl-compare-b", "with rank…");
+    var pick = function () {
+      var a = pickA.value, b = pickB.value;
+      TV.setUrl({ compare: a !== "" && b !== "" && a !== b ? a + "," + b : null });
+    };
+    pickA.addEventListener("change", pick);
+    pickB.addEventListener("change", pick);
+    [pickA, el("span", {}, " above "), pickB].forEach(function (x) { compare.appendChild(x); });
     var search = el("input", { id: "tvtl-search", type: "search", placeholder: "search names (Enter)" });
     search.addEventListener("keydown", function (e) {
       if (e.key !== "Enter") { return; }
@@ -168,10 +178,113 @@
     var next = el("button", { id: "tvtl-next", title: "next match (Enter)" }, "▶");
     prev.addEventListener("click", function () { TV.step(-1); });
     next.addEventListener("click", function () { TV.step(1); });
-    [step, reset, hostLabel, search, prev, next, el("span", { id: "tvtl-search-count" }), el("span", { id: "tvtl-status", style: "color:#4b5563" })].forEach(function (x) { bar.appendChild(x); });
-    bar.appendChild(el("span", { style: "color:#6b7280" }, "wheel/W S: zoom · drag/A D: pan · click: details · shift-drag: range"));
+    [step, compare, reset, hostLabel, search, prev, next, el("span", { id: "tvtl-search-count" }), el("span", { id: "tvtl-status", style: "color:#4b5563" })].forEach(function (x) { bar.appendChild(x); });
+    bar.appendChild(el("span", { style: "color:#6b7280" }, "wheel/W S: zoom · drag/A D: pan · hover: tooltip · click: details · shift-drag: range"));
     root.appendChild(bar);
   }
+
+  function rankPicker(id, prompt) {
+    var sel = el("select", { id: id, title: "two ranks one above the other (the URL's compare=a,b)" });
+    sel.appendChild(el("option", { value: "" }, prompt));
+    S.meta.ranks.forEach(function (r) { sel.appendChild(el("option", { value: String(r) }, "rank " + r)); });
+    return sel;
+  }
+
+  /* Set (a value) or drop (null) keys of the page's query string, as a navigation Dash's
+   * dcc.Location sees (it listens to popstate): the filter bar and the links follow, and the
+   * location's clientside callback calls TV.onUrl. */
+  TV.setUrl = function (changes) {
+    var p = new URLSearchParams(window.location.search);
+    Object.keys(changes).forEach(function (k) {
+      if (changes[k] === null) { p.delete(k); } else { p.set(k, changes[k]); }
+    });
+    var q = p.toString();
+    window.history.pushState({}, "", window.location.pathname + (q ? "?" + q : "") + window.location.hash);
+    window.dispatchEvent(new PopStateEvent("popstate", { state: {} }));
+    TV.onUrl(q ? "?" + q : "");
+  };
+
+  /* The page's query string changed (the filter bar, compare, host threads, back/forward): show
+   * it in the toolbar; data, search hits and range totals of other parameters are dropped (the
+   * window is asked again: TV.covered compares the parameters). */
+  TV.onUrl = function (search) {
+    search = search || "";
+    if (search === TV.urlSearch) { return; }
+    var before = JSON.stringify(TV.requestParams());
+    TV.urlSearch = search;
+    if (!S.meta || !TV.canvas) { return; }
+    syncControls();
+    if (JSON.stringify(TV.requestParams()) === before) { TV.refresh(); return; }
+    if (S.search.q) { // its hits were for other filters (Enter searches again)
+      S.search = { q: S.search.q, hits: null, idx: -1, names: S.search.names };
+      document.getElementById("tvtl-search-count").textContent = "";
+    }
+    if (S.range && S.range.asked) { TV.selectRange(S.range.t0, S.range.t1); }
+    TV.refresh();
+  };
+
+  function syncControls() {
+    var u = TV.urlState(), a = document.getElementById("tvtl-compare-a"), b = document.getElementById("tvtl-compare-b");
+    document.getElementById("tvtl-host").checked = u.host;
+    if (u.compare) {
+      a.value = String(u.compare[0]);
+      b.value = String(u.compare[1]);
+    } else if (a.value !== "" && b.value !== "") { // compare dropped elsewhere (back, a shared link)
+      a.value = "";
+      b.value = "";
+    }
+  }
+
+  /* The tooltip: what is under (x, y) of the canvas, from the data held (no request): a raw
+   * item's full name, class, lane, start and duration; a stacked-bin cell's time span and busy
+   * time by class. Null over nothing. */
+  TV.describe = function (x, y) {
+    var d = S.data, l = TV.laneAtY(y);
+    if (!d || !l) { return null; }
+    var lane = "rank " + l.rank + " · " + l.label, h = TV.hit(x, y);
+    if (h) {
+      var i = h.row;
+      return {
+        id: h.id,
+        title: d.names[d.raw.name[i]],
+        rows: [["class", d.classes[d.raw.cls[i]]], ["lane", lane], ["start", TV.formatNs(d.raw.start[i])], ["duration", TV.formatNs(d.raw.dur[i])]],
+      };
+    }
+    var c = TV.hitBin(x, y);
+    if (!c) { return null; }
+    var span = c.t1 - c.t0, rows = [["lane", lane], ["bin", TV.formatNs(c.t0) + " – " + TV.formatNs(c.t1)]];
+    c.rows.slice().sort(function (p, q) { return d.bins.busy[q] - d.bins.busy[p]; }).forEach(function (k) {
+      var busy = d.bins.busy[k];
+      rows.push([d.classes[d.bins.cls[k]], TV.formatNs(busy) + " busy (" + (100 * busy / span).toFixed(1) + " %)"]);
+    });
+    if (!c.rows.length) { rows.push(["busy", "idle"]); }
+    return { id: null, title: "binned: busy time by class", rows: rows };
+  };
+
+  TV.showTip = function (x, y) {
+    var tip = document.getElementById("tvtl-tooltip"), info = TV.describe(x, y);
+    if (!tip) { return; }
+    if (!info) { TV.hideTip(); return; }
+    tip.replaceChildren(el("div", { "data-field": "name", style: "font-weight:bold;margin-bottom:3px" }, info.title));
+    info.rows.forEach(function (r) {
+      var row = el("div", { "data-field": r[0] });
+      row.appendChild(el("span", { style: "color:#9ca3af" }, r[0] + ": "));
+      row.appendChild(el("span", {}, r[1]));
+      tip.appendChild(row);
+    });
+    tip.dataset.id = info.id === null ? "" : String(info.id);
+    tip.style.display = "block";
+    var wrap = tip.parentElement, left = x + 14, top = y + 14;
+    if (left + tip.offsetWidth > wrap.clientWidth) { left = Math.max(0, x - tip.offsetWidth - 14); }
+    if (top + tip.offsetHeight > wrap.clientHeight) { top = Math.max(0, y - tip.offsetHeight - 14); }
+    tip.style.left = left + "px";
+    tip.style.top = top + "px";
+  };
+
+  TV.hideTip = function () {
+    var tip = document.getElementById("tvtl-tooltip");
+    if (tip) { tip.style.display = "none"; tip.dataset.id = ""; }
+  };
 
   function canvasEvents(c) {
     var drag = null;
@@ -179,17 +292,25 @@
       e.preventDefault();
       var r = c.getBoundingClientRect();
       TV.zoom(Math.exp(e.deltaY * 0.0015), e.clientX - r.left);
+      TV.showTip(e.clientX - r.left, e.clientY - r.top);
     }, { passive: false });
+    c.addEventListener("mouseleave", TV.hideTip);
     c.addEventListener("mousedown", function (e) {
       var r = c.getBoundingClientRect();
       drag = { x: e.clientX - r.left, y: e.clientY - r.top, view: S.view, shift: e.shiftKey, moved: false };
       c.focus({ preventScroll: true });
+      TV.hideTip();
     });
     window.addEventListener("mousemove", function (e) {
       TV.mouseX = undefined;
       if (!drag) {
         var rr = c.getBoundingClientRect();
-        if (e.clientX >= rr.left && e.clientX <= rr.right && e.clientY >= rr.top && e.clientY <= rr.bottom) { TV.mouseX = e.clientX - rr.left; }
+        if (e.clientX >= rr.left && e.clientX <= rr.right && e.clientY >= rr.top && e.clientY <= rr.bottom) {
+          TV.mouseX = e.clientX - rr.left;
+          TV.showTip(TV.mouseX, e.clientY - rr.top);
+        } else {
+          TV.hideTip();
+        }
         return;
       }
       var r = c.getBoundingClientRect(), x = e.clientX - r.left;
@@ -223,9 +344,14 @@
       if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA") { return; }
       var k = e.key.toLowerCase();
       if (k === "w") { TV.zoom(0.8, TV.mouseX); } else if (k === "s") { TV.zoom(1.25, TV.mouseX); } else if (k === "a") { TV.pan(-0.2); } else if (k === "d") { TV.pan(0.2); } else { return; }
+      TV.hideTip();
       e.preventDefault();
     });
   }
+
+  var TIP_STYLE = "position:absolute;display:none;pointer-events:none;z-index:10;max-width:560px;max-height:50vh;" +
+    "overflow:hidden;overflow-wrap:anywhere;background:#111827;color:#f9fafb;font:12px system-ui, sans-serif;" +
+    "padding:6px 8px;border-radius:4px;box-shadow:0 2px 6px rgba(0,0,0,0.3)";
 
   function mount(root) {
     root.dataset.mounted = "1";
@@ -238,6 +364,7 @@
       var wrap = el("div", { id: "tvtl-canvas-wrap", style: "position:relative;width:100%;border:1px solid #e5e7eb" });
       TV.canvas = el("canvas", { id: "tvtl-canvas", tabindex: "0", style: "display:block;cursor:grab;outline:none" });
       wrap.appendChild(TV.canvas);
+      wrap.appendChild(el("div", { id: "tvtl-tooltip", role: "tooltip", style: TIP_STYLE }));
       root.appendChild(wrap);
       root.appendChild(el("h4", {}, "Selected task"));
       root.appendChild(el("div", { id: "tvtl-details" }));
@@ -249,10 +376,7 @@
       new ResizeObserver(function () {
         if (S.view && wrap.clientWidth !== lastWidth) { lastWidth = wrap.clientWidth; TV.refresh(); }
       }).observe(wrap);
-      var last = window.location.search;
-      setInterval(function () {
-        if (window.location.search !== last) { last = window.location.search; TV.refresh(); }
-      }, 300);
+      syncControls();
       TV.reset();
       root.dataset.ready = "1";
     }).catch(function (e) { root.textContent = "timeline unavailable: " + e.message; });
