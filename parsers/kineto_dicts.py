@@ -115,19 +115,15 @@ class DictArgs:
     def __init__(self, args: list):
         self._args = args
 
-    def _at(self, p: int) -> dict:
-        a = self._args[p]
-        return a if type(a) is dict else _EMPTY
+    def _get(self, positions: list[int], key: str) -> list:
+        args = self._args
+        return [a.get(key) if type(a := args[p]) is dict else None for p in positions]
 
     def dims(self, positions: list[int], key: str, rendered: dict) -> pl.Series:
-        return pl.Series([dims_text(self._at(p).get(key)) for p in positions], dtype=pl.String)
+        return pl.Series([dims_text(v) for v in self._get(positions, key)], dtype=pl.String)
 
     def scalars(self, positions: list[int], key: str) -> list:
-        return [scalar(self._at(p).get(key)) for p in positions]
+        return [scalar(v) for v in self._get(positions, key)]
 
     def shapes(self, positions: list[int], rendered: dict) -> list:
-        out = []
-        for p in positions:
-            d = self._at(p).get("Input Dims")
-            out.append(rendered_shapes(d, rendered) if type(d) is list else None)
-        return out
+        return [rendered_shapes(d, rendered) if type(d) is list else None for d in self._get(positions, "Input Dims")]

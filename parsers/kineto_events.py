@@ -165,6 +165,8 @@ def chunk_frames(cols: Columns, warn: Warnings, rendered: dict) -> dict[str, pl.
         (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
         *(int_of(c) if schema[c] == pl.String else pl.col(c) for c in ("pid", "tid", "stream")),
     )
+    counts, x = pl.collect_all([counts, x])
+    x = x.lazy()
     device_kind = pl.col("cat_lc").replace_strict(kinds.DEVICE_CATEGORIES, default=None)
     is_device = device_kind.is_not_null()
     is_annotation = pl.col("cat_lc").is_in(list(kinds.DEVICE_ANNOTATION_CATEGORIES))
@@ -175,9 +177,8 @@ def chunk_frames(cols: Columns, warn: Warnings, rendered: dict) -> dict[str, pl.
         .select("_a", "external_id")
         .unique("external_id", keep="first", maintain_order=True)
     )
-    counts, tasks, host, annotations, collective_ops, ops = pl.collect_all(
+    tasks, host, annotations, collective_ops, ops = pl.collect_all(
         [
-            counts,
             _tasks(x.filter(is_device), device_kind),
             host.select(HOST_COLUMNS),
             x.filter(is_annotation)
