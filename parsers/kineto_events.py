@@ -4,8 +4,8 @@ decode), become the frames of its device tasks, host events, GPU annotations and
 
 The columns come from the typed decode (`parsers.kineto_decode`: msgspec Structs, no dict per
 event) or, for chunks outside its types, from the dict decode (`parsers.kineto_dicts`: orjson's
-dicts); both give the same columns for the same events. Everything after that is one lazy polars
-query per chunk (`chunk_frames`); the few args read per row (grid/block of kernels, collective args,
+dicts); both give the same columns for the same events. Everything after that is two polars
+collects per chunk (`chunk_frames`); the few args read per row (grid/block of kernels, collective args,
 `Input Dims` of cpu_ops) are read through `Columns.args` for those rows only. Timestamps: `ts`/`dur`
 are µs numbers, converted to Int64 ns by rounding (exact for integer µs and for 3-decimal µs below
 ~9e12 µs).
@@ -142,9 +142,9 @@ def chunk_frames(cols: Columns, warn: Warnings, rendered: dict) -> dict[str, pl.
     `tasks` (device tasks with kind, grid/block and collective args), `host` (host events),
     `annotations` (GPU-side user annotations), `collective_ops` (host ops that may carry collective
     metadata, with it) and `op_shapes` (external_id, input_shapes of the first `cpu_op` per External
-    id); `_i` = the event's index in the chunk. One lazy query (a `collect_all`) gives every frame
-    and every count; then only the rows that need more (kernels, collective ops, cpu_ops) have args
-    read. `rendered` caches shape and launch-dimension texts across chunks."""
+    id); `_i` = the event's index in the chunk. Two polars collects: the kept rows (converted once)
+    with every count, then all five tables in one `collect_all`; then only the rows that need more
+    (kernels, collective ops, cpu_ops) have args read. `rendered` caches shape and launch-dimension texts across chunks."""
     x = cols.x.lazy().with_row_index("_a")  # `_a`: the row's position in `cols.args`
     x = x.with_columns(us_float_to_ns(pl.col("ts")).alias("start_ns"), us_float_to_ns(pl.col("dur")).alias("dur_ns"))
     timed = pl.col("start_ns").is_not_null()
