@@ -138,7 +138,9 @@ def nested_too_deep(values) -> bool:
     """True when a value in `values` nests more than orjson's 255 levels (or holds an integer beyond
     64 bits). polars takes minutes to reject a list nested ~1,000 deep in a text column (found by
     bench/fuzz_parsers.py), so the parsers send such events to their per-field slow path directly.
-    Costs an `orjson.dumps` of `values`: ~7 ms per 8 MiB chunk, ~6 % of a Kineto rank's parse."""
+    Costs an `orjson.dumps` of `values`: ~7 ms per 8 MiB chunk. Used by the Ascend trace_view reader
+    and the Kineto dict decode; the Kineto typed decode needs no such guard (it never builds a
+    nested value: `parsers.kineto_decode`)."""
     try:
         orjson.dumps(values)
     except TypeError:
