@@ -10,13 +10,12 @@ the complete events (`attrgetter`) into a typed polars Series. Measured in docs/
 Same result as the dict decode (`parsers.kineto_dicts`), by construction: the Structs' types
 admit only values that both decodes turn into the same columns (text; Int64 integers, or their
 plain digits as text; numbers for ts/dur; int or text for pid/tid/stream; text or a number for the
-collective args; a list of
-integers or text for grid/block; a known phase). Anything else in a read field (an entry that is not an
-object, a bool, a list, `ts` as text, an integer beyond Int64, an unknown phase, `Input Dims` that
-orjson rejects) raises `Untyped` and the chunk goes to the dict decode, which
-has the lenient conversions and the warnings for those values. That also covers what the dict
-decode's `jsonio.nested_too_deep` guards against: a nested value in a read scalar field is a type
-error here, and the values of the keys never read are skipped, never built.
+collective args; a list of integers or text for grid/block; a known phase). Anything else in a read
+field (an entry that is not an object, a bool, a list, `ts` as text, an integer beyond Int64, an
+unknown phase, `Input Dims` that orjson rejects) raises `Untyped` and the chunk goes to the dict
+decode, which has the lenient conversions and the warnings for those values. That also covers what
+the dict decode's `jsonio.nested_too_deep` guards against: a nested value in a read scalar field is
+a type error here, and the values of the keys never read are skipped, never built.
 
 msgspec accepts some text orjson rejects. Invalid UTF-8 is checked here (the chunk goes to the dict
 decode, and the file to `jsonio.loads`, which replaces it and says so). Two differences are kept,

@@ -144,7 +144,8 @@ def chunk_frames(cols: Columns, warn: Warnings, rendered: dict) -> dict[str, pl.
     metadata, with it) and `op_shapes` (external_id, input_shapes of the first `cpu_op` per External
     id); `_i` = the event's index in the chunk. Two polars collects: the kept rows (converted once)
     with every count, then all five tables in one `collect_all`; then only the rows that need more
-    (kernels, collective ops, cpu_ops) have args read. `rendered` caches shape and launch-dimension texts across chunks."""
+    (kernels, collective ops, cpu_ops) have args read. `rendered` caches shape and launch-dimension
+    texts across chunks."""
     x = cols.x.lazy().with_row_index("_a")  # `_a`: the row's position in `cols.args`
     x = x.with_columns(us_float_to_ns(pl.col("ts")).alias("start_ns"), us_float_to_ns(pl.col("dur")).alias("dur_ns"))
     timed = pl.col("start_ns").is_not_null()
