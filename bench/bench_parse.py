@@ -14,7 +14,7 @@ For each it times (median of --repeat runs, same process, warm imports):
 - traceview cached: traceview.load(path) with a warm Parquet cache;
 - ndjson (a candidate next step, not what traceview does): polars' native `read_ndjson` of the same
   events written one per line (prepared untimed), with an explicit schema of the event fields the
-  parser keeps (`parsers.kineto.EVENT_FIELDS`, and `args` as a struct of `ARG_FIELDS`): how fast a
+  parser keeps (`parsers.kineto_events.EVENT_FIELDS`, and `args` as a struct of `ARG_FIELDS`): how fast a
   columnar decode without Python dicts reads the flat fields. It leaves out what needs the args as
   dicts (grid/block, collective args, `Input Dims`), so it is a ceiling, not a parser.
 and prints a table with the ratios. Numbers are recorded in docs/benchmarks.md.
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 SHARED = ROOT.parent / "shared" / "traces"
 
 import traceview as tv  # noqa: E402
-from traceview.parsers.kineto import ARG_FIELDS, EVENT_FIELDS  # noqa: E402
+from traceview.parsers.kineto_events import ARG_FIELDS, EVENT_FIELDS  # noqa: E402
 
 NDJSON_SCHEMA = pl.Schema({**EVENT_FIELDS, "args": pl.Struct(ARG_FIELDS)})
 

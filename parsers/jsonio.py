@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import msgspec
 import orjson
 
 from traceview.errors import TraceError
@@ -137,7 +138,9 @@ def nested_too_deep(values) -> bool:
     """True when a value in `values` nests more than orjson's 255 levels (or holds an integer beyond
     64 bits). polars takes minutes to reject a list nested ~1,000 deep in a text column (found by
     bench/fuzz_parsers.py), so the parsers send such events to their per-field slow path directly.
-    Costs an `orjson.dumps` of `values`: ~7 ms per 8 MiB chunk, ~6 % of a Kineto rank's parse."""
+    Costs an `orjson.dumps` of `values`: ~7 ms per 8 MiB chunk. Used by the Ascend trace_view reader
+    and the Kineto dict decode; the Kineto typed decode needs no such guard (it never builds a
+    nested value: `parsers.kineto_decode`)."""
     try:
         orjson.dumps(values)
     except TypeError:
@@ -233,8 +236,6 @@ CHUNK_BYTES = 8 << 20
 HEAD_LIMIT = 64 << 20
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _WS = b" \t\r\n"
-#: orjson's messages for text after a complete JSON value (the wording changed across versions).
-_TRAILING = ("trailing characters", "unexpected content after document")
 
 
 class StreamUnsupported(Exception):
@@ -242,36 +243,51 @@ class StreamUnsupported(Exception):
     which also gives the precise error for a broken file."""
 
 
+class NotJSON(Exception):
+    """What a chunk decoder raises for bytes that are not one JSON array (a cut inside an event)."""
+
+
+def decode_dicts(view) -> list:
+    """The default chunk decoder: the events as orjson's dicts; NotJSON if the bytes are not JSON."""
+    try:
+        return orjson.loads(view)
+    except orjson.JSONDecodeError:
+        raise NotJSON from None
+
+
 class ChromeEvents:
     """The events of a Chrome-trace JSON document, decoded chunk by chunk from a stream.
 
-    Iterating yields lists of event dicts, in file order, about `chunk_bytes` of JSON each; the
-    whole file is never held (as bytes or as dicts). After the iteration, `doc` holds the document's
+    Iterating yields the chunks in file order, each about `chunk_bytes` of JSON decoded by
+    `decode` (bytes of one JSON array `[ev, ..., ev]` -> anything; NotJSON if they are not JSON;
+    default `decode_dicts`: a list of event dicts); the whole file is never held (as bytes or as
+    decoded events). After the iteration, `doc` holds the document's
     other keys (header and trailer: deviceProperties, distributedInfo, ...); it is `{}` for a
     top-level event list. Works on plain and gzip files (gunzipped as it is read).
 
     How a chunk is cut, without a tokenizer in Python: the buffer always starts with `[`; a cut is
     a `,` that follows a `}` and precedes a `{` (whitespace allowed between). That comma is
-    replaced by `]` and the buffer up to it decoded by orjson; the decode succeeds only if the cut
+    replaced by `]` and the buffer up to it decoded by `decode`; the decode succeeds only if the cut
     lies between two top-level events (a comma inside a string or a nested object leaves an
     unterminated string or unbalanced brackets), so a wrong candidate is just skipped. At the end
-    of the file, orjson's "content after document" position marks the end of the array. Anything
+    of the file, `_value_end` finds the end of the array. Anything
     else (no `"traceEvents": [` in the first `HEAD_LIMIT` bytes, a decode that never succeeds,
     invalid UTF-8, a truncated file, an I/O error) raises `StreamUnsupported` and the caller reads
     the file whole, which reports the exact problem.
     """
 
-    def __init__(self, path: Path, chunk_bytes: int | None = None):
+    def __init__(self, path: Path, chunk_bytes: int | None = None, decode=None):
         self.path = path
         self.chunk_bytes = chunk_bytes or CHUNK_BYTES
+        self.decode = decode or decode_dicts
         self.doc: dict = {}
 
-    def __iter__(self) -> Iterator[list]:
+    def __iter__(self) -> Iterator:
         return self._walk(self._decode_head)
 
-    def pieces(self) -> Iterator[bytes | list]:
+    def pieces(self) -> Iterator:
         """The events as undecoded pieces `[ev, ..., ev]` (bytes, about `chunk_bytes` each, for
-        other processes to decode), then the last events decoded (a list). A piece is cut at the
+        other processes to decode), then the last events decoded by `decode`. A piece is cut at the
         last candidate comma without checking it: a wrong cut makes that piece fail to decode,
         and the caller then falls back to iterating (which checks every cut)."""
         return self._walk(self._raw_head)
@@ -346,7 +362,7 @@ class ChromeEvents:
         self.doc = header
         return bytearray(b"[") + body[m.end() :]
 
-    def _decode_head(self, buf: bytearray) -> list | None:
+    def _decode_head(self, buf: bytearray):
         """Decode the events before the last cut that decodes; drop them from `buf` (which keeps
         its leading `[`). None if no cut within the last few candidates decodes."""
         end = len(buf)
@@ -356,8 +372,8 @@ class ChromeEvents:
                 return None
             buf[comma] = 0x5D  # "]"
             try:
-                events = orjson.loads(memoryview(buf)[: comma + 1])
-            except orjson.JSONDecodeError:
+                events = self.decode(memoryview(buf)[: comma + 1])
+            except NotJSON:
                 buf[comma] = 0x2C  # ","
                 continue
             buf[comma] = 0x5B  # "[": the rest becomes the next chunk's array
@@ -376,16 +392,16 @@ class ChromeEvents:
         del buf[:comma]
         return piece
 
-    def _decode_last(self, buf: bytearray) -> list:
+    def _decode_last(self, buf: bytearray):
         """The last events, up to the array's `]`; the document's remaining keys go to `doc`."""
+        end = _value_end(buf)
         try:
-            return orjson.loads(buf)  # a top-level array: nothing follows it
-        except orjson.JSONDecodeError as exc:
-            if not str(exc).startswith(_TRAILING) or exc.pos is None:
-                raise StreamUnsupported(str(exc)) from None
-            end = exc.pos
+            events = self.decode(buf if end is None else memoryview(buf)[:end])
+        except NotJSON:
+            raise StreamUnsupported("the last events do not decode") from None
+        if end is None:
+            return events  # a top-level array: nothing follows it
         try:
-            events = orjson.loads(memoryview(buf)[:end])
             tail = bytes(buf[end:]).strip(_WS)
             if tail.startswith(b","):
                 extra = orjson.loads(b"{" + tail[1:])
@@ -396,6 +412,30 @@ class ChromeEvents:
         except orjson.JSONDecodeError as exc:
             raise StreamUnsupported(str(exc)) from None
         return events
+
+
+#: Skips one JSON value without building it (to find where the events array ends).
+_SKIP = msgspec.json.Decoder(msgspec.Raw)
+#: msgspec's message for text after a complete JSON value; the byte is one past its first character.
+_TRAILING_AT = re.compile(r"JSON is malformed: trailing characters \(byte (\d+)\)")
+
+
+def _value_end(buf: bytearray) -> int | None:
+    """The offset at which the JSON value that `buf` starts with ends and other text begins; None
+    when the value fills `buf` (whitespace aside). The value is skipped by msgspec without building
+    anything (~1 ms per MiB, against a full decode of the last chunk twice with orjson's
+    "trailing characters" position). StreamUnsupported when `buf` does not start with one JSON value
+    (or msgspec words the error otherwise): the whole-document reader says what is wrong."""
+    try:
+        _SKIP.decode(buf)
+    except msgspec.DecodeError as exc:
+        m = _TRAILING_AT.fullmatch(str(exc))
+        if m is None:
+            raise StreamUnsupported(str(exc)) from None
+        return int(m.group(1)) - 1
+    except RecursionError:  # nesting deeper than msgspec follows: let orjson's whole read decide
+        raise StreamUnsupported("values nested too deeply") from None
+    return None
 
 
 def _cut_before(buf: bytearray, end: int) -> tuple[int | None, int]:

@@ -13,8 +13,10 @@ kernel's own args or else from the host op that launched it (see `finish_comm`).
 with record_shapes=True give kernels the `input_shapes` of their launching cpu_op (`Input Dims` in
 Ascend's `Input Shapes` text form; see `_kernel_input_shapes`).
 
-Reading: the events are streamed in chunks (`traceview.parsers.jsonio.ChromeEvents`), each turned
-into columns by `traceview.parsers.kineto_events.chunk_frames`; collective metadata is filled by
+Reading: the events are streamed in chunks (`traceview.parsers.jsonio.ChromeEvents`), each decoded
+into columns without a dict per event (`traceview.parsers.kineto_decode`; chunks outside its types,
+and whole documents, by orjson into dicts: `traceview.parsers.kineto_dicts`) and turned into frames
+by `traceview.parsers.kineto_events.chunk_frames`; collective metadata is filled by
 `traceview.parsers.kineto_comm.finish_comm`.
 """
 
@@ -22,18 +24,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
 import polars as pl
 
 from traceview.errors import TraceError, Warnings
 from traceview.parsers import kinds, steps
 from traceview.parsers.base import ParsedRank
-from traceview.parsers.jsonio import ChromeEvents, StreamUnsupported, gc_paused, loads, read_bytes
+from traceview.parsers.jsonio import ChromeEvents, NotJSON, StreamUnsupported, gc_paused, loads, read_bytes
 from traceview.parsers.kineto_comm import finish_comm
+from traceview.parsers.kineto_decode import chunk_decoder
+from traceview.parsers.kineto_dicts import dict_columns
 from traceview.parsers.kineto_events import NOT_A_TRACE_FIX, NOT_OBJECTS, chunk_frames, int64, with_input_shapes
 
 #: A file at least this large (uncompressed) is decoded by several processes when `jobs` > 1.
 PARALLEL_FILE_BYTES = 256 << 20
+#: Chunks are decoded typed (`kineto_decode`) first; False: every chunk to dicts (the reference the
+#: typed decode is tested against, and the "before" of bench/bench_decode.py). Same frames either way.
+TYPED_DECODE = True
 
 
 def parse_kineto(path: Path, jobs: int = 1) -> ParsedRank:
@@ -71,16 +77,15 @@ def _uncompressed_size(path: Path) -> int:
 
 def _streamed(path: Path, warn: Warnings) -> tuple[dict, dict[str, pl.DataFrame]]:
     """Read chunk by chunk in this process."""
-    stream = ChromeEvents(path)
-    rendered: dict = {}
-    frames = _joined((chunk_frames(events, warn, rendered), len(events)) for events in stream)
+    stream = ChromeEvents(path, decode=chunk_decoder(warn, {}, TYPED_DECODE))
+    frames = _joined(stream)
     return stream.doc, frames  # doc is complete only once the events are read
 
 
 def _whole(path: Path, warn: Warnings) -> tuple[dict, dict[str, pl.DataFrame]]:
     """Read the document in one piece (any layout; precise errors for broken files)."""
     doc, events = _whole_document(path, warn)
-    return doc, _joined([(chunk_frames(events, warn, {}), len(events))])
+    return doc, _joined([(chunk_frames(dict_columns(events, warn), warn, {}), len(events))])
 
 
 def _streamed_parallel(path: Path, warn: Warnings, jobs: int) -> tuple[dict, dict[str, pl.DataFrame]]:
@@ -93,19 +98,19 @@ def _streamed_parallel(path: Path, warn: Warnings, jobs: int) -> tuple[dict, dic
 
     from traceview import subprocesses
 
-    stream = ChromeEvents(path)
+    stream = ChromeEvents(path, decode=chunk_decoder(warn, {}, TYPED_DECODE))
     task_kinds = kinds.current()  # the user's task-kind rules, handed to each worker
 
     def parts():
         with subprocesses.finish(subprocesses.pool(jobs)) as pool:
             pending: deque = deque()
             for piece in stream.pieces():
-                if isinstance(piece, list):  # the last events, decoded here
+                if not isinstance(piece, bytes):  # the last events, decoded here
                     while pending:
                         yield _merged(subprocesses.result(pending.popleft()), warn)
-                    yield chunk_frames(piece, warn, {}), len(piece)
+                    yield piece
                     return
-                pending.append(pool.submit(_piece_frame, piece, task_kinds))
+                pending.append(pool.submit(_piece_frame, piece, task_kinds, TYPED_DECODE))
                 while len(pending) > 2 * jobs:
                     yield _merged(subprocesses.result(pending.popleft()), warn)
 
@@ -129,18 +134,17 @@ def _merged(result, warn: Warnings) -> tuple[dict[str, pl.DataFrame], int]:
 _WORKER_RENDERED: dict = {}
 
 
-def _piece_frame(piece: bytes, task_kinds: str = ""):
+def _piece_frame(piece: bytes, task_kinds: str = "", typed: bool = True):
     """Worker process: decode one piece with the user's task-kind rules `task_kinds`; (its
     `chunk_frames` frames, events, warning counts) or None if the piece is not a JSON array (its
     cut fell inside an event)."""
     with gc_paused(), kinds.using(task_kinds):
-        try:
-            events = orjson.loads(piece)
-        except orjson.JSONDecodeError:
-            return None
-        del piece
         warn = Warnings("")
-        return chunk_frames(events, warn, _WORKER_RENDERED), len(events), dict(warn._counts)
+        try:
+            frames, n = chunk_decoder(warn, _WORKER_RENDERED, typed)(piece)
+        except NotJSON:
+            return None
+        return frames, n, dict(warn._counts)
 
 
 def _whole_document(path: Path, warn: Warnings) -> tuple[dict, list]:
@@ -170,8 +174,9 @@ def _whole_document(path: Path, warn: Warnings) -> tuple[dict, list]:
 def _joined(parts) -> dict[str, pl.DataFrame]:
     """The frames of all chunks, from (`chunk_frames` frames, events in the chunk) per chunk in file
     order (there is at least one: the streams end with the last, maybe empty, chunk). `_i`
-    becomes the event's index in the file; tasks and host events are sorted by (start, `_i`);
-    kernels get their input shapes (their launching op may sit in another chunk)."""
+    becomes the event's index in the file; tasks and host events are sorted by (start, `_i`): the
+    rows are in `_i` order already, so a stable sort by start alone; kernels get their input shapes
+    (their launching op may sit in another chunk)."""
     lists: dict[str, list] = {}
     offset = 0
     for frames, n in parts:
@@ -182,7 +187,7 @@ def _joined(parts) -> dict[str, pl.DataFrame]:
         offset += n
     out = {name: pl.concat(dfs, how="diagonal_relaxed") if len(dfs) > 1 else dfs[0] for name, dfs in lists.items()}
     for name in ("tasks", "host", "collective_ops"):
-        out[name] = out[name].sort("start_ns", "_i")
+        out[name] = out[name].sort("start_ns", maintain_order=True)
     out["tasks"] = with_input_shapes(out["tasks"], out.pop("op_shapes"))
     return out
 

@@ -1,23 +1,26 @@
-"""Kineto events to columns: one chunk of decoded Chrome-trace events becomes the frames of its
-device tasks, host events, GPU annotations and collective ops (`chunk_frames`).
+"""Kineto events to frames: one chunk's complete events, as columns (`Columns`, from either
+decode), become the frames of its device tasks, host events, GPU annotations and collective ops
+(`chunk_frames`).
 
-How it stays fast: polars builds the columns of all events of a chunk in one call (only the fields
-we use), and everything after that is polars expressions. The only per-event Python work is
-collecting the `args` dicts of complete (`ph: X`) events; keys are read from the args of kernels,
-collective ops and the cpu_ops that launched kernels only. Timestamps: `ts`/`dur` are µs numbers,
-converted to Int64 ns by rounding (exact for integer µs and for 3-decimal µs below ~9e12 µs).
+The columns come from the typed decode (`parsers.kineto_decode`: msgspec Structs, no dict per
+event) or, for chunks outside its types, from the dict decode (`parsers.kineto_dicts`: orjson's
+dicts); both give the same columns for the same events. Everything after that is two polars
+collects per chunk (`chunk_frames`); the few args read per row (grid/block of kernels, collective args,
+`Input Dims` of cpu_ops) are read through `Columns.args` for those rows only. Timestamps: `ts`/`dur`
+are µs numbers, converted to Int64 ns by rounding (exact for integer µs and for 3-decimal µs below
+~9e12 µs).
 """
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
+from typing import Protocol
 
 import orjson
 import polars as pl
 
 from traceview.errors import Warnings
 from traceview.parsers import kinds
-from traceview.parsers.jsonio import nested_too_deep
 from traceview.parsers.kineto_comm import COLLECTIVE_OP, COMM_ARGS, COMM_COLUMNS
 from traceview.parsers.timeconv import us_float_to_ns
 
@@ -93,39 +96,40 @@ HOST_COLUMNS = ("_i", "pid", "tid", "name", "cat", "kind", "start_ns", "end_ns",
 ANNOTATION_COLUMNS = ("_i", "device", "stream", "name", "start_ns", "end_ns")
 
 
-NESTED_VALUES = "event fields holding a list or object where a number or text belongs read as missing"
+MISSING_TS = "complete events with a missing or non-numeric 'ts' dropped"
+MISSING_DUR = "complete events with a missing or non-numeric 'dur' dropped"
+NEGATIVE_DUR = "complete events with a negative 'dur' dropped"
+UNNAMED = "complete events without a name kept as '(unnamed)'"
+MTIA = "MTIA device events (mtia_ccp_events) not analysed yet: host side only"
 
 
-def _scalar_fields(event: dict, fields: pl.Schema, warn: Warnings) -> dict:
-    """`event` with the lists/objects in `fields` (scalar columns) replaced by None (counted), the
-    other values of String columns as text and integers beyond Int64 as None (polars cannot append
-    them: found by bench/fuzz_parsers.py)."""
-    out = None
-    for k, dtype in fields.items():
-        v = event.get(k)
-        if v is None or (isinstance(v, str) and dtype == pl.String):
-            continue
-        if isinstance(v, (list, dict)):
-            warn.add(NESTED_VALUES)
-            v = None
-        elif dtype == pl.String:
-            v = str(v)
-        elif (
-            isinstance(v, bool) or int64(v) is not None or isinstance(v, float) and math.isfinite(v) and abs(v) < 2**63
-        ):
-            continue
-        else:  # an integer beyond Int64, inf, nan or text in an integer column
-            v = _int_text(v) if isinstance(v, str) else None
-        out = out if out is not None else dict(event)
-        out[k] = v
-    return event if out is None else out
+class ArgReader(Protocol):
+    """The args of a chunk's complete events, read for the rows at `positions` (`_a`), in order."""
+
+    def dims(self, positions: list[int], key: str, rendered: dict) -> pl.Series:
+        """Launch grid/block (`key`) as 'x,y,z' text (`dims_text`), a String Series; `rendered` may
+        memoise the texts."""
+
+    def scalars(self, positions: list[int], key: str) -> list:
+        """The value of `key` if it is text or a number (not a bool), else None (`scalar`)."""
+
+    def shapes(self, positions: list[int], rendered: dict) -> list:
+        """`Input Dims` as Ascend's `Input Shapes` text (`shapes_text`); `rendered` memoises the
+        text per distinct dims value across chunks."""
 
 
-def _int_text(v: str) -> int | None:
-    try:
-        return int64(int(v.strip()))
-    except ValueError:
-        return None
+@dataclass
+class Columns:
+    """One chunk's complete ('X') events as columns, as either decode gives them.
+
+    `x`: one row per complete event, in file order: `_i` (the event's index in the chunk), cat,
+    name (String), pid, tid (Int64, or String read by `int_of`), ts, dur (Float64 µs) and the
+    ARG_FIELDS columns (stream Int64 or String). `args`: the rest of each row's args. `events`:
+    entries in the chunk (the offset of the next chunk's `_i`)."""
+
+    x: pl.DataFrame
+    args: ArgReader
+    events: int
 
 
 def int64(v) -> int | None:
@@ -133,151 +137,147 @@ def int64(v) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63 else None
 
 
-def chunk_frames(events: list, warn: Warnings, rendered: dict) -> dict[str, pl.DataFrame]:
-    """One chunk's complete (X) events split into the frames the rank is built from:
+def chunk_frames(cols: Columns, warn: Warnings, rendered: dict) -> dict[str, pl.DataFrame]:
+    """One chunk's complete events split into the frames the rank is built from:
     `tasks` (device tasks with kind, grid/block and collective args), `host` (host events),
     `annotations` (GPU-side user annotations), `collective_ops` (host ops that may carry collective
-    metadata, with it) and `op_shapes` (`_op_shapes`); `_i` = the event's index in the chunk.
-    Each event's args are read once into the few columns used; only the rows that need more
-    (kernels, collective ops, cpu_ops) have their args dicts looked at again. `rendered` caches
-    shape texts across chunks."""
-    deep = nested_too_deep(events)
-    try:
-        if deep:
-            raise ValueError("nested too deeply")
-        df = pl.DataFrame(events, schema=EVENT_FIELDS, strict=False, infer_schema_length=None)
-    except (TypeError, ValueError, pl.exceptions.PolarsError):
-        # Slow path for broken traces: drop non-objects, read ts/dur as text and convert leniently.
-        good = [e for e in events if isinstance(e, dict)]
-        warn.add(NOT_OBJECTS, len(events) - len(good))
-        events = [_scalar_fields(e, EVENT_FIELDS, warn) for e in good]
-        lenient = pl.Schema({**EVENT_FIELDS, "ts": pl.String, "dur": pl.String})
-        df = pl.DataFrame(events, schema=lenient, strict=False, infer_schema_length=None).with_columns(
-            pl.col("ts", "dur").str.strip_chars().cast(pl.Float64, strict=False)
-        )
-    df = df.with_row_index("_i")
-    phase = pl.col("ph")
-    unknown, begin_end = df.select(
-        (phase.is_null() | ~phase.is_in(CHROME_PHASES)).sum().alias("unknown"),
-        phase.is_in(["B", "E"]).sum().alias("begin_end"),
-    ).row(0)
-    warn.add(UNKNOWN_PHASE, unknown)
-    warn.add(BEGIN_END_PHASE, begin_end)
-    x = df.filter(phase == "X")
-    del df
-    # Flows, counters, instants and metadata ('s', 'f', 'C', 'i', 'M') carry nothing the canonical
-    # model holds: ranks, devices and correlations come from the X events and the document header.
-    args = [events[i].get("args") for i in x["_i"].to_list()]
-    try:
-        if deep:
-            raise ValueError("nested too deeply")
-        arg_frame = pl.DataFrame([a or _EMPTY for a in args], schema=ARG_FIELDS, strict=False, infer_schema_length=None)
-    except (TypeError, ValueError, pl.exceptions.PolarsError):
-        args = [a if isinstance(a, dict) else _EMPTY for a in args]
-        args = [_scalar_fields(a, ARG_FIELDS, warn) if a is not _EMPTY else a for a in args]
-        arg_frame = pl.DataFrame(args, schema=ARG_FIELDS, strict=False, infer_schema_length=None)
-    # `_a`: the row's position in `args` (kept through the filters below).
-    x = pl.concat([x, arg_frame], how="horizontal").with_row_index("_a")
-
+    metadata, with it) and `op_shapes` (external_id, input_shapes of the first `cpu_op` per External
+    id); `_i` = the event's index in the chunk. Two polars collects: the kept rows (converted once)
+    with every count, then all five tables in one `collect_all`; then only the rows that need more
+    (kernels, collective ops, cpu_ops) have args read. `rendered` caches shape and launch-dimension
+    texts across chunks."""
+    x = cols.x.lazy().with_row_index("_a")  # `_a`: the row's position in `cols.args`
     x = x.with_columns(us_float_to_ns(pl.col("ts")).alias("start_ns"), us_float_to_ns(pl.col("dur")).alias("dur_ns"))
-    warn.add("complete events with a missing or non-numeric 'ts' dropped", x["start_ns"].null_count())
-    x = x.filter(pl.col("start_ns").is_not_null())
-    warn.add("complete events with a missing or non-numeric 'dur' dropped", x["dur_ns"].null_count())
-    warn.add("complete events with a negative 'dur' dropped", x.filter(pl.col("dur_ns") < 0).height)
-    x = x.filter(pl.col("dur_ns") >= 0)
-    warn.add("complete events without a name kept as '(unnamed)'", x["name"].null_count())
-    x = x.with_columns(
-        pl.col("cat").str.to_lowercase().fill_null("").alias("cat_lc"),
+    timed = pl.col("start_ns").is_not_null()
+    kept = timed & (pl.col("dur_ns") >= 0)
+    cat_lc = pl.col("cat").str.to_lowercase().fill_null("")
+    counts = x.select(
+        (~timed).sum().alias(MISSING_TS),
+        (timed & pl.col("dur_ns").is_null()).sum().alias(MISSING_DUR),
+        (timed & (pl.col("dur_ns") < 0)).sum().alias(NEGATIVE_DUR),
+        (kept & pl.col("name").is_null()).sum().alias(UNNAMED),
+        (kept & cat_lc.str.starts_with("mtia_ccp")).sum().alias(MTIA),
+    )
+    schema = cols.x.schema
+    x = x.filter(kept).with_columns(
+        cat_lc.alias("cat_lc"),
         pl.col("name").fill_null("(unnamed)"),
         pl.coalesce("External id", "external id").alias("external_id"),
         (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
-        _int_of("pid").alias("pid"),
-        _int_of("tid").alias("tid"),
-        _int_of("stream").alias("stream"),
+        *(int_of(c) if schema[c] == pl.String else pl.col(c) for c in ("pid", "tid", "stream")),
     )
-    mtia = x.filter(pl.col("cat_lc").str.starts_with("mtia_ccp")).height
-    warn.add("MTIA device events (mtia_ccp_events) not analysed yet: host side only", mtia)
-
+    counts, x = pl.collect_all([counts, x])
+    x = x.lazy()
     device_kind = pl.col("cat_lc").replace_strict(kinds.DEVICE_CATEGORIES, default=None)
     is_device = device_kind.is_not_null()
     is_annotation = pl.col("cat_lc").is_in(list(kinds.DEVICE_ANNOTATION_CATEGORIES))
     host = x.filter(~is_device & ~is_annotation & ~pl.col("cat_lc").is_in(list(kinds.IGNORED_CATEGORIES)))
     host = host.with_columns(pl.col("cat_lc").replace_strict(kinds.HOST_CATEGORIES, default="other").alias("kind"))
-    collective_ops = host.filter(COLLECTIVE_OP).select(
-        "_i", "_a", "pid", "tid", "name", "start_ns", "end_ns", "external_id"
+    ops = (  # the cpu_ops (2021: `Operator`) whose `Input Dims` become kernels' input shapes
+        host.filter(pl.col("cat_lc").is_in(("cpu_op", "operator")) & pl.col("external_id").is_not_null())
+        .select("_a", "external_id")
+        .unique("external_id", keep="first", maintain_order=True)
     )
+    tasks, host, annotations, collective_ops, ops = pl.collect_all(
+        [
+            _tasks(x.filter(is_device), device_kind),
+            host.select(HOST_COLUMNS),
+            x.filter(is_annotation)
+            .with_columns(pl.col("tid").alias("stream"), pl.col("pid").alias("device"))
+            .select(ANNOTATION_COLUMNS),
+            host.filter(COLLECTIVE_OP).select("_i", "_a", "pid", "tid", "name", "start_ns", "end_ns", "external_id"),
+            ops,
+        ]
+    )
+    for what, n in counts.row(0, named=True).items():
+        warn.add(what, n)
+    shapes = cols.args.shapes(ops["_a"].to_list(), rendered)
+    kernels, comm = _rows(tasks["_kernel"]), _rows(tasks["_comm"])
     return {
-        "tasks": _tasks(x.filter(is_device), args),
-        "host": host.select(HOST_COLUMNS),
-        "annotations": x.filter(is_annotation)
-        .with_columns(pl.col("tid").alias("stream"), pl.col("pid").alias("device"))
-        .select(ANNOTATION_COLUMNS),
-        "collective_ops": _with_args(collective_ops, args, COMM_ARGS, COMM_COLUMNS).drop("_a"),
-        "op_shapes": _op_shapes(host, args, rendered),
+        "tasks": tasks.with_columns(
+            _placed("grid", tasks.height, kernels, cols.args.dims(kernels[1], "grid", rendered)),
+            _placed("block", tasks.height, kernels, cols.args.dims(kernels[1], "block", rendered)),
+            *(_placed(c.name, tasks.height, comm, c) for c in _comm_columns(cols.args, comm[1])),
+        ).drop("_kernel", "_comm"),
+        "host": host,
+        "annotations": annotations,
+        "collective_ops": collective_ops.with_columns(*_comm_columns(cols.args, collective_ops["_a"].to_list())).drop(
+            "_a"
+        ),
+        "op_shapes": ops.select("external_id").with_columns(pl.Series("input_shapes", shapes, dtype=pl.String)),
     }
 
 
-def _tasks(tasks: pl.DataFrame, args: list) -> pl.DataFrame:
+def _tasks(tasks: pl.LazyFrame, device_kind: pl.Expr) -> pl.LazyFrame:
     """Device tasks: kind, stream (the `stream` arg, else the tid), device (the `device` arg, else
-    the pid), grid/block ('x,y,z' text) of kernels and the collective args of communication
-    kernels (read from those rows' args only)."""
-    device_kind = pl.col("cat_lc").replace_strict(kinds.DEVICE_CATEGORIES, default=None)
-    tasks = tasks.with_columns(
-        kinds.device_kind(device_kind, pl.col("name")).alias("kind"),
-        pl.coalesce("stream", "tid").alias("stream"),
-        pl.coalesce("device", "pid").alias("device"),
-    ).drop("pid", "tid", "cat", "ph", "ts", "dur", "External id", "external id")
-    kernels = tasks.filter(pl.col("cat_lc") == "kernel").select("_a")
-    kernel_args = [a if type(a := args[p]) is dict else _EMPTY for p in kernels["_a"].to_list()]
-    launch = kernels.with_columns(
-        pl.Series("grid", [_dims(a.get("grid")) for a in kernel_args], dtype=pl.String),
-        pl.Series("block", [_dims(a.get("block")) for a in kernel_args], dtype=pl.String),
+    the pid), and the row positions whose args are read: `_kernel` (grid/block) of kernels and
+    `_comm` (collective args) of communication kernels (null elsewhere)."""
+    is_kernel = pl.col("cat_lc") == "kernel"
+    return (
+        tasks.with_columns(
+            kinds.device_kind(device_kind, pl.col("name")).alias("kind"),
+            pl.coalesce("stream", "tid").alias("stream"),
+            pl.coalesce("device", "pid").alias("device"),
+        )
+        .with_columns(  # a kernel of kind communication: its name matched the communication patterns
+            pl.when(is_kernel).then(pl.col("_a")).alias("_kernel"),
+            pl.when(is_kernel & (pl.col("kind") == "communication")).then(pl.col("_a")).alias("_comm"),
+        )
+        .drop("_a", "pid", "tid", "cat", "ts", "dur", "External id", "external id")
     )
-    comm = _with_args(
-        tasks.filter((pl.col("cat_lc") == "kernel") & pl.col("name").str.contains(kinds.communication_regex())).select(
-            "_a"
-        ),
-        args,
-        COMM_ARGS,
-        COMM_COLUMNS,
-    )
-    extra = launch.join(comm, on="_a", how="full", coalesce=True)
-    return tasks.join(extra, on="_a", how="left", maintain_order="left").drop("_a")
 
 
-def _with_args(rows: pl.DataFrame, args: list, fields: pl.Schema, names: dict[str, str]) -> pl.DataFrame:
-    """`rows` (with `_a`) plus one column per arg in `fields` (read as text, cast leniently to
-    its dtype, named by `names`; a value that is not a string or a number, e.g. a list, is null)."""
-    found = [a if type(a := args[p]) is dict else _EMPTY for p in rows["_a"].to_list()]
-    return rows.with_columns(
-        pl.Series(names[key], [_scalar(a.get(key)) for a in found], dtype=pl.String, strict=False).cast(
+def _rows(positions: pl.Series) -> tuple[pl.Series, list[int]]:
+    """(the rows where `positions` is not null, those positions)."""
+    return positions.is_not_null().arg_true(), positions.drop_nulls().to_list()
+
+
+def _placed(name: str, height: int, rows: tuple[pl.Series, list[int]], values: pl.Series) -> pl.Series:
+    """A `height`-long column named `name`: `values` at `rows[0]`, null elsewhere."""
+    return pl.repeat(None, height, dtype=values.dtype, eager=True).alias(name).scatter(rows[0], values)
+
+
+def _comm_columns(args: ArgReader, positions: list[int]) -> list[pl.Series]:
+    """One column per collective arg (COMM_ARGS, named by COMM_COLUMNS) for the rows `positions`:
+    read as text, cast leniently to its dtype (a value that is not text or a number is null)."""
+    return [
+        pl.Series(COMM_COLUMNS[key], args.scalars(positions, key), dtype=pl.String, strict=False).cast(
             dtype, strict=False
         )
-        for key, dtype in fields.items()
-    )
+        for key, dtype in COMM_ARGS.items()
+    ]
 
 
-def _scalar(value):
+def scalar(value):
     """`value` if it is a string or a number (not a bool), else None."""
     return value if type(value) in (str, int, float) else None
 
 
-_EMPTY: dict = {}
-
-
-def _dims(value) -> str | None:
+def dims_text(value) -> str | None:
     """A launch grid/block list [x, y, z] as 'x,y,z' text; None if absent or not a list."""
     if type(value) is list and value:
         return ",".join(map(str, value))
     return None
 
 
-def _int_of(col: str) -> pl.Expr:
+def int_of(col: str) -> pl.Expr:
     """A pid/tid/stream column as Int64: plain integers, or the digits of 'stream 7'; else null."""
     return pl.col(col).str.extract(r"(-?\d+)\s*$", 1).cast(pl.Int64, strict=False)
 
 
-def _shapes_text(dims: list) -> str:
+def rendered_shapes(dims: list, rendered: dict) -> str:
+    """`shapes_text(dims)`, memoised in `rendered` by the dims' JSON; a list nested too deeply to
+    re-serialise (orjson's 255 levels) is rendered without the memo."""
+    try:
+        key = orjson.dumps(dims)
+    except TypeError:
+        return shapes_text(dims)
+    if (t := rendered.get(key)) is None:
+        t = rendered[key] = shapes_text(dims)
+    return t
+
+
+def shapes_text(dims: list) -> str:
     """`Input Dims` ([[8192, 4096], [4096, 4096], []]) as Ascend's `Input Shapes` text
     ("8192,4096;4096,4096;"): one entry per input in order, joined by ';'; a tensor's dims joined
     by ','; an input without dims (a scalar, None, a 0-d tensor) is the empty entry; a tensor-list
@@ -291,33 +291,12 @@ def _shapes_text(dims: list) -> str:
     return ";".join(out)
 
 
-def _op_shapes(host: pl.DataFrame, args: list, rendered: dict) -> pl.DataFrame:
-    """external_id, input_shapes of the first `cpu_op` (2021: `Operator`) per External id in `host`
-    (input_shapes null when it recorded no `Input Dims`: shapes are only there when the profile
-    was recorded with record_shapes=True). One dict lookup per such op; each distinct dims list is
-    rendered once (`_shapes_text`, memoised in `rendered`)."""
-    ops = (
-        host.filter(pl.col("cat_lc").is_in(("cpu_op", "operator")) & pl.col("external_id").is_not_null())
-        .select("_a", "external_id")
-        .unique("external_id", keep="first", maintain_order=True)
-    )
-    dims = [a.get("Input Dims") if type(a := args[p]) is dict else None for p in ops["_a"].to_list()]
-    text = []
-    for d in dims:
-        if type(d) is not list:
-            text.append(None)
-            continue
-        key = orjson.dumps(d)
-        if (t := rendered.get(key)) is None:
-            t = rendered[key] = _shapes_text(d)
-        text.append(t)
-    return ops.select("external_id").with_columns(pl.Series("input_shapes", text, dtype=pl.String))
-
-
 def with_input_shapes(tasks: pl.DataFrame, op_shapes: pl.DataFrame) -> pl.DataFrame:
     """Kernels' input_shapes: those of the launching op, the first `cpu_op` in the file with the
     kernel's External id (the link `traceview.analysis.classes.launch_ops` trusts wherever it
     exists); null for other events."""
+    if op_shapes["input_shapes"].null_count() == op_shapes.height:  # recorded without shapes
+        return tasks.with_columns(pl.lit(None, pl.String).alias("input_shapes"))
     shapes = op_shapes.unique("external_id", keep="first", maintain_order=True).drop_nulls("input_shapes")
     if shapes.is_empty():
         return tasks.with_columns(pl.lit(None, pl.String).alias("input_shapes"))

@@ -249,3 +249,27 @@ def test_a_collective_arg_that_is_a_list_is_null(tmp_path):
     tasks = tv.load(path, use_cache=False).device_tasks
     assert tasks["kind"].to_list() == ["communication"]
     assert tasks["group_size"].to_list() == [None]
+
+
+def test_input_dims_nested_deeper_than_orjson_dumps(tmp_path):
+    """kineto_events: a cpu_op's `Input Dims` nested 300 deep raised orjson's TypeError ('Recursion
+    limit reached') from the memo key of the rendered shapes; now rendered without the memo."""
+    doc = _doc()
+    doc["traceEvents"][1]["args"]["External id"] = 5
+    doc["traceEvents"][2]["args"]["External id"] = 5
+    doc["traceEvents"].insert(
+        1,
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 100.5, "dur": 2.0,
+         "args": {"External id": 5, "Input Dims": "__DEEP__"}},
+    )  # fmt: skip
+    text = json.dumps(doc).replace('"__DEEP__"', "[" * 300 + "]" * 300)
+    from traceview.parsers import kineto
+
+    shapes = []
+    for typed in (True, False):  # the typed decode and the dict decode
+        saved, kineto.TYPED_DECODE = kineto.TYPED_DECODE, typed
+        try:
+            shapes.append(_load(tmp_path, text).device_tasks["input_shapes"].to_list())
+        finally:
+            kineto.TYPED_DECODE = saved
+    assert shapes[0] == shapes[1] and shapes[0][0].startswith("[[")  # one tensor-list input, its lists as text
