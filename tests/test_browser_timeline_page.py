@@ -98,6 +98,33 @@ def test_the_filter_bar_reaches_the_canvas(server_for, browser):  # noqa: F811
     page.close()
 
 
+def test_a_kernel_name_in_the_overview_opens_its_instances_on_the_timeline(server_for, browser):  # noqa: F811
+    """Clicking a kernel's name in the Overview's top-kernel table goes to the Timeline with the
+    kernel as the name filter and its rank selected: the canvas draws exactly that kernel's tasks
+    of that rank; clicking another column of the row stays on the Overview."""
+    page, errors = _open(browser, server_for(DP4) + "/?rank=1")
+    page.locator("#kernel-table").scroll_into_view_if_needed()
+    cell = "#kernel-table .ag-center-cols-container .ag-row[row-index='0'] .ag-cell[col-id='{}']"
+    page.wait_for_selector(cell.format("short_name"), timeout=20_000)
+    page.click(cell.format("count"))
+    time.sleep(0.5)
+    assert urlparse(page.url).path == "/"
+    page.click(cell.format("short_name"))
+    page.wait_for_function("() => window.location.pathname === '/timeline'", timeout=20_000)
+    page.wait_for_function(READY, timeout=30_000)
+    query = _query(page)
+    assert query["rank"] == "1" and query["q"]
+    tasks = tv.load(DP4).classified_tasks()
+    want = tasks.filter(
+        (pl.col("rank") == 1) & pl.col("name").str.to_lowercase().str.contains(query["q"].lower(), literal=True)
+    )
+    shown = page.evaluate(DEVICE_ITEMS)
+    assert len(shown) == want.height > 0
+    assert {name for name, _ in shown} == set(want["name"].to_list())
+    assert errors == []
+    page.close()
+
+
 def test_compare_host_threads_jump_to_step_and_reset_from_the_toolbar(server_for, browser):  # noqa: F811
     """Two ranks picked in the toolbar: the URL says compare=a,b, rank a's lanes draw above rank
     b's; a shared address sets the pickers. Jump to step zooms to that step's window, and picking
