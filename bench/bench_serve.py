@@ -4,8 +4,9 @@ parse; a timeline request answers within 300 ms server-side).
     python bench/bench_serve.py [--tasks 1000000] [--ranks 4]
 
 Writes a synthetic Kineto profile (ranks x tasks/ranks kernels on a compute and an NCCL stream,
-each launched by a cudaLaunchKernel, 100 GPU-annotated steps) to bench/out/serve_1m/, parses it
-once (cold, filling the cache), then times with a new Trace from the cache: the cached load, the
+each launched by a cudaLaunchKernel, 100 GPU-annotated steps) to bench/out/serve_<N>k/, parses it
+once as `traceview serve` does (cold, with the rank-local analyses, filling the bench's own cache
+bench/out/serve_<N>k_cache), then times with a new Trace from the cache: the cached load, the
 first page (summary + app + overview callback); then the Timeline page's canvas timeline, its JSON
 API (`timeline_api`, answer serialised as sent): meta, the whole-trace view, a step zoom, a pan
 inside the prefetched window (no request: checked with the client's rule), a round trip that
@@ -133,11 +134,14 @@ def main() -> None:
     folder = ROOT / "bench" / "out" / f"serve_{args.tasks // 1000}k"
     write_profile(folder, args.tasks, args.ranks)
     t0 = time.perf_counter()
-    tv.load(folder, use_cache=True)  # cold parse fills the cache (or it is warm from a previous run)
+    # cold parse fills the cache (or it is warm from a previous run); analyse=True as `traceview
+    # serve` loads: the rank-local analyses go to the cache with each rank and are read back
+    cache = folder.parent / f"{folder.name}_cache"  # the bench's own: entries written with the analyses
+    tv.load(folder, use_cache=True, analyse=True, cache_dir=cache)
     print(f"parse (cold or cached): {time.perf_counter() - t0:.2f} s")
 
     t0 = time.perf_counter()
-    trace = tv.load(folder)
+    trace = tv.load(folder, analyse=True, cache_dir=cache)
     t_load = time.perf_counter() - t0
     if args.canvas_only:
         print(f"tasks: {trace.device_tasks.height:,} on {trace.ranks.height} ranks; cached load {t_load:.2f} s")
