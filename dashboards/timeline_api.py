@@ -140,15 +140,17 @@ class TimelineApi:
             return self._model
 
     def warm(self) -> threading.Thread:
-        """Build the model, its meta and overlays in a daemon thread and return it: `traceview serve` starts
-        it once the Overview is ready, so the Timeline's first open finds them built (the model
-        of a 4M-task profile takes seconds). A request meanwhile waits on the lock instead of
-        building a second model. A failure is left to the first request, which reports it."""
+        """Build the model, its meta, the overlays and the range selection's unions in a daemon
+        thread and return it: `traceview serve` starts it once the Overview is ready, so the
+        Timeline's first open finds them built (a 4M-task profile takes tens of seconds). A
+        request meanwhile waits on the lock instead of building a second model. A failure is
+        left to the first request, which reports it."""
 
         def build() -> None:
             try:
                 self.meta({})
                 self.overlays({"start": "0", "end": "1"})
+                self.range({"start": "0", "end": "1"})  # merges the unions a range selection reads
             except Exception:  # noqa: BLE001 - the first request rebuilds and reports it
                 with self._lock:
                     self._model = None

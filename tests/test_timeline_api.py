@@ -135,6 +135,7 @@ def test_warm_builds_the_model_in_the_background_once():
     assert built is not None
     assert api.meta({})["ranks"] == [0, 1, 2, 3]
     assert api.model is built and api._overlays is not None
+    assert len(built._unions) == 3  # a range selection finds its unions merged
 
 
 def test_a_failed_warm_is_reported_by_the_first_request(monkeypatch):
