@@ -70,6 +70,7 @@ class TimelineModel:
         self.names = {f: frame["name"].drop_nulls().unique() for f, frame in self.items.items()}
         self.classes = {f: frame["cls"].unique() for f, frame in self.items.items()}
         # per family: items by lane and the whole-trace pyramid (wide views never touch every item)
+        self._unions: dict[tuple, tt.UnionIndex] = {}  # range selection's unions (`unions`)
         self.index = {
             f: tt.LaneIndex(frame, self.origin_ns, self.end_ns) for f, frame in self.items.items() if frame.height
         }
@@ -131,7 +132,7 @@ class TimelineModel:
     def unions(self, family: str, keys: tuple[str, ...], kind: str | None = None) -> tt.UnionIndex:
         """The `UnionIndex` of a family's items by `keys` (only the lanes of `kind` if given),
         built on first use and kept: a range selection then costs two binary searches per group."""
-        memo = self.__dict__.setdefault("_unions", {})
+        memo = self._unions
         if (family, keys, kind) not in memo:
             items = self.items[family]
             if kind is not None:
