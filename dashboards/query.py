@@ -7,6 +7,9 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlencode
 
 TIMELINE_PATH = "/timeline"
+#: The longest name filter or search, characters: a kernel's whole name (C++ template names run to
+#: hundreds of characters; a cut one would match every kernel sharing its prefix).
+MAX_NAME = 2000
 #: The Compare page (`traceview serve RUN --compare OTHER`).
 COMPARE_PATH = "/compare"
 #: The filter bar's widgets, whose values live in the query string, and the property holding each
@@ -54,7 +57,7 @@ def parse_filters(search: str | None, classes: list[str]) -> tuple[list[str] | N
     """(`class` list of known classes or None for all, `q` name search or None, `host` lanes on)."""
     query = _query(search)
     picked = [c for c in ",".join(query.get("class", [])).split(",") if c in classes]
-    text = (query.get("q") or [""])[0].strip()[:200]
+    text = (query.get("q") or [""])[0].strip()[:MAX_NAME]
     host = (query.get("host") or [""])[0] in ("1", "true", "yes")
     return (sorted(set(picked)) or None), (text or None), host
 
@@ -99,7 +102,7 @@ def instances_query(search: str | None, name: str, rank: int | None = None, host
     finds them), its `rank` when the row is one rank's, host lanes for a host operator; the
     other filters of `search` kept, the class filter dropped (a cross-rank row may be of any)."""
     params = {k: v[0] for k, v in _query(search).items() if k not in ("class", "q") and v}
-    params["q"] = name.strip()[:200]
+    params["q"] = name.strip()[:MAX_NAME]
     if rank is not None:
         params["rank"] = str(rank)
         params.pop("compare", None)

@@ -26,6 +26,7 @@ Bad parameters answer 400 with a one-line reason.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 
@@ -34,6 +35,7 @@ import polars as pl
 
 from traceview.analysis import timeline_tracks as tt
 from traceview.dashboards.colors import ITERATION_COLORS, class_color
+from traceview.dashboards.query import MAX_NAME
 from traceview.dashboards.timeline_model import FAMILIES, TimelineModel
 from traceview.dashboards.timeline_overlays import TimelineOverlays
 from traceview.safe_text import one_line
@@ -42,12 +44,23 @@ API = "/api/timeline/"
 ROUTES = ("meta", "window", "task", "search", "range", "overlays")
 MAX_PX = 8192
 MAX_SEARCH = 5000
-MAX_TEXT = 200  # a search or name filter, characters
+MAX_TEXT = MAX_NAME  # a search or name filter, characters (a kernel's whole name fits)
 MAX_CLASSES = 100  # classes in one `cls` filter
 FILTERS_KEPT = 8  # filtered device items (and their lane index) kept per filter set
 #: The largest magnitude of an integer parameter: times relative to the origin (epoch ns, ~2**61
 #: today) stay inside Int64 once the origin is added back.
 MAX_INT = 2**60
+#: The columns of a window's raw items and stacked bins (an empty answer has them too).
+RAW_SCHEMA = {
+    "lane": pl.Int64,
+    "id": pl.Int64,
+    "start_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "name": pl.String,
+    "cls": pl.String,
+    "flow": pl.Int64,
+}
+STACKED_SCHEMA = {"lane": pl.Int64, "bin": pl.Int64, "cls": pl.String, "busy_ns": pl.Int64}
 #: colours of what is not a compute class: host event kinds, iteration terms, steps
 EXTRA_COLORS = {
     "operator": "#6B8EC8",
@@ -101,12 +114,12 @@ def _ranks(args, model: TimelineModel) -> list[int] | None:
 def _filter(args) -> tuple[tuple[str, ...], str]:
     """(classes, lower-case name substring) of the `cls` / `name` parameters; empty: no filter."""
     classes = tuple(sorted({c for c in (args.get("cls") or "").split(",") if c}))
-    name = (args.get("name") or "").strip().lower()
+    name = (args.get("name") or "").strip()
     if len(classes) > MAX_CLASSES or any(len(c) > MAX_TEXT for c in classes):
         raise BadRequest(f"cls must be at most {MAX_CLASSES} classes of at most {MAX_TEXT} characters")
     if len(name) > MAX_TEXT:
         raise BadRequest(f"name must be at most {MAX_TEXT} characters")
-    return classes, name
+    return classes, name.lower()  # measured before lowering: lowering may lengthen a text
 
 
 def _named(names: pl.Series, text: str) -> pl.Expr:
@@ -130,6 +143,7 @@ class TimelineApi:
         self._meta: dict | None = None
         self._findings = findings  # the findings the dashboard shows (None: Trace.findings())
         self._overlays: TimelineOverlays | None = None
+        self._overlays_lock = threading.Lock()
         self._filtered: OrderedDict[tuple, tuple[pl.DataFrame, tt.LaneIndex | None]] = OrderedDict()
 
     @property
@@ -151,11 +165,8 @@ class TimelineApi:
                 self.meta({})
                 self.overlays({"start": "0", "end": "1"})
                 self.range({"start": "0", "end": "1"})  # merges the unions a range selection reads
-            except Exception:  # noqa: BLE001 - the first request rebuilds and reports it
-                with self._lock:
-                    self._model = None
-                    self._overlays = None
-                self._meta = None
+            except Exception as exc:  # noqa: BLE001 - what failed was not kept: the request that needs it reports it
+                logging.getLogger("traceview.serve").warning("timeline warm-up stopped: %s", str(exc)[:200])
 
         thread = threading.Thread(target=build, name="traceview-timeline-warm", daemon=True)
         thread.start()
@@ -223,10 +234,7 @@ class TimelineApi:
 
     def window(self, args) -> dict:
         m = self.model
-        start = _int(args, "start") + m.origin_ns
-        end = _int(args, "end") + m.origin_ns
-        if end <= start:
-            raise BadRequest("end must be greater than start")
+        start, end = _bounded_span(args, m.origin_ns)
         px = _int(args, "px", 1000, 1, MAX_PX)
         ranks = _ranks(args, m)
         raws, stacks, binned, edges = [], [], [], None
@@ -240,8 +248,11 @@ class TimelineApi:
             stacks.append(out["stacked"])
             binned += out["binned_lanes"]
             edges = out["edges"]
-        raw = pl.concat(raws)
-        stacked = pl.concat(stacks)
+        if not raws:  # nothing to draw: a filter that keeps no device task on a trace without steps
+            raws.append(pl.DataFrame(schema=RAW_SCHEMA))
+            stacks.append(pl.DataFrame(schema=STACKED_SCHEMA))
+        raw = pl.concat(raws, how="vertical_relaxed")
+        stacked = pl.concat(stacks, how="vertical_relaxed")
         names = raw["name"].fill_null("").unique(maintain_order=True)
         classes = pl.concat([raw["cls"], stacked["cls"]]).fill_null("other").unique(maintain_order=True)
         name_idx = raw["name"].fill_null("").replace_strict(names, range(len(names)), return_dtype=pl.Int64)
@@ -314,9 +325,10 @@ class TimelineApi:
 
     def search(self, args) -> dict:
         m = self.model
-        q = (args.get("q") or "").strip().lower()
+        q = (args.get("q") or "").strip()
         if not q or len(q) > MAX_TEXT:
             raise BadRequest(f"q must be 1 to {MAX_TEXT} characters")
+        q = q.lower()
         ranks = _ranks(args, m)
         hits = []
         for family in self._families(args):
@@ -369,7 +381,7 @@ class TimelineApi:
         m = self.model
         start, end = _bounded_span(args, m.origin_ns)
         ranks = _ranks(args, m)
-        with self._lock:
+        with self._overlays_lock:  # not the model's lock: other requests go on meanwhile
             if self._overlays is None:
                 self._overlays = TimelineOverlays(self.trace, m, self._findings)
         return self._overlays.window(start, end, ranks)
@@ -379,6 +391,10 @@ def _bounded_span(args, origin_ns: int) -> tuple[int, int]:
     """start, end (relative ns, at most MAX_INT away from the origin) as absolute ns; end > start."""
     start = _int(args, "start") + origin_ns
     end = _int(args, "end") + origin_ns
+    if not -(2**63) <= start < end < 2**63 - 1:
+        if end <= start:
+            raise BadRequest("end must be greater than start")
+        raise BadRequest("start and end out of range")
     if end <= start:
         raise BadRequest("end must be greater than start")
     return start, end

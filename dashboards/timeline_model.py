@@ -11,6 +11,8 @@ them relative to `origin_ns`.
 
 from __future__ import annotations
 
+import threading
+
 import polars as pl
 
 from traceview.analysis import timeline as tl
@@ -71,6 +73,7 @@ class TimelineModel:
         self.classes = {f: frame["cls"].unique() for f, frame in self.items.items()}
         # per family: items by lane and the whole-trace pyramid (wide views never touch every item)
         self._unions: dict[tuple, tt.UnionIndex] = {}  # range selection's unions (`unions`)
+        self._unions_lock = threading.Lock()  # the warm-up and a request merge each once
         self.index = {
             f: tt.LaneIndex(frame, self.origin_ns, self.end_ns) for f, frame in self.items.items() if frame.height
         }
@@ -132,13 +135,15 @@ class TimelineModel:
     def unions(self, family: str, keys: tuple[str, ...], kind: str | None = None) -> tt.UnionIndex:
         """The `UnionIndex` of a family's items by `keys` (only the lanes of `kind` if given),
         built on first use and kept: a range selection then costs two binary searches per group."""
-        memo = self._unions
-        if (family, keys, kind) not in memo:
-            items = self.items[family]
-            if kind is not None:
-                items = items.join(self.lanes.filter(pl.col("kind") == kind).select("lane"), on="lane", how="semi")
-            memo[family, keys, kind] = tt.UnionIndex(items, keys)
-        return memo[family, keys, kind]
+        with self._unions_lock:
+            memo = self._unions
+            if (family, keys, kind) not in memo:
+                items = self.items[family]
+                if kind is not None:
+                    lanes = self.lanes.filter(pl.col("kind") == kind).select("lane")
+                    items = items.join(lanes, on="lane", how="semi")
+                memo[family, keys, kind] = tt.UnionIndex(items, keys)
+            return memo[family, keys, kind]
 
     def device_lanes(self) -> list[int]:
         return self.lanes.filter(pl.col("kind") == "device")["lane"].to_list()

@@ -435,16 +435,48 @@ def test_filtered_items_are_kept_for_the_last_few_filter_sets(served):
 @pytest.mark.parametrize(
     "query",
     [
-        "window?start=0&end=10&name=" + "x" * 201,
+        "window?start=0&end=10&name=" + "x" * 2001,
         "window?start=0&end=10&cls=" + ",".join(f"c{i}" for i in range(101)),
-        "search?q=a&cls=" + "c" * 201,
-        "range?start=0&end=10&name=" + "y" * 300,
+        "search?q=a&cls=" + "c" * 2001,
+        "range?start=0&end=10&name=" + "y" * 3000,
+        "overlays?start=0&end=" + str(2**60 + 1),
     ],
 )
 def test_oversized_filters_answer_400(served, query):
     _, client, _, _ = served
     r = client.get("/api/timeline/" + query)
     assert r.status_code == 400 and r.mimetype == "text/plain"
+
+
+def test_a_window_beyond_int64_once_the_origin_is_added_answers_400():
+    """A profile on a clock near Int64's end (a hostile or broken trace): a span that would leave
+    Int64 when its origin is added back is refused, not a server error."""
+    origin = 2**63 - 2**59
+    assert timeline_api._bounded_span({"start": "0", "end": str(2**58)}, origin) == (origin, origin + 2**58)
+    with pytest.raises(timeline_api.BadRequest, match="out of range"):
+        timeline_api._bounded_span({"start": "0", "end": str(2**60)}, origin)
+    with pytest.raises(timeline_api.BadRequest, match="greater"):
+        timeline_api._bounded_span({"start": "5", "end": "5"}, 0)
+
+
+def test_a_whole_kernel_name_filters_and_is_measured_before_lowering(served):
+    """A kernel's whole name (hundreds of characters) is a name filter that keeps that kernel
+    only; a name as long as the limit is accepted even where lower-casing lengthens it."""
+    trace, client, meta, _ = served
+    longest = max(trace.device_tasks["name"].unique().to_list(), key=len)
+    d = _get(client, "window", start=0, end=meta["end"], px=4000, name=longest)
+    assert set(_items(meta, d, "device")["name"].to_list()) == {longest}
+    _get(client, "search", q="İ" * 2000)  # 2,000 characters, 4,000 once lower-cased
+
+
+def test_a_filter_that_keeps_nothing_on_a_trace_without_steps_answers_empty():
+    """No device task kept and no steps/terms track: an empty answer, not a server error."""
+    trace = tv.load(SAMPLES / "dp4_nccl")
+    api = timeline_api.TimelineApi(trace)
+    m = api.model
+    m.index.pop("tracks", None)  # as for a trace without steps
+    d = api.window({"start": "0", "end": str(m.end_ns - m.origin_ns), "cls": "no-such-class"})
+    assert len(d["raw"]["id"]) == 0 and len(d["bins"]["lane"]) == 0
 
 
 def test_hostile_kernel_name_stays_text_in_the_canvas_routes(hostile_trace):  # noqa: F811

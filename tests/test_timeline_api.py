@@ -105,7 +105,7 @@ def test_range_of_a_step_equals_the_iteration_breakdown(dp4):
         "task?id=-1",
         "task?id=99999999",
         "range?start=0",
-        "search?q=" + "x" * 300,
+        "search?q=" + "x" * 2001,
     ],
 )
 def test_bad_parameters_answer_400_with_the_security_headers(dp4, query):

@@ -49,7 +49,7 @@
     var ranks = compare.length === 2 ? compare : ints(p.get("rank"));
     var host = ["1", "true", "yes"].indexOf(p.get("host") || "") >= 0;
     var classes = p.getAll("class").join(",").split(",").filter(function (c) { return c !== ""; }).sort();
-    var name = (p.get("q") || "").trim().slice(0, 200);
+    var name = (p.get("q") || "").trim().slice(0, 2000); // query.MAX_NAME
     return { ranks: ranks, compare: compare.length === 2 ? compare : null, host: host, classes: classes, name: name };
   };
 
@@ -145,7 +145,11 @@
         TV.markSearchNames();
         done();
       })
-      .catch(function (e) { s.pending = null; TV.status("error: " + e.message); });
+      .catch(function (e) {
+        if (seq !== s.seq) { return; } // superseded: the newer request reports its own outcome
+        s.pending = null;
+        TV.status("error: " + e.message);
+      });
     return true;
   };
 

@@ -99,6 +99,9 @@
       TV.draw();
       if (h.count) { TV.step(1); }
       return h;
+    }).catch(function (e) {
+      if (S.search === mine) { document.getElementById("tvtl-search-count").textContent = "search failed: " + e.message; }
+      return null;
     });
   };
 
@@ -121,6 +124,9 @@
       S.range.totals = r;
       rangeTable(r);
       return r;
+    }).catch(function (e) {
+      if (S.range === mine) { document.getElementById("tvtl-range").textContent = "range totals failed: " + e.message; }
+      return null;
     });
   };
 

@@ -43,7 +43,11 @@
         note(o);
         TV.draw();
       })
-      .catch(function (e) { TV.state.overlayPending = null; TV.status("overlays: " + e.message); });
+      .catch(function (e) {
+        if (my !== seq) { return; }
+        TV.state.overlayPending = null;
+        TV.status("overlays: " + e.message);
+      });
   };
 
   /* Per rank, the vertical extent of its device lanes and of its steps + terms lanes. */

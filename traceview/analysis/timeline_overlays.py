@@ -26,8 +26,9 @@ Definitions (times Int64 ns on each rank's own clock):
   window for every stage: the later stages' idle time before their first forward and after their
   last backward is drawn where it happens.
 - `finding_regions`: a finding that names a rank (`Trace.findings()`: per-rank findings are
-  averages over the rank's steps) marks each step window of that rank; a profile-wide finding
-  (rank null) marks every rank's. A rank without step windows is marked over its whole extent.
+  averages over the rank's steps) marks each step's iteration window of that rank
+  (`Trace.iteration_breakdown`: the whole step, host included); a profile-wide finding (rank
+  null) marks every rank's. A rank without iteration windows is marked over its whole extent.
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ def bubble_regions(device_tasks: pl.DataFrame, bubbles: pl.DataFrame) -> pl.Data
 def finding_regions(findings: pl.DataFrame, windows: pl.DataFrame, extents: pl.DataFrame) -> pl.DataFrame:
     """Where each finding applies (module docstring). `findings`: rows of `Trace.findings()` (a
     `rank` column, null for profile-wide), numbered by row; `windows`: rank, start_ns, end_ns (the
-    step windows); `extents`: rank, start_ns, end_ns (each rank's whole extent, for ranks without
+    steps' iteration windows); `extents`: rank, start_ns, end_ns (each rank's whole extent, for ranks without
     windows). Columns: finding (row number in `findings`), rank, start_ns, end_ns; sorted by
     start_ns, rank, finding."""
     if findings.is_empty():

@@ -261,8 +261,9 @@ class UnionIndex:
         _check_window(start_ns, end_ns)
         if ranks is not None and "rank" not in self.keys:
             raise ValueError(f"totals by {self.keys} cannot be limited to ranks: group by rank too")
-        w0 = np.clip(start_ns, self.lo, self.hi + 1) + self.shift
-        w1 = np.clip(end_ns, self.lo, self.hi + 1) + self.shift
+        # W clipped to each group's extent [lo, hi] (hi + 1 could leave Int64 for an end at its max)
+        w0 = np.clip(start_ns, self.lo, self.hi) + self.shift
+        w1 = np.clip(end_ns, self.lo, self.hi) + self.shift
         i0 = np.maximum(np.searchsorted(self.e, w0, side="right"), self.first)  # first run ending after W0
         i1 = np.minimum(np.searchsorted(self.s, w1, side="left"), self.last)  # runs starting before W1
         some = i1 > i0
