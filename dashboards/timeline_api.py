@@ -155,7 +155,7 @@ class TimelineApi:
 
     def warm(self) -> threading.Thread:
         """Build the model, its meta, the overlays and the range selection's unions in a daemon
-        thread and return it: `traceview serve` starts it once the Overview is ready, so the
+        thread and return it: `traceview serve` starts it once the summary is built, so the
         Timeline's first open finds them built (a 4M-task profile takes tens of seconds). A
         request meanwhile waits on the lock instead of building a second model. A failure is
         left to the first request, which reports it."""
