@@ -26,8 +26,27 @@ DEFAULT_HTA_VENV = ROOT / "bench" / "out" / "hta-venv"
 @dataclass(frozen=True)
 class Spec:
     ranks: int
-    rank_bytes: float
+    rank_bytes: float = 0.0
     of: str | None = None  # the first `ranks` ranks of this input, as symlinks
+    copies_of: tuple[str, ...] = ()  # real rank files under SHARED, copied round-robin (rank r <- file r mod n)
+    gz: bool = False  # copies written gzip-compressed, as `.pt.trace.json.gz`
+
+
+DLRM = "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto"
+DLRM_RANKS = tuple(
+    f"{DLRM}/{name}"
+    for name in (
+        "worker0_step_12.1694128201545.pt.trace.json",
+        "worker1_step_12.1694128201556.pt.trace.json",
+        "worker2_step_12.1694128201554.pt.trace.json",
+        "worker3_step_12.1694128201557.pt.trace.json",
+        "worker4_step_12.1694128201547.pt.trace.json",
+        "worker5_step_12.1694128201549.pt.trace.json",
+        "worker6_step_12.1694128201553.pt.trace.json",
+        "worker7_step_12.1694128201553.pt.trace.json",
+    )
+)
+SMALL_RANK = "hta/tests/data/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 
 
 INPUTS = {
@@ -37,9 +56,12 @@ INPUTS = {
     "ranks_8": Spec(8, 5e6, of="ranks_64"),
     "ranks_16": Spec(16, 5e6, of="ranks_64"),
     "ranks_32": Spec(32, 5e6, of="ranks_64"),
+    "dlrm_1024": Spec(1024, copies_of=DLRM_RANKS),
+    "small_2000": Spec(2000, copies_of=(SMALL_RANK,), gz=True),
 }
 SCALING = ["ranks_8", "ranks_16", "ranks_32", "ranks_64"]
-ORDER = ["a100_8x40mb", "a100_1gb", *SCALING]
+MANY = ["dlrm_1024", "small_2000"]
+ORDER = ["a100_8x40mb", "a100_1gb", *SCALING, *MANY]
 TOOLS = ["orjson", "tv cold", "tv cached", "HTA"]
 
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -241,8 +263,23 @@ def plan(rank_bytes: float) -> tuple[Unit, int]:
     return unit, max(1, round(rank_bytes / mid))
 
 
-def rank_file(r: int) -> str:
-    return f"rank{r}.pt.trace.json"
+def rank_file(r: int, gz: bool = False) -> str:
+    return f"rank{r}.pt.trace.json" + (".gz" if gz else "")
+
+
+def write_copy(path: Path, source: Path, rank: int, world: int) -> None:
+    """A real rank file as rank `rank` of `world`: its events unchanged, distributedInfo rewritten."""
+    raw = source.read_bytes()
+    doc = orjson.loads(gzip.decompress(raw) if source.suffix == ".gz" else raw)
+    info = doc.get("distributedInfo") or {"backend": "nccl"}
+    doc["distributedInfo"] = dict(info, rank=rank, world_size=world)
+    events = doc.pop("traceEvents")
+    header = {k: v for k, v in doc.items()}
+    lines = [f"  {json.dumps(k)}: {json.dumps(v)},\n" for k, v in header.items()]
+    body = ("{\n" + "".join(lines) + '  "traceEvents": [\n').encode() + events_bytes(events) + b"\n  ]\n}\n"
+    part = path.with_name(path.name + ".part")
+    part.write_bytes(gzip.compress(body, 6, mtime=0) if path.suffix == ".gz" else body)
+    part.rename(path)
 
 
 def build_input(name: str, out: Path) -> Path:
@@ -256,6 +293,15 @@ def build_input(name: str, out: Path) -> Path:
             if not link.is_symlink():
                 link.symlink_to(os.path.relpath(base / rank_file(r), folder))
         return folder
+    if spec.copies_of:
+        todo = [r for r in range(spec.ranks) if not (folder / rank_file(r, spec.gz)).exists()]
+        if todo:
+            progress(f"building {name}: {len(todo)} copies of {len(spec.copies_of)} real rank file(s)")
+            for r in todo:
+                source = SHARED / spec.copies_of[r % len(spec.copies_of)]
+                write_copy(folder / rank_file(r, spec.gz), source, r, spec.ranks)
+            progress(f"built {name}: {folder_bytes(folder) / 1e6:,.0f} MB")
+        return folder
     todo = [r for r in range(spec.ranks) if not (folder / rank_file(r)).exists()]
     if todo:
         unit, copies = plan(spec.rank_bytes)
@@ -266,8 +312,14 @@ def build_input(name: str, out: Path) -> Path:
     return folder
 
 
+def rank_files(folder: Path) -> list[Path]:
+    """The rank files of an input folder (`.json`, or `.json.gz` for the compressed copies)."""
+    return sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")])
+
+
 def folder_bytes(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.glob("*.json"))
+    """Bytes on disk of an input's rank files (compressed bytes for `.json.gz`)."""
+    return sum(p.stat().st_size for p in rank_files(folder))
 
 
 # ---------------------------------------------------------------------------------------- measurement

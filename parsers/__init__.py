@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 from pathlib import Path
 
-from traceview.parsers.base import ParsedRank
+from traceview.parsers.base import ParsedRank, RankGroup
 from traceview.parsers.detect import Source, discover
 
 #: format -> "module:function" of its parser (imported on first use).
@@ -56,4 +56,4 @@ def _only_regular_files(folder: Path) -> None:
                 parse_irregular(entry)
 
 
-__all__ = ["PARSERS", "ParsedRank", "Source", "discover", "parse_source"]
+__all__ = ["PARSERS", "ParsedRank", "RankGroup", "Source", "discover", "parse_source"]

@@ -93,6 +93,8 @@ class ParsedRank:
     one line per kind of recoverable oddity (see `traceview.errors.Warnings`). `analyses`: the
     rank-local analyses computed where the rank was parsed (`traceview.per_rank`), or None.
     `packed`: the cache-entry files this rank was read from (`traceview.cache.unpack`), or None.
+    `group`: set when the rank was parsed with other small ranks (`RankGroup`): its frames are then
+    the group's rows whose `rank` is `index`, and `frames` is empty.
     """
 
     frames: dict[str, pl.DataFrame]
@@ -100,6 +102,8 @@ class ParsedRank:
     warnings: list[str] = field(default_factory=list)
     analyses: dict[str, bytes] | None = None
     packed: dict[str, bytes] | None = field(default=None, repr=False)
+    group: RankGroup | None = field(default=None, repr=False)
+    index: int = 0
 
     @classmethod
     def build(cls, frames: dict[str, pl.DataFrame], meta: dict, warnings: list[str]) -> ParsedRank:
@@ -132,6 +136,42 @@ class ParsedRank:
         full_meta = {col: meta.get(col) for col in schema.RANKS}
         full_meta["source"] = None if meta.get("source") is None else path_text(meta["source"])
         return cls(frames=out, meta=full_meta, warnings=[path_text(w) for w in warnings])
+
+
+@dataclass
+class RankGroup:
+    """Small ranks parsed, cached and assembled together (`traceview.rank_groups`), so that a
+    folder of thousands of small ranks costs a few polars operations per group, not per rank.
+
+    `frames`: every table of the members concatenated in member order, each row's `rank` the
+    member's index (0..k-1) among the members that parsed; `metas` / `warnings`: per such member.
+    `errors`: per source of the group, in order, the error line of a source that could not be
+    read (None for one that parsed). `analyses`: the rank-local analyses of all members at once
+    (`traceview.per_rank`, `rank` = member index), or None. `packed`: the cache-entry files."""
+
+    frames: dict[str, pl.DataFrame]
+    metas: list[dict]
+    warnings: list[list[str]]
+    errors: list[str | None]
+    analyses: dict[str, bytes] | None = None
+    packed: dict[str, bytes] | None = field(default=None, repr=False)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every source of the group parsed (only such a group is cached)."""
+        return all(e is None for e in self.errors)
+
+    def members(self) -> list[ParsedRank | str]:
+        """Per source of the group, in order: its ParsedRank (frames in the group), or its error line."""
+        out: list[ParsedRank | str] = []
+        index = 0
+        for error in self.errors:
+            if error is not None:
+                out.append(error)
+                continue
+            out.append(ParsedRank({}, self.metas[index], self.warnings[index], group=self, index=index))
+            index += 1
+        return out
 
 
 #: The columns that make two device tasks the same task: one stream runs one task at a time, so

@@ -135,12 +135,18 @@ def fit_workers(sizes: list[int], workers: int, limit: int, peaks: list[int] | N
 
 
 def check(
-    sizes: list[int], workers: int, jobs_given: bool, peaks: list[int] | None = None, names: list[str] | None = None
+    sizes: list[int],
+    workers: int,
+    jobs_given: bool,
+    peaks: list[int] | None = None,
+    names: list[str] | None = None,
+    ranks: int | None = None,
 ) -> int:
     """Workers to parse with: `workers`, or fewer when they would not fit and the user did not set
-    `--jobs`. Raises TraceError (one line: the size, the largest rank's file when `names` (one per
-    size) are given, what is available, the ways out) when the load does not fit, with one worker
-    or with the user's `--jobs`."""
+    `--jobs`. `sizes`: the input bytes of each unit of work (a rank, or a group of small ranks:
+    `ranks` in all, default one per size). Raises TraceError (one line: the size, the largest
+    unit's file when `names` (one per size) are given, what is available, the ways out) when the
+    load does not fit, with one worker or with the user's `--jobs`."""
     limit = available()
     if limit is None or not sizes:
         return workers
@@ -153,7 +159,7 @@ def check(
     largest = f": {names[sizes.index(max(sizes))]}" if names and len(names) == len(sizes) else ""
     raise TraceError(
         None,
-        f"loading {len(sizes)} rank(s) of {_gb(sum(sizes))} uncompressed needs about {_gb(need)} of memory "
+        f"loading {ranks or len(sizes)} rank(s) of {_gb(sum(sizes))} uncompressed needs about {_gb(need)} of memory "
         f"({workers} parallel parse(s), largest rank {_gb(max(sizes))}{largest}) but {_gb(limit)} is available",
         f"use {', '.join(ways)}; {LIMIT_ENV}=off skips this check",
     )

@@ -116,8 +116,9 @@ def test_a_script_read_from_stdin_loads_in_process(tmp_path):
 
 LOAD_SCRIPT = """\
 import sys, traceview as tv
-from traceview import cache, digest, executors
+from traceview import cache, digest, executors, rank_groups
 executors.PARALLEL_MIN_BYTES = 0  # the 4 small ranks would otherwise be parsed in-process anyway
+rank_groups.GROUP_RANKS = 2  # two groups of two small ranks: two units for the workers
 print("top", flush=True)  # run again by each spawned worker: counts the script's re-runs
 def load():
     print(executors.spawn_can_start())
@@ -309,14 +310,20 @@ def test_ray_runs_the_rank_local_analyses_and_the_summary_matches_local(local_ra
     assert build_summary(again) == build_summary(local)
 
 
+@pytest.mark.parametrize("grouped", [False, True], ids=["ranks alone", "small ranks grouped"])
 @pytest.mark.parametrize("workers", [True, False], ids=["worker processes", "in-process"])
-def test_local_analyse_caches_the_rank_local_analyses(tmp_path, monkeypatch, workers):
-    """analyse=True: the process that parses a rank computes its rank-local analyses and caches
-    them; the first and the second open hold them ready, and the summary is the plain one."""
-    from traceview import per_rank, registry
+def test_local_analyse_caches_the_rank_local_analyses(tmp_path, monkeypatch, workers, grouped):
+    """analyse=True: the process that parses a rank (or a group of small ranks) computes its
+    rank-local analyses and caches them; the first and the second open hold them ready, and the
+    summary is the plain one."""
+    from traceview import per_rank, rank_groups, registry
     from traceview.summary import build_summary
 
     monkeypatch.setattr(executors, "ANALYSE_MIN_BYTES", 0)  # the samples' ranks are small
+    if grouped:
+        monkeypatch.setattr(rank_groups, "GROUP_RANKS", 2)  # two groups of two
+    else:
+        monkeypatch.setattr(rank_groups, "SMALL_RANK_BYTES", 0)  # each rank its own unit
     if workers:
         monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)
     cache_dir = tmp_path / "cache"
@@ -327,11 +334,15 @@ def test_local_analyse_caches_the_rank_local_analyses(tmp_path, monkeypatch, wor
         assert all(key in trace._memo for key in keys)
         assert build_summary(trace) == plain
     entries = list(cache_dir.iterdir())
-    assert len(entries) == 4 and all((e / cache.STAMP_FILE).is_file() for e in entries)
-    # selected ranks are renumbered as in a whole load, analyses included
+    assert len(entries) == (2 if grouped else 4) and all((e / cache.STAMP_FILE).is_file() for e in entries)
+    # selected ranks are renumbered as in a whole load, analyses included (a group partly
+    # selected leaves them to the Trace)
     sub = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, ranks="1,3")
-    assert all(key in sub._memo for key in keys)
+    assert all(key in sub._memo for key in keys) != grouped
     assert build_summary(sub)["ranks"] == [r for r in plain["ranks"] if r["rank"] in (1, 3)]
+    both = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, ranks="2,3")  # a whole group (or two ranks)
+    assert all(key in both._memo for key in keys)
+    assert build_summary(both)["ranks"] == [r for r in plain["ranks"] if r["rank"] in (2, 3)]
 
 
 def test_cached_analyses_of_other_code_or_damaged_are_recomputed(tmp_path, monkeypatch):
@@ -353,18 +364,23 @@ def test_cached_analyses_of_other_code_or_damaged_are_recomputed(tmp_path, monke
 
 @pytest.mark.parametrize("workers", [True, False], ids=["worker processes", "in-process"])
 def test_small_ranks_or_no_analyse_leave_the_analyses_to_the_trace(tmp_path, monkeypatch, workers):
-    """Small ranks (under ANALYSE_MIN_BYTES each on average) with analyse=True, and any ranks
+    """Small ranks parsed alone (under ANALYSE_MIN_BYTES each) with analyse=True, and any ranks
     without it (`traceview info`): the cache entries hold the frames only, the Trace computes."""
+    from traceview import rank_groups
 
     if workers:
         monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(rank_groups, "SMALL_RANK_BYTES", 0)  # each rank its own unit
     small = tv.load(SAMPLES / "dp4_nccl", cache_dir=tmp_path / "small", analyse=True)
+    monkeypatch.undo()
+    if workers:
+        monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(executors, "ANALYSE_MIN_BYTES", 0)
-    plain = tv.load(SAMPLES / "dp4_nccl", cache_dir=tmp_path / "plain", analyse=False)
-    for trace, folder in ((small, "small"), (plain, "plain")):
+    plain = tv.load(SAMPLES / "dp4_nccl", cache_dir=tmp_path / "plain", analyse=False)  # one group
+    for trace, folder, count in ((small, "small", 4), (plain, "plain", 1)):
         assert not trace._memo
         entries = list((tmp_path / folder).iterdir())
-        assert len(entries) == 4 and not any((e / cache.STAMP_FILE).exists() for e in entries)
+        assert len(entries) == count and not any((e / cache.STAMP_FILE).exists() for e in entries)
 
 
 def test_ray_tasks_still_running_are_cancelled_when_the_load_stops(local_ray, monkeypatch):
@@ -375,7 +391,7 @@ def test_ray_tasks_still_running_are_cancelled_when_the_load_stops(local_ray, mo
     cancelled = []
     monkeypatch.setattr(local_ray, "cancel", lambda ref, force=False: cancelled.append((ref, force)))
     sources = discover(SAMPLES / "dp4_nccl")
-    results = RayExecutor(jobs=2).run(sources)
+    results = RayExecutor(jobs=2).run([[s] for s in sources])
     next(results)  # one rank back, others in flight or queued
     results.close()  # what the loader does when it stops early
     assert cancelled and all(force for _, force in cancelled)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import traceview as tv
 from tests.conftest import DATA, ROOT
 from traceview.cli import progress as progress_mod
@@ -17,7 +19,13 @@ def test_quiet_or_not_a_terminal_disables_it(monkeypatch):
     assert progress_mod.LoadProgress("x").enabled is False
 
 
-def test_progress_tracks_ranks_of_a_load(monkeypatch, tmp_path):
+@pytest.mark.parametrize("grouped", [False, True], ids=["ranks alone", "small ranks grouped"])
+def test_progress_tracks_ranks_of_a_load(monkeypatch, tmp_path, grouped):
+    """Progress counts ranks: one step per rank parsed alone, one per group of small ranks."""
+    from traceview import rank_groups
+
+    if not grouped:
+        monkeypatch.setattr(rank_groups, "SMALL_RANK_BYTES", 0)
     for r in range(3):
         (tmp_path / f"rank{r}.pt.trace.json").write_bytes((DATA / "kineto_minimal.json").read_bytes())
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
@@ -28,7 +36,7 @@ def test_progress_tracks_ranks_of_a_load(monkeypatch, tmp_path):
         tv.load(tmp_path, use_cache=False, progress=lambda d, t, label: (seen.append((d, t)), bar(d, t, label)))
         task = bar._progress.tasks[0]
         assert (task.completed, task.total) == (3, 3)
-    assert seen == [(1, 3), (2, 3), (3, 3)]
+    assert seen == ([(3, 3)] if grouped else [(1, 3), (2, 3), (3, 3)])
 
 
 def test_cli_success_writes_nothing_to_stderr_when_piped():

@@ -26,29 +26,95 @@ def assemble(
     warnings: list[str] | None = None,
 ) -> Trace:
     """Concatenate per-rank frames, giving every rank a distinct number (`numbers` when the caller
-    numbered them, with the numbering's `warnings`; else `rank_numbers` here)."""
+    numbered them, with the numbering's `warnings`; else `rank_numbers` here). Ranks parsed in a
+    group (`ParsedRank.group`, `traceview.rank_groups`) bring their group's frames, concatenated
+    once per group, not per rank."""
     warnings = list(warnings or [])
     if numbers is None:
         numbers = rank_numbers([p.meta.get("rank") for _, p in ranks], [path_text(s.path) for s, _ in ranks], warnings)
-    frames: dict[str, list[pl.DataFrame]] = {t: [] for t in schema.TABLES if t != "ranks"}
     metas = []
-    for (src, parsed), rank in zip(ranks, numbers):
+    for (_, parsed), rank in zip(ranks, numbers):
         warnings.extend(parsed.warnings)
-        meta = dict(parsed.meta, rank=rank)
-        metas.append(meta)
-        for table in frames:
-            df = parsed.frames.get(table, schema.empty(table))
-            frames[table].append(df.with_columns(pl.lit(rank, dtype=pl.Int64).alias("rank")))
+        metas.append(dict(parsed.meta, rank=rank))
+    parts = _parts([p for _, p in ranks])
+    lookup = _lookup(parts, numbers)
+    combined = {}
+    for table in schema.TABLES:
+        if table == "ranks":
+            continue
+        frames = [_part_frame(part, table) for part in parts]
+        df = pl.concat(frames) if frames else schema.empty(table)
+        combined[table] = df.with_columns(lookup.gather(df["rank"]).alias("rank")) if df.height else df
     ranks_df = schema.conform(pl.DataFrame(metas, schema=schema.polars_schema("ranks")), "ranks")
-    combined = {
-        t: pl.concat([schema.conform(d, t) for d in dfs]) if dfs else schema.empty(t) for t, dfs in frames.items()
-    }
     trace = Trace(path_text(source), ranks_df, combined, warnings, failures)
-    if any(p.analyses for _, p in ranks):
+    if any(part.analyses for part in parts):
         from traceview import per_rank
 
-        per_rank.seed(trace, [p.analyses for _, p in ranks])
+        per_rank.seed(
+            trace,
+            [part.analyses if part.whole else None for part in parts],
+            [part.offset for part in parts],
+            [part.group is not None for part in parts],
+            lookup,
+        )
     return trace
+
+
+class _Part:
+    """A run of the assembled ranks that shares frames: one ParsedRank alone, or members of one
+    RankGroup (`indices`: their member indices, in order). `offset`: the first of the positions
+    0..n-1 its rows' `rank` takes while assembling (mapped to rank numbers by the lookup)."""
+
+    def __init__(self, parsed: ParsedRank, offset: int):
+        self.group = parsed.group
+        self.single = parsed if parsed.group is None else None
+        self.indices = [parsed.index]
+        self.offset = offset
+
+    @property
+    def whole(self) -> bool:
+        """A single rank, or a group whose members are all assembled, in order."""
+        return self.group is None or self.indices == list(range(len(self.group.metas)))
+
+    @property
+    def analyses(self) -> dict[str, bytes] | None:
+        return self.single.analyses if self.single is not None else self.group.analyses
+
+
+def _parts(parsed: list[ParsedRank]) -> list[_Part]:
+    parts: list[_Part] = []
+    position = 0
+    for p in parsed:
+        last = parts[-1] if parts else None
+        if last is not None and p.group is not None and last.group is p.group and p.index > last.indices[-1]:
+            last.indices.append(p.index)
+            continue
+        if last is not None:
+            position += 1 if last.group is None else len(last.group.metas)
+        parts.append(_Part(p, position))
+    return parts
+
+
+def _lookup(parts: list[_Part], numbers: list[int]) -> pl.Series:
+    """Position (a part's offset + member index) -> rank number; null for a group's members not assembled."""
+    size = 0 if not parts else parts[-1].offset + (1 if parts[-1].group is None else len(parts[-1].group.metas))
+    out: list[int | None] = [None] * size
+    it = iter(numbers)
+    for part in parts:
+        for index in part.indices:
+            out[part.offset + index] = next(it)
+    return pl.Series("rank", out, dtype=pl.Int64)
+
+
+def _part_frame(part: _Part, table: str) -> pl.DataFrame:
+    """A part's rows of `table`, conformed, with `rank` = its position (offset + member index)."""
+    if part.group is None:
+        df = schema.conform(part.single.frames.get(table, schema.empty(table)), table)
+        return df.with_columns(pl.lit(part.offset, dtype=pl.Int64).alias("rank"))
+    df = schema.conform(part.group.frames.get(table, schema.empty(table)), table)
+    if not part.whole:
+        df = df.filter(pl.col("rank").is_in(part.indices))
+    return df.with_columns(pl.col("rank") + part.offset) if part.offset else df
 
 
 def rank_numbers(recorded: list[int | None], names: list[str], warnings: list[str]) -> list[int]:

@@ -3,7 +3,10 @@
 Layout: `<root>/<key>/<table>.parquet` for each canonical table plus `meta.json` (the rank's
 metadata and warnings, and the entry's manifest), and the rank-local analyses when they were
 computed where the rank was parsed (`analysis.<name>.parquet` + `analysis.json`, used only by the
-same code: `traceview.per_rank`). Only Parquet and JSON are written: never pickle.
+same code: `traceview.per_rank`). Only Parquet and JSON are written: never pickle. Small ranks
+parsed together (`traceview.rank_groups`) share one entry, keyed by their members' keys
+(`group_key`): its tables hold all members' rows (`rank` = the member's index) and meta.json each
+member's metadata and warnings; only a group all of whose members parsed is cached.
 
 Key (`key`): a hash of the ingestion code (`traceview.digest.ingestion_digest`: the parsers, the
 schema, the rule tables, the polars major version), the source's format and path, and for every
@@ -38,7 +41,7 @@ import orjson
 import polars as pl
 
 from traceview import digest, per_rank, schema
-from traceview.parsers.base import ParsedRank
+from traceview.parsers.base import ParsedRank, RankGroup
 from traceview.parsers.detect import Source, input_files
 from traceview.sizes import parse_size
 
@@ -77,6 +80,15 @@ def key(source: Source) -> str:
     return h.hexdigest()[:32]
 
 
+def group_key(sources: list[Source]) -> str:
+    """Cache key of a group of small ranks (`traceview.rank_groups`): a hash of its members' keys,
+    in order (so it changes when any member's does, or the group's membership)."""
+    h = hashlib.sha256(b"group")
+    for source in sources:
+        h.update(b"|" + key(source).encode())
+    return h.hexdigest()[:32]
+
+
 #: The file that stamps an entry's analyses with the code that computed them; their files' prefix.
 STAMP_FILE = "analysis.json"
 PREFIX = "analysis."
@@ -107,18 +119,31 @@ def pack(parsed: ParsedRank) -> dict[str, bytes]:
     """One parsed rank as the files of a cache entry, in memory: `{name: bytes}`, Parquet + meta.json
     (with the manifest: each other file's size, digest and rows). The form in which a rank travels
     between processes or machines (local workers, Ray tasks): never pickle."""
+    return _pack(parsed.frames, parsed.analyses, {"meta": parsed.meta, "warnings": parsed.warnings})
+
+
+def pack_group(group: RankGroup) -> dict[str, bytes]:
+    """A group of small ranks (`RankGroup`) as the files of one cache entry: its concatenated
+    frames as the tables, and in meta.json each member's metadata and warnings and each source's
+    error line (None: it parsed)."""
+    members = [{"meta": m, "warnings": w} for m, w in zip(group.metas, group.warnings)]
+    head = {"meta": {}, "warnings": [], "members": members, "errors": group.errors}
+    return _pack(group.frames, group.analyses, head)
+
+
+def _pack(frames: dict, analyses: dict[str, bytes] | None, head: dict) -> dict[str, bytes]:
     files, rows = {}, {}
-    for table, df in parsed.frames.items():
+    for table, df in frames.items():
         buf = io.BytesIO()
         df.write_parquet(buf, compression="lz4", statistics=False)
         files[f"{table}.parquet"] = buf.getvalue()
         rows[f"{table}.parquet"] = df.height
-    if parsed.analyses:
-        files.update(analysis_files(parsed.analyses))
+    if analyses:
+        files.update(analysis_files(analyses))
     manifest = {
         name: {"bytes": len(data), "sha256": _digest(data), "rows": rows.get(name)} for name, data in files.items()
     }
-    files[META_FILE] = orjson.dumps({"meta": parsed.meta, "warnings": parsed.warnings, "files": manifest})
+    files[META_FILE] = orjson.dumps({**head, "files": manifest})
     return files
 
 
@@ -126,11 +151,12 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def unpack(files: dict[str, bytes], entry_key: str | None = None) -> ParsedRank:
-    """The inverse of `pack`, verified: KeyError (or OSError, orjson.JSONDecodeError, PolarsError
-    on bad bytes) unless every file the manifest lists is present with its size and digest, every
-    canonical table is listed with the schema and row count recorded, and, when `entry_key` is
-    given, the entry was written under that key. Files the manifest does not list are ignored."""
+def unpack(files: dict[str, bytes], entry_key: str | None = None) -> ParsedRank | RankGroup:
+    """The inverse of `pack` (a ParsedRank) or `pack_group` (a RankGroup), verified: KeyError (or
+    OSError, orjson.JSONDecodeError, PolarsError on bad bytes) unless every file the manifest lists
+    is present with its size and digest, every canonical table is listed with the schema and row
+    count recorded, and, when `entry_key` is given, the entry was written under that key. Files the
+    manifest does not list are ignored."""
     blob = orjson.loads(files[META_FILE])
     manifest = _check_meta(blob)
     if entry_key is not None and blob.get("key") != entry_key:
@@ -150,7 +176,32 @@ def unpack(files: dict[str, bytes], entry_key: str | None = None) -> ParsedRank:
             raise KeyError(f"{name} does not have the schema or rows of a cache entry")
         frames[table] = df
     analyses = analyses_of({n: files[n] for n in manifest if n.startswith(PREFIX)})
+    if "members" in blob:
+        members, errors = _check_group(blob)
+        metas = [m["meta"] for m in members]
+        warnings = [m["warnings"] for m in members]
+        return RankGroup(frames, metas, warnings, errors, analyses=analyses, packed=files)
     return ParsedRank(frames=frames, meta=blob["meta"], warnings=blob["warnings"], analyses=analyses, packed=files)
+
+
+def _check_group(blob: dict) -> tuple[list[dict], list[str | None]]:
+    """The members and errors of a group's meta.json; KeyError unless they have `pack_group`'s shape."""
+    members, errors = blob.get("members"), blob.get("errors")
+    if (
+        not isinstance(members, list)
+        or not isinstance(errors, list)
+        or not all(e is None or isinstance(e, str) for e in errors)
+        or sum(e is None for e in errors) != len(members)
+        or not all(
+            isinstance(m, dict)
+            and isinstance(m.get("meta"), dict)
+            and isinstance(m.get("warnings"), list)
+            and all(isinstance(w, str) for w in m["warnings"])
+            for m in members
+        )
+    ):
+        raise KeyError("meta.json does not have the shape of a group entry")
+    return members, errors
 
 
 def _check_meta(blob) -> dict:
@@ -215,8 +266,8 @@ def write_files(files: dict[str, bytes], folder: Path) -> Path:
     return folder
 
 
-def read_entry(folder: Path) -> ParsedRank | None:
-    """A parsed rank from a cache folder, or None if the entry is missing, incomplete, damaged or
+def read_entry(folder: Path) -> ParsedRank | RankGroup | None:
+    """A parsed rank (or a group of small ranks) from a cache folder, or None if the entry is missing, incomplete, damaged or
     not this folder's (see the module docstring). A good entry is marked as used (for `evict`)."""
     try:
         names = {p.name for p in folder.iterdir()}

@@ -1,9 +1,10 @@
 """Where ranks are parsed: `local` (this machine, a process pool; the default) or `ray` (a Ray cluster).
 
-Per-rank parsing is independent, so an executor only maps `parse_source` over the sources still to
-parse and yields `(source, ParsedRank | TraceError)` as each finishes. Frames never travel as
-pickled objects: a worker process (local or a Ray task) returns the rank's cache-entry files,
-Parquet + meta.json bytes (`cache.pack`), which the driver verifies, reads, and writes to the
+Per-rank parsing is independent, so an executor only maps `parse_unit` over the units still to
+parse (a rank, or a group of small ranks: `traceview.rank_groups`) and yields
+`(unit, ParsedRank | RankGroup | TraceError)` as each finishes. Frames never travel as
+pickled objects: a worker process (local or a Ray task) returns the unit's cache-entry files,
+Parquet + meta.json bytes (`cache.pack`, `cache.pack_group`), which the driver verifies, reads, and writes to the
 cache itself (`traceview.loader`), so workers write nothing to disk and need no filesystem shared
 with the driver (they do need to read the profile at the same absolute path, and the same
 traceview installed); a cache that cannot be written (a full disk) costs only the cache. Ray is an
@@ -11,9 +12,9 @@ optional extra (`traceview[ray]`), imported only when the `ray` executor is aske
 workers die with the driver and leave Ctrl-C to it (`traceview.subprocesses`); Ray tasks still
 running when the driver stops are cancelled.
 
-With `analyse=True`, the process that parses a rank (a Ray task, or a local worker process)
-also runs the rank-local analyses on it (`traceview.per_rank`) and stores them in the
-rank's cache entry with its frames, so the driver only combines small per-rank results and runs
+With `analyse=True`, the process that parses a group, or a large rank (`analyses_where_parsed`;
+a Ray task, or a local worker process) also runs the rank-local analyses on it
+(`traceview.per_rank`) and stores them in the unit's cache entry with its frames, so the driver only combines small per-rank results and runs
 the cross-rank steps, and a second open reads them back.
 """
 
@@ -26,9 +27,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from traceview import cache, digest, subprocesses
+from traceview import cache, digest, rank_groups, subprocesses
 from traceview.errors import TraceError
-from traceview.parsers import ParsedRank, Source, memory, parse_source
+from traceview.parsers import ParsedRank, RankGroup, Source, memory, parse_source
 from traceview.safe_text import path_text
 
 NAMES = ("local", "ray")
@@ -42,7 +43,9 @@ PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 #: constants").
 ANALYSE_MIN_BYTES = 32 * 1024 * 1024
 
-Results = Iterator[tuple[Source, "ParsedRank | TraceError"]]
+#: A unit of work: one rank source, or a group of small ones (`traceview.rank_groups`).
+Unit = list[Source]
+Results = Iterator[tuple[Unit, "ParsedRank | RankGroup | TraceError"]]
 
 
 def get(name: str = "local", *, jobs: int | None = None, address: str | None = None, analyse: bool = False):
@@ -61,52 +64,86 @@ def get(name: str = "local", *, jobs: int | None = None, address: str | None = N
     raise ValueError(f"unknown executor {name!r}: choose one of {', '.join(NAMES)}")
 
 
+def analyses_where_parsed(unit: Unit, size: int, analyse: bool) -> bool:
+    """Whether the process that parses `unit` (of `size` input bytes) computes its rank-local
+    analyses: for a group always (its fixed cost is paid once for all its ranks), for a rank alone
+    when it is large (`ANALYSE_MIN_BYTES`)."""
+    return analyse and (len(unit) > 1 or size >= ANALYSE_MIN_BYTES)
+
+
 class LocalExecutor:
     """Parse in this process when the work is small, else in a spawn process pool of `jobs` workers
     (default: the CPUs), as many as the memory guard (`traceview.parsers.memory`) lets fit. `analyse`: the
-    workers also compute each rank's rank-local analyses when the ranks are large
-    (`ANALYSE_MIN_BYTES`; in this process: only when they go to the cache); else the Trace
+    workers also compute the rank-local analyses of each group and of each large rank
+    (`analyses_where_parsed`; in this process: only when they go to the cache); else the Trace
     computes them on first use, on all ranks at once."""
 
     def __init__(self, jobs: int | None = None, analyse: bool = False):
         self.jobs = jobs
         self.analyse = analyse
 
-    def run(self, todo: list[Source], analyse_here: bool = False) -> Results:
-        """Parse `todo`; `analyse_here`: ranks parsed in this process get their rank-local
-        analyses too (the loader asks for them when the rank goes to the cache)."""
-        sizes = [memory.input_bytes(s) for s in todo]
-        analyse = self.analyse and bool(sizes) and sum(sizes) / len(sizes) >= ANALYSE_MIN_BYTES
-        workers = min(self.jobs or os.cpu_count() or 1, len(todo))
+    def run(self, units: list[Unit], analyse_here: bool = False) -> Results:
+        """Parse `units` (each one source or a group); `analyse_here`: units parsed in this process
+        get their rank-local analyses too (the loader asks for them when they go to the cache)."""
+        member_sizes = [[memory.input_bytes(s) for s in unit] for unit in units]
+        sizes = [sum(m) for m in member_sizes]
+        workers = min(self.jobs or os.cpu_count() or 1, len(units))
         if sum(sizes) < PARALLEL_MIN_BYTES:
             workers = 1
         can_spawn = spawn_can_start()
         # A single rank is parsed here, where a large Kineto file may spread its chunks over the CPUs.
-        inner = (self.jobs or os.cpu_count() or 1) if len(todo) == 1 and can_spawn else 1
-        peaks = [memory.parse_peak(s, n, inner) for s, n in zip(todo, sizes)]
+        inner = (self.jobs or os.cpu_count() or 1) if len(units) == 1 and len(units[0]) == 1 and can_spawn else 1
+        peaks = [_unit_peak(unit, m, inner) for unit, m in zip(units, member_sizes)]
+        names = [
+            path_text(u[0].path) + (f" (in a group with {len(u) - 1} more small ranks)" if len(u) > 1 else "")
+            for u in units
+        ]
         workers = memory.check(
-            sizes, workers, jobs_given=self.jobs is not None, peaks=peaks, names=[path_text(s.path) for s in todo]
+            sizes, workers, jobs_given=self.jobs is not None, peaks=peaks, names=names, ranks=sum(map(len, units))
         )
+        analyse = [analyses_where_parsed(u, n, self.analyse) for u, n in zip(units, sizes)]
         if workers <= 1 or not can_spawn:
-            yield from self._in_process(todo, inner, analyse and analyse_here)
+            for unit, wanted in zip(units, analyse):
+                yield unit, parse_unit(unit, inner, wanted and analyse_here)
             return
         with subprocesses.finish(subprocesses.pool(workers)) as pool:
-            futures = {pool.submit(parse_packed, s.format, str(s.path), analyse, s.task_kinds): s for s in todo}
+            futures = {pool.submit(parse_packed, _items(u), a): u for u, a in zip(units, analyse)}
             for fut in subprocesses.completed(futures):
-                source = futures[fut]
-                yield source, received(fut.result(), source)
+                unit = futures[fut]
+                yield unit, received(fut.result(), unit)
 
-    @staticmethod
-    def _in_process(todo: list[Source], jobs: int = 1, analyse: bool = False) -> Results:
-        for source in todo:
-            try:
-                result = parse_source(source, jobs)
-            except TraceError as exc:
-                yield source, exc
-                continue
-            if analyse:
-                result.analyses = rank_analyses(source, result)
-            yield source, result
+
+def _unit_peak(unit: Unit, sizes: list[int], jobs: int) -> int:
+    """Peak bytes of parsing a unit: its largest member's parse, plus the group's frames so far."""
+    peak = max(memory.parse_peak(s, n, jobs) for s, n in zip(unit, sizes))
+    return peak if len(unit) == 1 else int(peak + memory.STREAM_FACTOR * sum(sizes))
+
+
+def _items(unit: Unit) -> list[tuple[str, str, str]]:
+    """A unit as plain values for a worker process or a Ray task."""
+    return [(s.format, str(s.path.resolve()), s.task_kinds) for s in unit]
+
+
+def parse_unit(unit: Unit, jobs: int = 1, analyse: bool = False) -> ParsedRank | RankGroup | TraceError:
+    """Parse a unit in this process: a ParsedRank or its TraceError for one source, a RankGroup for
+    several (with each failed source's error line). `analyse`: with the rank-local analyses."""
+    if len(unit) > 1:
+        return rank_groups.build(unit, [_parsed_or_error(s) for s in unit], analyse)
+    source = unit[0]
+    try:
+        result = parse_source(source, jobs)
+    except TraceError as exc:
+        return exc
+    if analyse:
+        result.analyses = rank_analyses(source, result)
+    return result
+
+
+def _parsed_or_error(source: Source) -> ParsedRank | TraceError:
+    try:
+        return parse_source(source)
+    except TraceError as exc:
+        return exc
 
 
 def spawn_can_start() -> bool:
@@ -176,7 +213,7 @@ class RayExecutor:
         self.jobs = jobs
         self.analyse = analyse
 
-    def run(self, todo: list[Source], analyse_here: bool = False) -> Results:
+    def run(self, units: list[Unit], analyse_here: bool = False) -> Results:
         import ray
 
         if not ray.is_initialized():
@@ -184,24 +221,22 @@ class RayExecutor:
             ray.init(address=self.address, logging_level=logging.WARNING, log_to_driver=False, **local)
         task = ray.remote(parse_packed)
         pending: dict = {}
-        queue = list(todo)
-        limit = self.jobs or len(todo)
+        queue = list(units)
+        limit = self.jobs or len(units)
         try:
             while queue or pending:
                 while queue and len(pending) < limit:
-                    source = queue.pop(0)
-                    pending[task.remote(source.format, str(source.path.resolve()), self.analyse, source.task_kinds)] = (
-                        source
-                    )
+                    unit = queue.pop(0)
+                    pending[task.remote(_items(unit), self.analyse)] = unit
                 (ref,), _ = ray.wait(list(pending), num_returns=1)
-                source = pending.pop(ref)
+                unit = pending.pop(ref)
                 try:
                     answer = ray.get(ref)
                 except ray.exceptions.RayError as exc:
                     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                    yield source, TraceError(source.path, f"the Ray task failed: {first}")
+                    yield unit, TraceError(unit[0].path, f"the Ray task failed: {first}")
                     continue
-                yield source, received(answer, source, where="the Ray worker")
+                yield unit, received(answer, unit, where="the Ray worker")
         finally:  # stopped early (Ctrl-C, an error): the tasks still running are not needed
             for ref in pending:
                 try:
@@ -210,12 +245,12 @@ class RayExecutor:
                     pass
 
 
-def received(answer: tuple, source: Source, where: str = "the worker process") -> ParsedRank | TraceError:
-    """The parsed rank (verified, `cache.unpack`) or the error of a worker's `parse_packed` answer."""
+def received(answer: tuple, unit: Unit, where: str = "the worker process") -> ParsedRank | RankGroup | TraceError:
+    """The parsed rank or group (verified, `cache.unpack`) or the error of a worker's `parse_packed` answer."""
     version, error, files = answer
     if version != digest.ingestion_digest():
         return TraceError(
-            source.path,
+            unit[0].path,
             f"{where} parsed it with other ingestion code (digest {version}, this "
             f"driver's {digest.ingestion_digest()})",
             "install the same traceview on the cluster",
@@ -223,9 +258,14 @@ def received(answer: tuple, source: Source, where: str = "the worker process") -
     if error is not None:
         return TraceError(None, error)
     try:
-        return cache.unpack(files)
+        result = cache.unpack(files)
     except Exception as exc:  # noqa: BLE001 - bytes from another process: any decode error
-        return TraceError(source.path, f"{where} returned a damaged result ({type(exc).__name__})")
+        return TraceError(unit[0].path, f"{where} returned a damaged result ({type(exc).__name__})")
+    if isinstance(result, RankGroup) != (len(unit) > 1) or (
+        isinstance(result, RankGroup) and len(result.errors) != len(unit)
+    ):
+        return TraceError(unit[0].path, f"{where} returned the result of another unit of work")
+    return result
 
 
 def rank_analyses(source: Source, parsed: ParsedRank) -> dict[str, bytes]:
@@ -236,16 +276,15 @@ def rank_analyses(source: Source, parsed: ParsedRank) -> dict[str, bytes]:
     return per_rank.compute(one_rank_trace(source, parsed))
 
 
-def parse_packed(fmt: str, path: str, analyse: bool = False, task_kinds: str = ""):
-    """Worker entry (a local worker process or a Ray task): parse one source (and run its rank-local analyses when `analyse`); return
-    (ingestion digest, error line or None, the rank's cache entry files: `cache.pack` bytes, with the
-    analyses when computed, stamped with this worker's code digest so a driver running other code
-    ignores them)."""
-    source = Source(fmt, Path(path), task_kinds)
-    try:
-        parsed = parse_source(source)
-    except TraceError as exc:
-        return digest.ingestion_digest(), str(exc), None
-    if analyse:
-        parsed.analyses = rank_analyses(source, parsed)
-    return digest.ingestion_digest(), None, cache.pack(parsed)
+def parse_packed(items: list[tuple[str, str, str]], analyse: bool = False):
+    """Worker entry (a local worker process or a Ray task): parse one unit, given as (format, path,
+    task kinds) per source: one rank, or a group of small ones (`traceview.rank_groups`), with their
+    rank-local analyses when `analyse`. Returns (ingestion digest, error line or None, the unit's
+    cache entry files: `cache.pack` / `cache.pack_group` bytes, with the analyses when computed,
+    stamped with this worker's code digest so a driver running other code ignores them)."""
+    unit = [Source(fmt, Path(path), kinds) for fmt, path, kinds in items]
+    result = parse_unit(unit, 1, analyse)
+    if isinstance(result, TraceError):
+        return digest.ingestion_digest(), str(result), None
+    packed = cache.pack_group(result) if isinstance(result, RankGroup) else cache.pack(result)
+    return digest.ingestion_digest(), None, packed

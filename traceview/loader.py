@@ -31,10 +31,10 @@ from pathlib import Path
 
 import orjson
 
-from traceview import cache, executors
+from traceview import cache, executors, rank_groups
 from traceview.assemble import assemble, rank_numbers
 from traceview.errors import TraceError
-from traceview.parsers import ParsedRank, Source, discover
+from traceview.parsers import ParsedRank, RankGroup, Source, discover, memory
 from traceview.parsers.detect import recorded_rank
 from traceview.safe_text import path_text
 from traceview.selection import Selection, listing
@@ -102,31 +102,46 @@ def load(
     if rank_sel is not None:
         skipped = _unselected(sources, rank_sel, root if store else None)
     wanted = [s for s in sources if s not in skipped]
+    # Units are planned over every source, so a selection finds the groups a whole load cached.
+    units = [[sources[i] for i in unit] for unit in rank_groups.plan([memory.input_bytes(s) for s in sources])]
     parsed: dict[Source, ParsedRank] = {}
     errors: dict[Source, TraceError] = {}
     todo = []
-    for source in wanted:
-        entry = store.read(source) if store else None
-        if entry is not None:
-            parsed[source] = entry
+    for unit in units:
+        want = [s for s in unit if s not in skipped]
+        if not want:
+            continue
+        entry = store.read(unit) if store else None
+        if entry is None:
+            todo.append(want)
+        elif isinstance(entry, RankGroup):
+            parsed.update((s, m) for s, m in zip(unit, entry.members()) if s not in skipped)
         else:
-            todo.append(source)
+            parsed[unit[0]] = entry
     done = len(parsed)
     if progress and done:
         progress(done, len(wanted), "cached")
 
     # closing: when this load stops early (Ctrl-C, an error), the executor stops its workers now
     with closing(runner.run(todo, analyse_here=store is not None and store.writable)) as results:
-        for source, result in results:
-            done += 1
+        for unit, result in results:
+            done += len(unit)
             if isinstance(result, TraceError):
-                errors[source] = result
+                errors.update((s, result) for s in unit)
+            elif isinstance(result, RankGroup):
+                for source, member in zip(unit, result.members()):
+                    if isinstance(member, str):
+                        errors[source] = TraceError(None, member)
+                    else:
+                        parsed[source] = member
+                if store and result.complete:
+                    store.write(unit, result)
             else:
-                parsed[source] = result
+                parsed[unit[0]] = result
                 if store:
-                    store.write(source, result)
+                    store.write(unit, result)
             if progress:
-                progress(done, len(wanted), source.path.name)
+                progress(done, len(wanted), unit[0].path.name if len(unit) == 1 else f"{len(unit)} small ranks")
     if store:
         store.finish()
 
@@ -224,20 +239,27 @@ class _Store:
                     f"cache {root} is not writable: this load was not cached (--cache-dir elsewhere, or --no-cache)"
                 )
 
-    def read(self, source: Source) -> ParsedRank | None:
+    def read(self, unit: list[Source]) -> ParsedRank | RankGroup | None:
+        """The cached entry of a unit (one source, or a group of small ones), or None."""
         try:
-            name = cache.key(source)
+            name = cache.key(unit[0]) if len(unit) == 1 else cache.group_key(unit)
         except OSError:
             return None  # the parser says what is wrong with the file
         self.used.add(name)
-        return cache.read_entry(self.root / name)
+        entry = cache.read_entry(self.root / name)
+        if isinstance(entry, RankGroup) != (len(unit) > 1):
+            return None
+        if isinstance(entry, RankGroup) and (len(entry.errors) != len(unit) or not entry.complete):
+            return None
+        return entry
 
-    def write(self, source: Source, parsed: ParsedRank) -> None:
+    def write(self, unit: list[Source], result: ParsedRank | RankGroup) -> None:
         if not self.writable:
             return
         try:
-            name = cache.key(source)
-            cache.write_files(parsed.packed or cache.pack(parsed), self.root / name)
+            name = cache.key(unit[0]) if len(unit) == 1 else cache.group_key(unit)
+            files = result.packed or (cache.pack_group(result) if isinstance(result, RankGroup) else cache.pack(result))
+            cache.write_files(files, self.root / name)
         except OSError as exc:
             self.writable = False
             self._fail(exc)

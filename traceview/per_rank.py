@@ -43,19 +43,35 @@ def compute(trace) -> dict[str, bytes]:
     return out
 
 
-def seed(trace, per_rank: list[dict[str, bytes] | None]) -> bool:
-    """Fill `trace`'s memo with the per-rank results (one entry per row of `trace.ranks`, in
-    order); each result's `rank` column becomes the rank's number in `trace`. Nothing is seeded
-    unless every rank has its results (a rank cached without them, e.g. by `traceview info`, has
-    none) and all of them read back (a damaged cache file: the Trace computes them). True if seeded."""
-    if not per_rank or any(r is None or set(r) != set(ANALYSES) for r in per_rank):
+def seed(
+    trace,
+    results: list[dict[str, bytes] | None],
+    positions: list[int] | None = None,
+    grouped: list[bool] | None = None,
+    lookup: pl.Series | None = None,
+) -> bool:
+    """Fill `trace`'s memo with rank-local results computed elsewhere; each result's `rank` column
+    becomes the rank's number in `trace`. By default `results` has one entry per row of
+    `trace.ranks`, in order. `assemble` passes one per part instead: a rank alone, or a group of
+    small ranks (`grouped`) whose results' `rank` is the member index; `positions[i]` is the
+    position of part i's first member and `lookup` maps positions to rank numbers. Nothing is
+    seeded unless every part has its results (a rank cached without them, e.g. by `traceview
+    info`, has none) and all of them read back (a damaged cache file: the Trace computes them).
+    True if seeded."""
+    if not results or any(r is None or set(r) != set(ANALYSES) for r in results):
         return False
-    numbers = trace.ranks["rank"].to_list()
+    positions = list(range(len(results))) if positions is None else positions
+    grouped = [False] * len(results) if grouped is None else grouped
+    lookup = trace.ranks["rank"] if lookup is None else lookup
     memo = {}
     try:
         for name in ANALYSES:
-            frames = [_renumbered(pl.read_parquet(io.BytesIO(r[name])), n) for r, n in zip(per_rank, numbers)]
+            read = [pl.read_parquet(io.BytesIO(r[name])) for r in results]
+            dtype = next((f.schema["rank"] for f in read if "rank" in f.columns), None)
+            frames = [_positioned(f, at, group) for f, at, group in zip(read, positions, grouped)]
             frame = pl.concat(frames, how="diagonal_relaxed")
+            if "rank" in frame.columns:
+                frame = frame.with_columns(lookup.gather(frame["rank"]).cast(dtype).alias("rank"))
             columns = registry.REGISTRY[name].stored_columns
             if columns is not None:
                 if frame.height != trace.device_tasks.height or frame.columns != list(columns):
@@ -68,7 +84,9 @@ def seed(trace, per_rank: list[dict[str, bytes] | None]) -> bool:
     return True
 
 
-def _renumbered(frame: pl.DataFrame, rank: int) -> pl.DataFrame:
+def _positioned(frame: pl.DataFrame, position: int, group: bool) -> pl.DataFrame:
+    """`rank` as a position: a group's member index + `position`, a lone rank's `position`."""
     if "rank" not in frame.columns:
         return frame
-    return frame.with_columns(pl.lit(rank, dtype=frame.schema["rank"]).alias("rank"))
+    value = pl.col("rank").cast(pl.Int64) + position if group else pl.lit(position, dtype=pl.Int64)
+    return frame.with_columns(value.alias("rank"))

@@ -10,6 +10,8 @@ so the tables there and the dtypes here cannot drift apart.
 
 from __future__ import annotations
 
+import functools
+
 import polars as pl
 
 #: Kinds of device task. COMP = kernel + memset, COMM = communication, MEM = memcpy (DESIGN.md §3).
@@ -163,23 +165,32 @@ TABLES: dict[str, dict[str, tuple[pl.DataType, str]]] = {
 }
 
 
+@functools.cache
 def polars_schema(table: str) -> pl.Schema:
-    """The polars schema (column -> dtype) of one canonical table."""
+    """The polars schema (column -> dtype) of one canonical table (built once; do not modify it)."""
     return pl.Schema({col: dtype for col, (dtype, _) in TABLES[table].items()})
 
 
-def empty(table: str) -> pl.DataFrame:
-    """An empty frame of one canonical table."""
+@functools.cache
+def _empty(table: str) -> pl.DataFrame:
     return pl.DataFrame(schema=polars_schema(table))
+
+
+def empty(table: str) -> pl.DataFrame:
+    """An empty frame of one canonical table (polars frames are immutable: one is shared)."""
+    return _empty(table)
 
 
 def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
     """Return `df` with exactly the columns of `table`, in order, cast to their dtypes.
 
     Columns the parser did not produce are added as nulls; extra columns are dropped. Casts are
-    strict: a parser that produces a wrong type is a bug, not bad input.
+    strict: a parser that produces a wrong type is a bug, not bad input. A frame that already
+    conforms is returned as it is.
     """
     schema = polars_schema(table)
+    if df.schema == schema:
+        return df
     exprs = []
     for col, dtype in schema.items():
         if col in df.columns:

@@ -1,0 +1,103 @@
+"""Small ranks parsed, cached and assembled in groups (`traceview.rank_groups`): the same numbers
+as ranks parsed alone, one cache entry per group, a failed member or a damaged entry handled."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from polars.testing import assert_frame_equal
+
+import traceview as tv
+from tests.conftest import DATA, SAMPLES, SHARED_TRACES
+from traceview import cache, executors, rank_groups, schema
+from traceview.parsers import discover
+from traceview.summary import build_summary
+
+DLRM = SHARED_TRACES / "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto"
+MIB = 2**20
+
+
+def test_plan_groups_consecutive_small_ranks_within_the_limits(monkeypatch):
+    monkeypatch.setattr(rank_groups, "GROUP_RANKS", 3)
+    big, small = 5 * MIB, MIB
+    assert rank_groups.plan([]) == []
+    assert rank_groups.plan([small]) == [[0]]
+    # a large rank ends a run; a run of one small rank is a unit of its own
+    assert rank_groups.plan([big, small, big, small, small]) == [[0], [1], [2], [3, 4]]
+    # at most GROUP_RANKS ranks and GROUP_BYTES bytes a group
+    assert rank_groups.plan([small] * 7) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert rank_groups.plan([3 * MIB] * 6) == [[0, 1, 2], [3, 4, 5]]
+    monkeypatch.setattr(rank_groups, "GROUP_RANKS", 256)
+    assert rank_groups.plan([3 * MIB] * 6) == [[0, 1, 2, 3, 4], [5]]
+
+
+def _frames(trace):
+    return {t: trace.frame(t) for t in schema.TABLES}
+
+
+def _same(a, b):
+    for table, frame in _frames(a).items():
+        assert_frame_equal(frame, _frames(b)[table], check_row_order=True)
+    assert a.load_warnings == b.load_warnings and a.failures == b.failures
+
+
+@pytest.mark.parametrize(
+    "profile",
+    [SAMPLES / "dp4_nccl", SAMPLES / "pp4_1f1b", DLRM],
+    ids=["dp4_nccl", "pp4_1f1b", "dlrm_8rank"],
+)
+def test_grouped_ranks_give_the_frames_and_summary_of_ranks_parsed_alone(profile, monkeypatch, tmp_path):
+    if not profile.exists():
+        pytest.skip(f"real-trace corpus not found at {SHARED_TRACES} (present in CI; absent in a user's clone)")
+    monkeypatch.setattr(rank_groups, "GROUP_RANKS", 3)  # groups of 3 and a remainder
+    grouped = tv.load(profile, cache_dir=tmp_path / "c", analyse=True)
+    cached = tv.load(profile, cache_dir=tmp_path / "c", analyse=True)
+    monkeypatch.setattr(rank_groups, "SMALL_RANK_BYTES", 0)
+    alone = tv.load(profile, use_cache=False)
+    _same(grouped, alone)
+    _same(cached, alone)
+    expected = build_summary(alone)
+    assert build_summary(grouped) == expected and build_summary(cached) == expected
+
+
+def test_one_entry_per_group_read_back_without_parsing(monkeypatch, tmp_path):
+    cache_dir = tmp_path / "c"
+    first = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir)
+    (entry,) = cache_dir.iterdir()
+    assert entry.name == cache.group_key(discover(SAMPLES / "dp4_nccl"))
+
+    def fail(_source, *args):
+        raise AssertionError("parsed again instead of reading the group's entry")
+
+    monkeypatch.setattr(executors, "parse_source", fail)
+    _same(tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir), first)
+
+
+def test_a_damaged_group_entry_is_parsed_again(tmp_path):
+    cache_dir = tmp_path / "c"
+    first = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir)
+    (entry,) = cache_dir.iterdir()
+    (entry / "device_tasks.parquet").write_bytes(b"PAR1 damaged")
+    again = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir)
+    _same(again, first)
+    assert (entry / "device_tasks.parquet").read_bytes() != b"PAR1 damaged"  # replaced
+
+
+@pytest.mark.parametrize("workers", [True, False], ids=["worker processes", "in-process"])
+def test_a_member_that_fails_is_listed_the_others_load_and_the_group_is_not_cached(monkeypatch, tmp_path, workers):
+    profile = tmp_path / "p"
+    profile.mkdir()
+    for r in range(3):
+        shutil.copy(DATA / "kineto_minimal.json", profile / f"rank{r}.pt.trace.json")
+    (profile / "rank3.pt.trace.json").write_text('{"traceEvents": [')
+    if workers:
+        monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)
+        monkeypatch.setattr(rank_groups, "GROUP_RANKS", 2)  # two groups: two units for the workers
+    cache_dir = tmp_path / "c"
+    trace = tv.load(profile, cache_dir=cache_dir)
+    assert trace.ranks.height == 3
+    assert len(trace.failures) == 1 and "rank3.pt.trace.json" in trace.failures[0]
+    units = rank_groups.plan([1] * 4) if not workers else [[0, 1], [2, 3]]
+    complete = [u for u in units if 3 not in u]
+    assert len(list(cache_dir.iterdir())) == len(complete)  # only groups whose members all parsed
