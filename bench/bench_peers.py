@@ -17,11 +17,17 @@ the trailing keys; written streaming, copy by copy, as `<input>/rank{r}.pt.trace
 - a100_8x40mb: 8 ranks x 40 MB;    a100_1gb: 1 rank of 1.0 GB (a folder holding that one file);
 - ranks_64: 64 ranks x 5 MB (2 of the 3 profiler steps); ranks_8/16/32: its first 8/16/32 ranks
   (symlinks), for the scaling table. `--only scaling` selects these four.
+Two inputs are copies of real rank files instead, each copy given distributedInfo.rank = r,
+world_size = N, its events unchanged: dlrm_1024 (1,024 ranks: rank r is the real DLRM rank r mod 8
+of ../shared/traces/param, 0.74 MB each) and small_2000 (2,000 ranks: HTA's 220-event
+mi250_minitoy trace, gzip-compressed, 6.4 KB each on disk, 65 KB of JSON). `--only many` selects both.
 
 Each measurement runs in a fresh process (bench/peers_child.py), so imports, caches and memory are
 isolated, and the inputs are read from the page cache (the build or an earlier run left them there):
 - orjson: read each rank file + orjson.loads, one after the other, default GC (the floor for any
   Python parser; frees each file's objects before the next);
+- msgspec: the same with msgspec decoding into the Structs of traceview's typed decode (only the
+  fields a Kineto event needs), the GC paused: the floor of a typed decode;
 - tv cold: `tv.load(folder, cache_dir=<fresh dir>, analyse=True)` + `build_summary(trace)`, as
   `traceview summary` runs them (parse and rank-local analyses in traceview's spawn
   pool of workers, write the Parquet cache, everything `traceview summary` computes);
@@ -30,7 +36,9 @@ isolated, and the inputs are read from the page cache (the build or an earlier r
   `get_comm_comp_overlap(visualize=False)` + `get_temporal_breakdown(visualize=False)`, in HTA's own
   interpreter (--hta-python; default bench/out/hta-venv, created with `pip install HolisticTraceAnalysis`).
 Wall s is the whole process, start to exit (interpreter start and imports included; the JSON has the
-in-process import/load/analysis split). MB is the peak RSS of the process tree: the parent polls /proc
+in-process import/load/analysis split). CPU s is user + sys of the child and of every worker it
+waited for (wait4's rusage), the measure a loaded machine distorts least; MB/CPU-s is the input's
+bytes on disk over it. MB is the peak RSS of the process tree: the parent polls /proc
 every 20 ms, finds the child's descendants (/proc/<pid>/task/*/children, else the ppid in /proc/*/stat)
 and sums their VmRSS (pages shared between forked processes count once per process, so a fork pool reads
 a little high; a peak shorter than 20 ms can be missed). results.json also has the child's ru_maxrss
@@ -39,10 +47,10 @@ is held to --hta-timeout seconds and --hta-max-rss GB of tree RSS (killed beyond
 to reach them) and then shows "timeout" or "OOM" (out of memory: > the cap) instead of a number.
 --repeat N takes the median of N runs.
 
-Reading the table: cold/orjson is traceview's cold wall over orjson's (parse + analysis against bare
-decoding of the same bytes, both in fresh processes); speed-up is HTA wall / tv cold wall and mem
-HTA/tv is HTA's peak tree RSS over traceview's cold one (both: how many times more HTA needs). In the
-scaling table, per-rank seconds roughly constant means linear scaling in the number of ranks.
+Reading the table: under each input, HTA/tv cold is HTA's CPU, wall and peak tree RSS over
+traceview's cold run (how many times more HTA needs), and tv cold/msgspec is traceview's cold CPU
+over the typed-decode floor of the same bytes. In the scaling table, per-rank seconds roughly
+constant means linear scaling in the number of ranks.
 results.json accumulates: each (input, tool) keeps its latest measurement, so runs with --only add up.
 """
 
@@ -68,6 +76,7 @@ from peers_inputs import (
     DEFAULT_HTA_VENV,
     DEFAULT_OUT,
     INPUTS,
+    MANY,
     ORDER,
     PAGE,
     POLL_S,
@@ -145,6 +154,9 @@ def run_child(cmd: list[str], log: Path, timeout: float, max_rss: float) -> dict
     return {
         "status": status_text,
         "wall_s": round(wall, 3),
+        # user + sys of the child and every worker it waited for (wait4's rusage): what a loaded
+        # machine distorts far less than wall time
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
         "peak_tree_rss_mb": round(peak / 1e6, 1),
         "ru_maxrss_mb": round(usage.ru_maxrss * 1024 / 1e6, 1),
         "log": str(log),
@@ -152,7 +164,9 @@ def run_child(cmd: list[str], log: Path, timeout: float, max_rss: float) -> dict
 
 
 def measure(tool: str, folder: Path, name: str, rep: int, cache: Path, args) -> dict:
-    kind = {"orjson": "orjson", "tv cold": "traceview", "tv cached": "traceview", "HTA": "hta"}[tool]
+    kind = {"orjson": "orjson", "msgspec": "msgspec", "tv cold": "traceview", "tv cached": "traceview", "HTA": "hta"}[
+        tool
+    ]
     python = args.hta_python if kind == "hta" else sys.executable
     logs = args.out / "logs"
     logs.mkdir(exist_ok=True)
@@ -185,7 +199,10 @@ def summarise(runs: list[dict], cap_gb: float) -> dict:
     return dict(
         out,
         status="ok",
-        **{k: statistics.median(r[k] for r in runs) for k in ("wall_s", "peak_tree_rss_mb", "ru_maxrss_mb")},
+        **{
+            k: statistics.median(r[k] for r in runs if k in r)
+            for k in ("wall_s", "cpu_s", "peak_tree_rss_mb", "ru_maxrss_mb")
+        },
     )
 
 
@@ -194,6 +211,7 @@ def measure_input(name: str, folder: Path, args) -> dict:
     runs: dict[str, list] = {t: [] for t in tools}
     for rep in range(args.repeat):
         runs["orjson"].append(measure("orjson", folder, name, rep, args.out, args))
+        runs["msgspec"].append(measure("msgspec", folder, name, rep, args.out, args))
         cache = Path(tempfile.mkdtemp(prefix="tv-cache-", dir=args.out))
         try:
             for tool in ("tv cold", "tv cached"):
@@ -213,20 +231,23 @@ def cell(t: dict | None, key: str, fmt: str) -> str:
         return "-"
     if t["status"] != "ok":
         return {"timeout": "timeout"}.get(t["status"], "OOM" if t["status"].startswith("out of memory") else "error")
-    return format(t[key], fmt)
+    return format(t[key], fmt) if key in t else "-"
 
 
 def ratio(a: dict | None, b: dict | None, key: str) -> str:
     """a[key] / b[key] when both runs succeeded."""
-    if not a or not b or a["status"] != "ok" or b["status"] != "ok":
+    if not a or not b or a["status"] != "ok" or b["status"] != "ok" or not a.get(key) or not b.get(key):
         return "-"
     return f"{a[key] / b[key]:.2f}x"
 
 
 def inputs_table(results: dict) -> list[str]:
+    """One row per input and tool: wall, CPU seconds of the process tree, MB per CPU-second, peak
+    tree RSS; then per input the ratios that matter (HTA over traceview's cold run, traceview's
+    cold run over the msgspec floor)."""
     head = (
-        f"{'input':<12} {'MB':>6} {'ranks':>5} {'events':>10} | {'orjson s':>8} {'MB':>6} | {'cold s':>7} {'MB':>6} | "
-        f"{'cached s':>8} {'MB':>5} | {'HTA s':>7} {'MB':>6} | {'cold/orjson':>11} {'speed-up':>8} {'mem HTA/tv':>10}"
+        f"{'input':<12} {'MB':>6} {'ranks':>5} {'events':>10} | {'tool':<9} {'wall s':>7} {'CPU s':>7} "
+        f"{'MB/CPU-s':>8} {'peak MB':>7}"
     )
     lines = [head]
     for name in ORDER:
@@ -234,14 +255,20 @@ def inputs_table(results: dict) -> list[str]:
             continue
         r = results[name]
         t = r["tools"]
-        o, c, k, h = (t.get(x) for x in TOOLS)
+        for i, tool in enumerate(TOOLS):
+            x = t.get(tool)
+            if x is None:
+                continue
+            label = f"{name:<12} {r['mb']:>6,.0f} {r['ranks']:>5} {r.get('events') or 0:>10,}" if i == 0 else " " * 36
+            rate = f"{r['mb'] / x['cpu_s']:.0f}" if x["status"] == "ok" and x.get("cpu_s") else "-"
+            lines.append(
+                f"{label} | {tool:<9} {cell(x, 'wall_s', '.2f'):>7} {cell(x, 'cpu_s', '.2f'):>7} {rate:>8} "
+                f"{cell(x, 'peak_tree_rss_mb', ',.0f'):>7}"
+            )
+        c, h, m = t.get("tv cold"), t.get("HTA"), t.get("msgspec")
         lines.append(
-            f"{name:<12} {r['mb']:>6,.0f} {r['ranks']:>5} {r.get('events') or 0:>10,} | "
-            f"{cell(o, 'wall_s', '.2f'):>8} {cell(o, 'peak_tree_rss_mb', ',.0f'):>6} | "
-            f"{cell(c, 'wall_s', '.2f'):>7} {cell(c, 'peak_tree_rss_mb', ',.0f'):>6} | "
-            f"{cell(k, 'wall_s', '.2f'):>8} {cell(k, 'peak_tree_rss_mb', ',.0f'):>5} | "
-            f"{cell(h, 'wall_s', '.1f'):>7} {cell(h, 'peak_tree_rss_mb', ',.0f'):>6} | "
-            f"{ratio(c, o, 'wall_s'):>11} {ratio(h, c, 'wall_s'):>8} {ratio(h, c, 'peak_tree_rss_mb'):>10}"
+            " " * 36 + f" | HTA/tv cold: CPU {ratio(h, c, 'cpu_s')}, wall {ratio(h, c, 'wall_s')}, "
+            f"peak RSS {ratio(h, c, 'peak_tree_rss_mb')}; tv cold/msgspec CPU {ratio(c, m, 'cpu_s')}"
         )
     return lines
 
@@ -327,17 +354,22 @@ def selected(only: list[str] | None) -> list[str]:
     for n in only or ORDER:
         if n == "scaling":
             names.update(SCALING)
+        elif n == "many":
+            names.update(MANY)
         elif n in INPUTS:
             names.add(n)
         else:
-            sys.exit(f"bench_peers: unknown input {n!r} (choose from {', '.join(ORDER)}, scaling)")
+            sys.exit(f"bench_peers: unknown input {n!r} (choose from {', '.join(ORDER)}, scaling, many)")
     return [n for n in ORDER if n in names]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--only", action="append", metavar="NAME", help=f"an input ({', '.join(ORDER)}) or 'scaling'; repeatable"
+        "--only",
+        action="append",
+        metavar="NAME",
+        help=f"an input ({', '.join(ORDER)}), 'scaling' or 'many'; repeatable",
     )
     ap.add_argument("--skip-hta", action="store_true", help="do not run HTA")
     ap.add_argument("--repeat", type=int, default=1, help="runs per tool and input; the median is reported")

@@ -62,7 +62,7 @@ INPUTS = {
 SCALING = ["ranks_8", "ranks_16", "ranks_32", "ranks_64"]
 MANY = ["dlrm_1024", "small_2000"]
 ORDER = ["a100_8x40mb", "a100_1gb", *SCALING, *MANY]
-TOOLS = ["orjson", "tv cold", "tv cached", "HTA"]
+TOOLS = ["orjson", "msgspec", "tv cold", "tv cached", "HTA"]
 
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 ID_ARGS = ("correlation", "External id", "external id")

@@ -101,3 +101,30 @@ def test_a_member_that_fails_is_listed_the_others_load_and_the_group_is_not_cach
     units = rank_groups.plan([1] * 4) if not workers else [[0, 1], [2, 3]]
     complete = [u for u in units if 3 not in u]
     assert len(list(cache_dir.iterdir())) == len(complete)  # only groups whose members all parsed
+
+
+@pytest.mark.parametrize("grouped", [True, False], ids=["a group", "a large rank"])
+def test_an_entry_cached_without_analyses_is_refilled_once(monkeypatch, tmp_path, grouped):
+    """`traceview info` caches frames only; the next load that wants the analyses computes them
+    once and rewrites the entry, so the loads after it read them (nothing computed again)."""
+    from traceview import per_rank, registry
+
+    if not grouped:  # the samples' ranks stand for large ones: alone, and analysed where parsed
+        monkeypatch.setattr(rank_groups, "SMALL_RANK_BYTES", 0)
+        monkeypatch.setattr(executors, "ANALYSE_MIN_BYTES", 0)
+    cache_dir = tmp_path / "c"
+    plain = build_summary(tv.load(SAMPLES / "dp4_nccl", use_cache=False))
+    tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir)  # as `traceview info` loads
+    entries = sorted(cache_dir.iterdir())
+    assert entries and not any((e / cache.STAMP_FILE).exists() for e in entries)
+    keys = [registry.memo_key(n, {}) for n in per_rank.ANALYSES]
+    refilled = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, analyse=True)
+    assert all(k in refilled._memo for k in keys) and build_summary(refilled) == plain
+    assert sorted(cache_dir.iterdir()) == entries and all((e / cache.STAMP_FILE).is_file() for e in entries)
+
+    def fail(*_args):
+        raise AssertionError("computed again instead of read from the refilled entry")
+
+    monkeypatch.setattr(per_rank, "compute", fail)
+    again = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, analyse=True)
+    assert all(k in again._memo for k in keys) and build_summary(again) == plain

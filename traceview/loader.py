@@ -31,7 +31,7 @@ from pathlib import Path
 
 import orjson
 
-from traceview import cache, executors, rank_groups
+from traceview import cache, executors, per_rank, rank_groups
 from traceview.assemble import assemble, rank_numbers
 from traceview.errors import TraceError
 from traceview.parsers import ParsedRank, RankGroup, Source, discover, memory
@@ -83,11 +83,12 @@ def load(
     these steps (`Trace.select_steps`). A bad SPEC raises ValueError; ranks or steps none of which
     exist raise TraceError naming those that do; some missing: a warning in `Trace.warnings`.
 
-    `analyse=True`: where a rank is parsed (a local worker process, a Ray task, or this process
-    when the rank goes to the cache) its rank-local analyses (`traceview.per_rank`) are
-    computed too and cached with it. The Trace holds them ready when every rank brings them (from
-    the parse or from the cache, whatever `analyse`); otherwise it computes them itself on first
-    use. Same numbers either way.
+    `analyse=True`: where a group of small ranks or a large rank is parsed (a local worker
+    process, a Ray task, or this process when it goes to the cache) its rank-local analyses
+    (`traceview.per_rank`) are computed too and cached with it; a cache entry written without
+    them (`traceview info`) is refilled with them on the first load that asks. The Trace holds
+    them ready when every rank brings them (from the parse or from the cache, whatever
+    `analyse`); otherwise it computes them itself on first use. Same numbers either way.
     """
     rank_sel = Selection.of(ranks, "ranks")
     step_sel = Selection.of(steps, "steps")
@@ -103,7 +104,9 @@ def load(
         skipped = _unselected(sources, rank_sel, root if store else None)
     wanted = [s for s in sources if s not in skipped]
     # Units are planned over every source, so a selection finds the groups a whole load cached.
-    units = [[sources[i] for i in unit] for unit in rank_groups.plan([memory.input_bytes(s) for s in sources])]
+    sizes = [memory.input_bytes(s) for s in sources]
+    units = [[sources[i] for i in unit] for unit in rank_groups.plan(sizes)]
+    size_of = dict(zip(sources, sizes))
     parsed: dict[Source, ParsedRank] = {}
     errors: dict[Source, TraceError] = {}
     todo = []
@@ -112,6 +115,8 @@ def load(
         if not want:
             continue
         entry = store.read(unit) if store else None
+        if entry is not None and analyse and entry.analyses is None:
+            entry = store.refill(unit, entry, sum(size_of[s] for s in unit))
         if entry is None:
             todo.append(want)
         elif isinstance(entry, RankGroup):
@@ -266,6 +271,22 @@ class _Store:
             return
         self.used.add(name)
         self.wrote = True
+
+    def refill(self, unit: list[Source], entry: ParsedRank | RankGroup, size: int) -> ParsedRank | RankGroup:
+        """A cached entry written without the rank-local analyses (by `traceview info`, or a load
+        without `analyse`), read by a load that wants them: computed now, as the process that
+        parses the unit would have (`executors.analyses_where_parsed`), and the entry rewritten
+        with them, so that later opens read them instead of computing them again."""
+        if not self.writable or not executors.analyses_where_parsed(unit, size, True):
+            return entry
+        if isinstance(entry, RankGroup):
+            members = list(zip(unit, entry.members()))
+            entry.analyses = per_rank.compute(assemble(path_text(unit[0].path), members, [], list(range(len(unit)))))
+        else:
+            entry.analyses = executors.rank_analyses(unit[0], entry)
+        entry.packed = None
+        self.write(unit, entry)
+        return entry
 
     def finish(self) -> None:
         """After writing: keep the cache under its size limit (never evicting this load's entries)."""
