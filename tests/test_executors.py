@@ -395,3 +395,20 @@ def test_ray_tasks_still_running_are_cancelled_when_the_load_stops(local_ray, mo
     next(results)  # one rank back, others in flight or queued
     results.close()  # what the loader does when it stops early
     assert cancelled and all(force for _, force in cancelled)
+
+
+def test_workers_get_their_share_of_the_cpus_for_polars(monkeypatch):
+    """Each spawned worker's polars pool is sized to its share of the CPUs (two workers on N CPUs:
+    N // 2 threads each); a POLARS_MAX_THREADS the user set is kept; the parent's environment is
+    left as it was."""
+    from traceview import subprocesses
+
+    monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
+    with subprocesses.finish(subprocesses.pool(2)) as pool:
+        got = pool.submit(os.getenv, "POLARS_MAX_THREADS").result(timeout=120)
+    assert got == str(max(1, (os.cpu_count() or 1) // 2))
+    assert "POLARS_MAX_THREADS" not in os.environ
+    monkeypatch.setenv("POLARS_MAX_THREADS", "7")
+    with subprocesses.finish(subprocesses.pool(2)) as pool:
+        assert pool.submit(os.getenv, "POLARS_MAX_THREADS").result(timeout=120) == "7"
+    assert os.environ["POLARS_MAX_THREADS"] == "7"
