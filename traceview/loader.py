@@ -26,6 +26,7 @@ import dataclasses
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from pathlib import Path
 
@@ -41,6 +42,9 @@ from traceview.selection import Selection, listing
 from traceview.step_selection import select_steps
 from traceview.trace import Trace
 from traceview.user_rules import user_rules
+
+#: Cache entries read at once (threads) by a load of several units.
+READ_THREADS = 8
 
 #: progress(done, total, label): called as rank sources finish.
 Progress = Callable[[int, int, str], None]
@@ -110,11 +114,9 @@ def load(
     parsed: dict[Source, ParsedRank] = {}
     errors: dict[Source, TraceError] = {}
     todo = []
-    for unit in units:
+    units = [u for u in units if any(s not in skipped for s in u)]
+    for unit, entry in zip(units, store.read_all(units) if store else [None] * len(units)):
         want = [s for s in unit if s not in skipped]
-        if not want:
-            continue
-        entry = store.read(unit) if store else None
         if entry is not None and analyse and entry.analyses is None:
             entry = store.refill(unit, entry, sum(size_of[s] for s in unit))
         if entry is None:
@@ -257,6 +259,14 @@ class _Store:
         if isinstance(entry, RankGroup) and (len(entry.errors) != len(unit) or not entry.complete):
             return None
         return entry
+
+    def read_all(self, units: list[list[Source]]) -> list[ParsedRank | RankGroup | None]:
+        """`read` of every unit, in order, several at once (reading and verifying an entry is
+        file reads, hashing and Parquet decoding, which release the GIL)."""
+        if len(units) < 2:
+            return [self.read(u) for u in units]
+        with ThreadPoolExecutor(min(READ_THREADS, len(units))) as pool:
+            return list(pool.map(self.read, units))
 
     def write(self, unit: list[Source], result: ParsedRank | RankGroup) -> None:
         if not self.writable:

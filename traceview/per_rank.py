@@ -19,10 +19,14 @@ them instead of recomputing them, while the code that computed them is the same
 from __future__ import annotations
 
 import io
+from concurrent.futures import ThreadPoolExecutor
 
 import polars as pl
 
 from traceview import registry
+
+#: Threads that decode the stored results at once (`seed`).
+READ_THREADS = 4
 
 #: The analyses cached with a rank, in registry order.
 ANALYSES = registry.RANK_LOCAL
@@ -65,8 +69,11 @@ def seed(
     lookup = trace.ranks["rank"] if lookup is None else lookup
     memo = {}
     try:
+        with ThreadPoolExecutor(READ_THREADS) as pool:  # Parquet decoding releases the GIL
+            frames_of = {n: pool.map(_read, [r[n] for r in results]) for n in ANALYSES}
+            frames_of = {n: list(f) for n, f in frames_of.items()}
         for name in ANALYSES:
-            read = [pl.read_parquet(io.BytesIO(r[name])) for r in results]
+            read = frames_of[name]
             dtype = next((f.schema["rank"] for f in read if "rank" in f.columns), None)
             frames = [_positioned(f, at, group) for f, at, group in zip(read, positions, grouped)]
             frame = pl.concat(frames, how="diagonal_relaxed")
@@ -82,6 +89,10 @@ def seed(
         return False
     trace._memo.update(memo)
     return True
+
+
+def _read(data: bytes) -> pl.DataFrame:
+    return pl.read_parquet(io.BytesIO(data))
 
 
 def _positioned(frame: pl.DataFrame, position: int, group: bool) -> pl.DataFrame:
