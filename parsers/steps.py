@@ -23,8 +23,9 @@ from traceview.errors import Warnings
 STEP_NAME = r"^ProfilerStep#(\d+)$"
 
 
-def step_ranges(events: pl.DataFrame, start: str, end: str) -> pl.DataFrame:
-    """ProfilerStep#N events -> one row per N: step, `start` (earliest), `end` (latest), by start."""
+def step_ranges(events: pl.DataFrame | pl.LazyFrame, start: str, end: str) -> pl.DataFrame | pl.LazyFrame:
+    """ProfilerStep#N events -> one row per N: step, `start` (earliest), `end` (latest), by start
+    (lazy in, lazy out)."""
     return (
         events.select(
             pl.col("name").str.extract(STEP_NAME, 1).cast(pl.Int64).alias("step"),
@@ -45,6 +46,11 @@ def step_in_window(points: pl.DataFrame, on: str, windows: pl.DataFrame, start: 
     """
     if windows.is_empty() or points.is_empty():
         return pl.Series("step", [None] * points.height, dtype=pl.Int64)
+    return window_steps(points.lazy(), on, windows.lazy(), start, end).collect()["step"]
+
+
+def window_steps(points: pl.LazyFrame, on: str, windows: pl.LazyFrame, start: str, end: str) -> pl.LazyFrame:
+    """`step_in_window` as a lazy query: one column `step`, a row per point, in their order."""
     probe = points.select(pl.col(on).alias("_t")).with_row_index("_i")
     hit = (
         probe.drop_nulls("_t")
@@ -57,7 +63,7 @@ def step_in_window(points: pl.DataFrame, on: str, windows: pl.DataFrame, start: 
         )
         .select("_i", pl.when(pl.col("_t") < pl.col("_we")).then(pl.col("step")).alias("step"))
     )
-    return probe.join(hit, on="_i", how="left").sort("_i")["step"]
+    return probe.join(hit, on="_i", how="left").sort("_i").select(pl.col("step").cast(pl.Int64))
 
 
 #: Warning (counted per rank) for GPU step annotations that overlap the next one.
@@ -79,11 +85,17 @@ def kineto_steps(
     not modified. steps follows `schema.STEPS`. GPU annotations that overlap the next step's are
     counted in `warn` (the later step's window takes the overlap: `step_in_window`).
     """
-    host = step_ranges(
-        host_events.filter(pl.col("kind").is_in(["operator", "annotation"])), "host_start_ns", "host_end_ns"
-    )
-    gpu = step_ranges(device_annotations, "gpu_start_ns", "gpu_end_ns").filter(
-        pl.col("gpu_end_ns") > pl.col("gpu_start_ns")
+    host, gpu = pl.collect_all(
+        [
+            step_ranges(
+                host_events.lazy().filter(pl.col("kind").is_in(["operator", "annotation"])),
+                "host_start_ns",
+                "host_end_ns",
+            ),
+            step_ranges(device_annotations.lazy(), "gpu_start_ns", "gpu_end_ns").filter(
+                pl.col("gpu_end_ns") > pl.col("gpu_start_ns")
+            ),
+        ]
     )
     if warn is not None and gpu.height > 1:
         overlap = (gpu["gpu_end_ns"].head(-1) - gpu["gpu_start_ns"].tail(-1)).filter(
@@ -94,26 +106,37 @@ def kineto_steps(
     if host.is_empty() and gpu.is_empty():
         return schema.empty("steps"), device_tasks
 
+    # One lazy query from here (a rank's steps are a few dozen small operations).
     # Launch-correlation step of every device task (rule 2), computed for all tasks.
-    runtime = host_events.filter(pl.col("correlation").is_not_null() & (pl.col("kind") == "runtime"))
-    launch_step = (
-        runtime.select("correlation")
-        .with_columns(step_in_window(runtime, "start_ns", host, "host_start_ns", "host_end_ns").alias("launch_step"))
-        .unique("correlation", keep="first")
-    )
-    tasks = device_tasks.join(launch_step, on="correlation", how="left", maintain_order="left")
+    runtime = host_events.lazy().filter(pl.col("correlation").is_not_null() & (pl.col("kind") == "runtime"))
+    if host.is_empty():
+        launch = runtime.select("correlation", pl.lit(None, dtype=pl.Int64).alias("launch_step"))
+    else:
+        launch = pl.concat(
+            [
+                runtime.select("correlation"),
+                window_steps(runtime, "start_ns", host.lazy(), "host_start_ns", "host_end_ns").rename(
+                    {"step": "launch_step"}
+                ),
+            ],
+            how="horizontal",
+        )
+    launch_step = launch.unique("correlation", keep="first")
+    tasks = device_tasks.lazy().join(launch_step, on="correlation", how="left", maintain_order="left")
 
     if not gpu.is_empty():
-        window_step = step_in_window(tasks, "start_ns", gpu.rename({"gpu_start_ns": "s", "gpu_end_ns": "e"}), "s", "e")
+        windows = gpu.lazy().rename({"gpu_start_ns": "s", "gpu_end_ns": "e"})
+        window_step = window_steps(tasks, "start_ns", windows, "s", "e").rename({"step": "_window_step"})
         # A step without a GPU annotation (when others have one) keeps rule 2: its tasks are those
         # it launched (found by tests/test_properties.py: they were clipped to its window instead).
         unannotated = host.filter(~pl.col("step").is_in(gpu["step"].implode()))["step"]
-        tasks = tasks.with_columns(
+        tasks = pl.concat([tasks, window_step], how="horizontal").with_columns(
             pl.when(pl.col("launch_step").is_in(unannotated.implode()))
             .then(pl.col("launch_step"))
-            .otherwise(window_step)
+            .otherwise(pl.col("_window_step"))
             .alias("step")
         )
+        tasks = tasks.drop("_window_step")
     else:
         tasks = tasks.with_columns(pl.col("launch_step").alias("step"))
 
@@ -124,7 +147,8 @@ def kineto_steps(
         .rename({"launch_step": "step"})
     )
     steps = (
-        host.join(gpu, on="step", how="full", coalesce=True)
+        host.lazy()
+        .join(gpu.lazy(), on="step", how="full", coalesce=True)
         .join(by_launch, on="step", how="left")
         .with_columns(
             pl.when(pl.col("gpu_start_ns").is_not_null())
@@ -138,4 +162,5 @@ def kineto_steps(
         )
         .sort("step")
     )
-    return schema.conform(steps, "steps"), tasks.drop("launch_step")
+    steps, tasks = pl.collect_all([steps, tasks.drop("launch_step")])
+    return schema.conform(steps, "steps"), tasks
