@@ -50,6 +50,10 @@ def fill_collective(tasks: pl.DataFrame, communication: pl.DataFrame | None = No
         if col not in tasks.columns:
             tasks = tasks.with_columns(pl.lit(None, pl.String).alias(col))
     is_comm = pl.col("kind") == "communication"
+    if not tasks["kind"].eq("communication").any():  # nothing to fill: a few operations saved
+        # as below: only a communication task keeps a collective
+        no_collective = tasks["collective"].null_count() == tasks.height
+        return tasks if no_collective else tasks.with_columns(pl.lit(None, pl.String).alias("collective"))
     # Match the (few, long) names of communication tasks once each, not every task's name.
     from_name = (
         tasks.filter(is_comm & pl.col("collective").is_null())
