@@ -58,6 +58,9 @@ INPUTS = {
     "ranks_32": Spec(32, 5e6, of="ranks_64"),
     "dlrm_1024": Spec(1024, copies_of=DLRM_RANKS),
     "small_2000": Spec(2000, copies_of=(SMALL_RANK,), gz=True),
+    # bench/bench_ranks_memory.py: the driver's memory as the rank count grows
+    "small_10000": Spec(10000, copies_of=(SMALL_RANK,), gz=True),
+    **{f"small_{n}": Spec(n, of="small_10000") for n in (1000, 2500, 5000)},
 }
 SCALING = ["ranks_8", "ranks_16", "ranks_32", "ranks_64"]
 MANY = ["dlrm_1024", "small_2000"]
@@ -288,10 +291,11 @@ def build_input(name: str, out: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     if spec.of:
         base = build_input(spec.of, out)
+        gz = INPUTS[spec.of].gz
         for r in range(spec.ranks):
-            link = folder / rank_file(r)
+            link = folder / rank_file(r, gz)
             if not link.is_symlink():
-                link.symlink_to(os.path.relpath(base / rank_file(r), folder))
+                link.symlink_to(os.path.relpath(base / rank_file(r, gz), folder))
         return folder
     if spec.copies_of:
         todo = [r for r in range(spec.ranks) if not (folder / rank_file(r, spec.gz)).exists()]

@@ -195,6 +195,17 @@ def test_cached_unselected_ranks_are_not_read(monkeypatch, tmp_path):
     assert read == [tmp_path / cache.group_key(group)]
 
 
+def test_a_cached_group_gives_its_ranks_without_reading_the_files(monkeypatch, tmp_path):
+    """Selecting ranks of a folder whose small ranks were cached as groups reads each group's
+    meta.json for its members' ranks, not every rank file's header (10,000 gzip headers: seconds)."""
+    from traceview import loader
+
+    tv.load(DP4, cache_dir=tmp_path)
+    monkeypatch.setattr(loader, "recorded_rank", lambda source: pytest.fail(f"read {source.path.name}'s header"))
+    t = tv.load(DP4, ranks="1,3", cache_dir=tmp_path)
+    assert t.ranks["rank"].to_list() == [1, 3]
+
+
 def test_ranks_unknown_before_parsing_are_parsed_then_judged_by_their_number(monkeypatch, tmp_path):
     # a records no rank, b rank 0, c rank 1: a whole load numbers a as rank 2
     kineto_file(tmp_path / "a.json", None)

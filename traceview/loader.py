@@ -103,13 +103,13 @@ def load(
         sources = [dataclasses.replace(s, task_kinds=user.task_kinds) for s in sources]
     root = Path(cache_dir) if cache_dir else cache.default_root()
     store = _Store(root) if use_cache else None
-    skipped: dict[Source, int] = {}
-    if rank_sel is not None:
-        skipped = _unselected(sources, rank_sel, root if store else None)
-    wanted = [s for s in sources if s not in skipped]
     # Units are planned over every source, so a selection finds the groups a whole load cached.
     sizes = [memory.input_bytes(s) for s in sources]
     units = [[sources[i] for i in unit] for unit in rank_groups.plan(sizes)]
+    skipped: dict[Source, int] = {}
+    if rank_sel is not None:
+        skipped = _unselected(sources, rank_sel, root if store else None, units)
+    wanted = [s for s in sources if s not in skipped]
     size_of = dict(zip(sources, sizes))
     parsed: dict[Source, ParsedRank] = {}
     errors: dict[Source, TraceError] = {}
@@ -167,14 +167,36 @@ def load(
     return select_steps(trace, step_sel) if step_sel is not None else trace
 
 
-def _unselected(sources: list[Source], wanted: Selection, cache_root: Path | None) -> dict[Source, int]:
+def _unselected(
+    sources: list[Source], wanted: Selection, cache_root: Path | None, units: list[list[Source]]
+) -> dict[Source, int]:
     """The sources that need not be parsed for rank selection `wanted`, with their recorded rank:
-    those whose rank is known without parsing (cache meta.json, else `recorded_rank`), is not
-    selected, and is recorded by no other source (a repeated rank may be renumbered into the
-    selection, so those are parsed and judged by their final number)."""
-    known = {s: _cheap_rank(s, cache_root) for s in sources}
+    those whose rank is known without parsing (a cached group's or entry's meta.json, else
+    `recorded_rank`), is not selected, and is recorded by no other source (a repeated rank may be
+    renumbered into the selection, so those are parsed and judged by their final number)."""
+    grouped = _grouped_ranks(units, cache_root) if cache_root is not None else {}
+    known = {s: grouped[s] if s in grouped else _cheap_rank(s, cache_root) for s in sources}
     counts = Counter(r for r in known.values() if r is not None)
     return {s: r for s, r in known.items() if r is not None and counts[r] == 1 and r not in wanted}
+
+
+def _grouped_ranks(units: list[list[Source]], cache_root: Path) -> dict[Source, int | None]:
+    """The recorded ranks of the members of cached groups (one meta.json read per group)."""
+    out: dict[Source, int | None] = {}
+    for unit in units:
+        if len(unit) < 2:
+            continue
+        try:
+            blob = orjson.loads((cache_root / cache.group_key(unit) / cache.META_FILE).read_bytes())
+            members, errors = blob["members"], blob["errors"]
+            if len(errors) != len(unit) or any(e is not None for e in errors) or len(members) != len(unit):
+                continue
+            ranks = [m["meta"].get("rank") for m in members]
+        except (OSError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError):
+            continue
+        for source, rank in zip(unit, ranks):
+            out[source] = rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+    return out
 
 
 def _cheap_rank(source: Source, cache_root: Path | None) -> int | None:
