@@ -20,13 +20,20 @@ from polars.testing import assert_frame_equal
 
 import traceview as tv
 from tests.conftest import SAMPLES
-from traceview import cache, executors, parsers
+from traceview import cache, executors, parsers, rank_groups
 from traceview.errors import TraceError
 from traceview.summary import build_summary
 
 pytestmark = pytest.mark.integration
 
 PROFILE = SAMPLES / "dp4_nccl"
+
+
+@pytest.fixture(autouse=True)
+def ranks_alone(monkeypatch):
+    """Each rank its own entry, as large ranks are cached (the sample's small ranks would share one
+    group entry, whose trust is tested in tests/test_rank_groups.py)."""
+    monkeypatch.setattr(rank_groups, "SMALL_RANK_BYTES", 0)
 
 
 @pytest.fixture

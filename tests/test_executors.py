@@ -363,24 +363,35 @@ def test_cached_analyses_of_other_code_or_damaged_are_recomputed(tmp_path, monke
 
 
 @pytest.mark.parametrize("workers", [True, False], ids=["worker processes", "in-process"])
-def test_small_ranks_or_no_analyse_leave_the_analyses_to_the_trace(tmp_path, monkeypatch, workers):
-    """Small ranks parsed alone (under ANALYSE_MIN_BYTES each) with analyse=True, and any ranks
-    without it (`traceview info`): the cache entries hold the frames only, the Trace computes."""
-    from traceview import rank_groups
+def test_small_ranks_alone_get_their_analyses_from_the_driver_and_no_analyse_none(tmp_path, monkeypatch, workers):
+    """Ranks parsed alone under ANALYSE_MIN_BYTES with analyse=True: the workers leave the
+    rank-local analyses to the driver, whose Trace computes them at once for all ranks and stores
+    each rank's share in its entry (the next open reads them, computing nothing); without analyse
+    (`traceview info`) the entries hold the frames only and the Trace computes on first use."""
+    from traceview import per_rank, rank_groups, registry
+    from traceview.summary import build_summary
 
+    plain_summary = build_summary(tv.load(SAMPLES / "dp4_nccl", use_cache=False))
+    keys = [registry.memo_key(n, {}) for n in per_rank.ANALYSES]
     if workers:
         monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(rank_groups, "SMALL_RANK_BYTES", 0)  # each rank its own unit
     small = tv.load(SAMPLES / "dp4_nccl", cache_dir=tmp_path / "small", analyse=True)
+    assert all(k in small._memo for k in keys) and build_summary(small) == plain_summary
+    entries = list((tmp_path / "small").iterdir())
+    assert len(entries) == 4 and all((e / cache.STAMP_FILE).is_file() for e in entries)
+    monkeypatch.setattr(per_rank, "compute", lambda *a: pytest.fail("computed again"))
+    monkeypatch.setattr(per_rank, "shares", lambda *a: pytest.fail("computed again"))
+    again = tv.load(SAMPLES / "dp4_nccl", cache_dir=tmp_path / "small", analyse=True)
+    assert all(k in again._memo for k in keys) and build_summary(again) == plain_summary
     monkeypatch.undo()
     if workers:
         monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(executors, "ANALYSE_MIN_BYTES", 0)
     plain = tv.load(SAMPLES / "dp4_nccl", cache_dir=tmp_path / "plain", analyse=False)  # one group
-    for trace, folder, count in ((small, "small", 4), (plain, "plain", 1)):
-        assert not trace._memo
-        entries = list((tmp_path / folder).iterdir())
-        assert len(entries) == count and not any((e / cache.STAMP_FILE).exists() for e in entries)
+    assert not plain._memo
+    entries = list((tmp_path / "plain").iterdir())
+    assert len(entries) == 1 and not (entries[0] / cache.STAMP_FILE).exists()
 
 
 def test_ray_tasks_still_running_are_cancelled_when_the_load_stops(local_ray, monkeypatch):

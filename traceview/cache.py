@@ -122,6 +122,20 @@ def pack(parsed: ParsedRank) -> dict[str, bytes]:
     return _pack(parsed.frames, parsed.analyses, {"meta": parsed.meta, "warnings": parsed.warnings})
 
 
+def with_analyses(files: dict[str, bytes], analyses: dict[str, bytes]) -> dict[str, bytes]:
+    """An entry's files (`pack`'s output, or what `unpack` read) with its rank-local analyses
+    replaced by `analyses` (`per_rank` Parquet bytes by name) and its manifest updated; the other
+    files are kept as they are (not encoded again)."""
+    blob = orjson.loads(files[META_FILE])
+    kept = {n: d for n, d in files.items() if n != META_FILE and n != STAMP_FILE and not n.startswith(PREFIX)}
+    added = analysis_files(analyses)
+    manifest = {n: i for n, i in blob["files"].items() if n in kept}
+    manifest.update({n: {"bytes": len(d), "sha256": _digest(d), "rows": None} for n, d in added.items()})
+    blob["files"] = manifest
+    blob.pop("key", None)
+    return {**kept, **added, META_FILE: orjson.dumps(blob)}
+
+
 def pack_group(group: RankGroup) -> dict[str, bytes]:
     """A group of small ranks (`RankGroup`) as the files of one cache entry: its concatenated
     frames as the tables, and in meta.json each member's metadata and warnings and each source's

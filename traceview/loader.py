@@ -145,22 +145,27 @@ def load(
                     store.write(unit, result)
             else:
                 parsed[unit[0]] = result
-                if store:
+                if store and analyse and result.analyses is None:
+                    store.pending[unit[0]] = result  # written once, with the driver's analyses
+                elif store:
                     store.write(unit, result)
             if progress:
                 progress(done, len(wanted), unit[0].path.name if len(unit) == 1 else f"{len(unit)} small ranks")
-    if store:
-        store.finish()
-
     first_error = next((errors[s] for s in wanted if s in errors), None)
     if not parsed and first_error is not None:
+        if store:
+            store.finish()
         raise first_error
     failures = [str(errors[s]) for s in sources if s in errors]
     if rank_sel is None:
-        ordered = [(s, parsed[s]) for s in sources if s in parsed]
-        trace = assemble(path_text(path), ordered, failures)
+        kept = [s for s in sources if s in parsed]
+        trace = assemble(path_text(path), [(s, parsed[s]) for s in kept], failures)
     else:
-        trace = _assemble_selected(path_text(path), sources, parsed, skipped, rank_sel, failures, first_error)
+        trace, kept = _assemble_selected(path_text(path), sources, parsed, skipped, rank_sel, failures, first_error)
+    if store:
+        if analyse:
+            store.store_analyses(trace, [parsed[s] for s in kept], kept)
+        store.finish()
     if store and store.problem:
         trace.load_warnings.append(store.problem)
     trace.rules_file, trace.rules_tables = user.file, user.tables
@@ -219,9 +224,10 @@ def _assemble_selected(
     wanted: Selection,
     failures: list[str],
     first_error: TraceError | None,
-) -> Trace:
+) -> tuple[Trace, list[Source]]:
     """Number every rank source as a whole load would (skipped ones by their recorded rank), keep
-    the parsed ones whose number is selected; TraceError when none is, a warning when some are missing."""
+    the parsed ones whose number is selected (the Trace and those sources, in its rank order);
+    TraceError when none is, a warning when some are missing."""
     candidates = [s for s in sources if s in parsed or s in skipped]
     recorded = [parsed[s].meta.get("rank") if s in parsed else skipped[s] for s in candidates]
     names = [path_text(s.path) for s in candidates]
@@ -243,7 +249,8 @@ def _assemble_selected(
             f"{source}: no {missing.describe('rank')} in this profile (it has {listing('rank', present)}); "
             f"loaded the others"
         )
-    return assemble(source, [(s, parsed[s]) for s, _ in keep], failures, [n for _, n in keep], warnings)
+    trace = assemble(source, [(s, parsed[s]) for s, _ in keep], failures, [n for _, n in keep], warnings)
+    return trace, [s for s, _ in keep]
 
 
 class _Store:
@@ -256,6 +263,9 @@ class _Store:
         self.problem: str | None = None
         self.used: set[str] = set()
         self.wrote = False
+        #: ranks parsed alone without their rank-local analyses by a load that wants them: written
+        #: by `store_analyses` with the driver's (once, not twice), else by `finish`
+        self.pending: dict[Source, ParsedRank] = {}
         try:
             root.mkdir(parents=True, exist_ok=True)
             self.writable = os.access(root, os.W_OK)
@@ -305,23 +315,48 @@ class _Store:
         self.wrote = True
 
     def refill(self, unit: list[Source], entry: ParsedRank | RankGroup, size: int) -> ParsedRank | RankGroup:
-        """A cached entry written without the rank-local analyses (by `traceview info`, or a load
-        without `analyse`), read by a load that wants them: computed now, as the process that
-        parses the unit would have (`executors.analyses_where_parsed`), and the entry rewritten
-        with them, so that later opens read them instead of computing them again."""
-        if not self.writable or not executors.analyses_where_parsed(unit, size, True):
+        """A cached group written without the rank-local analyses (by `traceview info`, or a load
+        without `analyse`), read by a load that wants them: computed now for the group at once, as
+        the process that parses it would have, and the entry rewritten with them, so that later
+        opens read them. (A rank cached alone gets them from `store_analyses`.)"""
+        if not self.writable or not isinstance(entry, RankGroup):
             return entry
-        if isinstance(entry, RankGroup):
-            members = list(zip(unit, entry.members()))
-            entry.analyses = per_rank.compute(assemble(path_text(unit[0].path), members, [], list(range(len(unit)))))
-        else:
-            entry.analyses = executors.rank_analyses(unit[0], entry)
+        members = list(zip(unit, entry.members()))
+        entry.analyses = per_rank.compute(assemble(path_text(unit[0].path), members, [], list(range(len(unit)))))
         entry.packed = None
         self.write(unit, entry)
         return entry
 
+    def store_analyses(self, trace: Trace, ranks: list[ParsedRank], sources: list[Source]) -> None:
+        """Ranks cached alone without their rank-local analyses (ranks under
+        `executors.ANALYSE_MIN_BYTES`, whose analyses the workers leave to the driver; an entry
+        written by `traceview info`): the Trace computes them now for all its ranks at once (its
+        memo keeps them for the caller, who asked for them) and each such rank's share is added
+        to its entry, so that the next open reads them instead of computing them again.
+        `ranks`/`sources`: the Trace's ranks, in its order."""
+        lacking = [i for i, p in enumerate(ranks) if p.group is None and p.analyses is None]
+        numbers = trace.ranks["rank"].to_list()
+        shares = per_rank.shares(trace, [numbers[i] for i in lacking]) if lacking and self.writable else None
+        for i in lacking if shares is not None else []:
+            parsed = ranks[i]
+            self.pending.pop(sources[i], None)
+            try:
+                files = cache.with_analyses(parsed.packed or cache.pack(parsed), shares[numbers[i]])
+                cache.write_files(files, self.root / cache.key(sources[i]))
+            except OSError as exc:
+                self.writable = False
+                self._fail(exc)
+                return
+            self.used.add(cache.key(sources[i]))
+            self.wrote = True
+
     def finish(self) -> None:
-        """After writing: keep the cache under its size limit (never evicting this load's entries)."""
+        """After writing: the ranks still pending (parsed, waiting for the driver's analyses, which
+        were not computed) written as they are; then keep the cache under its size limit (never
+        evicting this load's entries)."""
+        for source, parsed in list(self.pending.items()):
+            self.write([source], parsed)
+        self.pending.clear()
         if self.wrote:
             cache.evict(self.root, keep=self.used)
 

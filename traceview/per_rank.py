@@ -47,6 +47,24 @@ def compute(trace) -> dict[str, bytes]:
     return out
 
 
+def shares(trace, numbers: list[int]) -> dict[int, dict[str, bytes]] | None:
+    """Each rank-local analysis of `trace` (computed at once for all its ranks, memoised), split
+    by rank: for each rank number in `numbers`, its rows as Parquet bytes by name, as `compute`
+    gives them for that rank alone (what `seed` reads back). None when an analysis has no `rank`
+    column to split by."""
+    out: dict[int, dict[str, bytes]] = {n: {} for n in numbers}
+    for name in ANALYSES:
+        frame = trace.run(name)
+        if "rank" not in frame.columns:
+            return None
+        parts = frame.partition_by("rank", as_dict=True, maintain_order=True)
+        for n in numbers:
+            buf = io.BytesIO()
+            _stored(name, parts.get((n,), frame.clear())).write_parquet(buf)
+            out[n][name] = buf.getvalue()
+    return out
+
+
 def seed(
     trace,
     results: list[dict[str, bytes] | None],
