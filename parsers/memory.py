@@ -160,7 +160,7 @@ def check(
     raise TraceError(
         None,
         f"loading {ranks or len(sizes)} rank(s) of {_gb(sum(sizes))} uncompressed needs about {_gb(need)} of memory "
-        f"({workers} parallel parse(s), largest rank {_gb(max(sizes))}{largest}) but {_gb(limit)} is available",
+        f"({workers} parallel parse(s), largest {_gb(max(sizes))}{largest}) but {_gb(limit)} is available",
         f"use {', '.join(ways)}; {LIMIT_ENV}=off skips this check",
     )
 

@@ -106,7 +106,8 @@ def test_a_member_that_fails_is_listed_the_others_load_and_the_group_is_not_cach
 @pytest.mark.parametrize("grouped", [True, False], ids=["a group", "a large rank"])
 def test_an_entry_cached_without_analyses_is_refilled_once(monkeypatch, tmp_path, grouped):
     """`traceview info` caches frames only; the next load that wants the analyses computes them
-    once and rewrites the entry, so the loads after it read them (nothing computed again)."""
+    once (a group's on the group, a lone rank's share of the driver's) and rewrites the entry, so
+    the loads after it read them (nothing computed again)."""
     from traceview import per_rank, registry
 
     if not grouped:  # the samples' ranks stand for large ones: alone, and analysed where parsed
@@ -125,6 +126,33 @@ def test_an_entry_cached_without_analyses_is_refilled_once(monkeypatch, tmp_path
     def fail(*_args):
         raise AssertionError("computed again instead of read from the refilled entry")
 
-    monkeypatch.setattr(per_rank, "compute", fail)
+    monkeypatch.setattr(per_rank, "compute", fail)  # a group's refill
+    monkeypatch.setattr(per_rank, "shares", fail)  # a lone rank's share of the driver's analyses
     again = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, analyse=True)
     assert all(k in again._memo for k in keys) and build_summary(again) == plain
+
+
+def test_a_selection_caches_its_part_of_a_group_and_finds_it_again(monkeypatch, tmp_path):
+    """`--ranks 1,2` on a cold cache parses only those two of the four-rank group and caches them
+    under their own key; the same selection again reads that entry and parses nothing."""
+    cache_dir = tmp_path / "c"
+    first = tv.load(SAMPLES / "dp4_nccl", ranks="1,2", cache_dir=cache_dir)
+
+    def fail(_source, *args):
+        raise AssertionError("parsed again instead of reading the selection's entry")
+
+    monkeypatch.setattr(executors, "parse_source", fail)
+    _same(tv.load(SAMPLES / "dp4_nccl", ranks="1,2", cache_dir=cache_dir), first)
+
+
+def test_a_load_that_fails_after_parsing_still_caches_what_it_parsed(monkeypatch, tmp_path):
+    """Ranks parsed alone wait for the driver's analyses before they are written; a load that
+    stops after parsing (here: an analysis that raises) writes them anyway, without analyses."""
+    from traceview import per_rank
+
+    monkeypatch.setattr(rank_groups, "SMALL_RANK_BYTES", 0)
+    monkeypatch.setattr(per_rank, "shares", lambda *a: (_ for _ in ()).throw(RuntimeError("stop")))
+    cache_dir = tmp_path / "c"
+    with pytest.raises(RuntimeError, match="stop"):
+        tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, analyse=True)
+    assert len(list(cache_dir.iterdir())) == 4

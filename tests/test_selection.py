@@ -182,7 +182,7 @@ def test_memory_guard_counts_only_selected_ranks(monkeypatch):
     assert sizes_seen == [[memory.input_bytes(Source("kineto", rank2))]]
 
 
-def test_cached_unselected_ranks_are_not_read(monkeypatch, tmp_path):
+def test_cached_unselected_ranks_are_not_parsed(monkeypatch, tmp_path):
     tv.load(DP4, cache_dir=tmp_path)  # fills the cache
     read = []
     real = cache.read_entry

@@ -192,6 +192,8 @@ def unpack(files: dict[str, bytes], entry_key: str | None = None) -> ParsedRank 
     analyses = analyses_of({n: files[n] for n in manifest if n.startswith(PREFIX)})
     if "members" in blob:
         members, errors = _check_group(blob)
+        if any((frames[t]["rank"].max() or 0) >= len(members) for t in frames if frames[t].height):
+            raise KeyError("a group entry's rows name a member it does not have")
         metas = [m["meta"] for m in members]
         warnings = [m["warnings"] for m in members]
         return RankGroup(frames, metas, warnings, errors, analyses=analyses, packed=files)

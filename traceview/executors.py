@@ -204,7 +204,7 @@ def _is_main_test(test: ast.expr) -> bool:
 
 
 class RayExecutor:
-    """One Ray task per rank on the cluster at `address` (default: `$RAY_ADDRESS`, else a local Ray
+    """One Ray task per unit (a rank, or a group of small ranks) on the cluster at `address` (default: `$RAY_ADDRESS`, else a local Ray
     instance started here), at most `jobs` in flight (default: all). Uses an already initialised Ray
     as it is. The memory guard does not apply: Ray schedules the tasks on its nodes."""
 

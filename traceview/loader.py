@@ -110,15 +110,17 @@ def load(
     if rank_sel is not None:
         skipped = _unselected(sources, rank_sel, root if store else None, units)
     wanted = [s for s in sources if s not in skipped]
-    size_of = dict(zip(sources, sizes))
     parsed: dict[Source, ParsedRank] = {}
     errors: dict[Source, TraceError] = {}
     todo = []
     units = [u for u in units if any(s not in skipped for s in u)]
     for unit, entry in zip(units, store.read_all(units) if store else [None] * len(units)):
         want = [s for s in unit if s not in skipped]
-        if entry is not None and analyse and entry.analyses is None:
-            entry = store.refill(unit, entry, sum(size_of[s] for s in unit))
+        if entry is None and store and len(want) < len(unit):
+            # a selection's part of a group that no whole load cached: cached under its own key
+            unit, entry = want, store.read(want)
+        if entry is not None and analyse and entry.analyses is None and user.file is None:
+            entry = store.refill(unit, entry)
         if entry is None:
             todo.append(want)
         elif isinstance(entry, RankGroup):
@@ -129,47 +131,58 @@ def load(
     if progress and done:
         progress(done, len(wanted), "cached")
 
-    # closing: when this load stops early (Ctrl-C, an error), the executor stops its workers now
-    with closing(runner.run(todo, analyse_here=store is not None and store.writable)) as results:
-        for unit, result in results:
-            done += len(unit)
-            if isinstance(result, TraceError):
-                errors.update((s, result) for s in unit)
-            elif isinstance(result, RankGroup):
-                for source, member in zip(unit, result.members()):
-                    if isinstance(member, str):
-                        errors[source] = TraceError(None, member)
-                    else:
-                        parsed[source] = member
-                if store and result.complete:
-                    store.write(unit, result)
-            else:
-                parsed[unit[0]] = result
-                if store and analyse and result.analyses is None:
-                    store.pending[unit[0]] = result  # written once, with the driver's analyses
-                elif store:
-                    store.write(unit, result)
-            if progress:
-                progress(done, len(wanted), unit[0].path.name if len(unit) == 1 else f"{len(unit)} small ranks")
-    first_error = next((errors[s] for s in wanted if s in errors), None)
-    if not parsed and first_error is not None:
+    try:
+        # closing: when this load stops early (Ctrl-C, an error), the executor stops its workers now
+        with closing(runner.run(todo, analyse_here=store is not None and store.writable)) as results:
+            for unit, result in results:
+                done += len(unit)
+                if isinstance(result, TraceError):
+                    errors.update(_unit_errors(unit, result))
+                elif isinstance(result, RankGroup):
+                    for source, member in zip(unit, result.members()):
+                        if isinstance(member, str):
+                            errors[source] = TraceError(None, member)
+                        else:
+                            parsed[source] = member
+                    if store and result.complete:
+                        store.write(unit, result)
+                else:
+                    parsed[unit[0]] = result
+                    if store and analyse and result.analyses is None:
+                        store.pending[unit[0]] = result  # written once, with the driver's analyses
+                    elif store:
+                        store.write(unit, result)
+                if progress:
+                    progress(done, len(wanted), unit[0].path.name if len(unit) == 1 else f"{len(unit)} small ranks")
+        first_error = next((errors[s] for s in wanted if s in errors), None)
+        if not parsed and first_error is not None:
+            raise first_error
+        failures = [str(errors[s]) for s in sources if s in errors]
+        if rank_sel is None:
+            kept = [s for s in sources if s in parsed]
+            trace = assemble(path_text(path), [(s, parsed[s]) for s in kept], failures)
+        else:
+            trace, kept = _assemble_selected(path_text(path), sources, parsed, skipped, rank_sel, failures, first_error)
+        if store and analyse and user.file is None:  # a user's rules: the stored ones would not be theirs
+            store.store_analyses(trace, [parsed[s] for s in kept], kept)
+    finally:  # whatever stops the load (Ctrl-C, an error), what was parsed is cached
         if store:
             store.finish()
-        raise first_error
-    failures = [str(errors[s]) for s in sources if s in errors]
-    if rank_sel is None:
-        kept = [s for s in sources if s in parsed]
-        trace = assemble(path_text(path), [(s, parsed[s]) for s in kept], failures)
-    else:
-        trace, kept = _assemble_selected(path_text(path), sources, parsed, skipped, rank_sel, failures, first_error)
-    if store:
-        if analyse:
-            store.store_analyses(trace, [parsed[s] for s in kept], kept)
-        store.finish()
     if store and store.problem:
         trace.load_warnings.append(store.problem)
     trace.rules_file, trace.rules_tables = user.file, user.tables
     return select_steps(trace, step_sel) if step_sel is not None else trace
+
+
+def _unit_errors(unit: list[Source], error: TraceError) -> dict[Source, TraceError]:
+    """A unit's error for each of its sources: a group's (a failed worker or Ray task) names each
+    member with the first file's error, once per member."""
+    if len(unit) == 1:
+        return {unit[0]: error}
+    return {
+        s: TraceError(s.path, f"parsed with {len(unit) - 1} other small ranks in one task that failed: {error}")
+        for s in unit
+    }
 
 
 def _unselected(
@@ -266,6 +279,8 @@ class _Store:
         #: ranks parsed alone without their rank-local analyses by a load that wants them: written
         #: by `store_analyses` with the driver's (once, not twice), else by `finish`
         self.pending: dict[Source, ParsedRank] = {}
+        #: each unit's entry name as first computed (`_name`)
+        self.names: dict[tuple[Source, ...], str] = {}
         try:
             root.mkdir(parents=True, exist_ok=True)
             self.writable = os.access(root, os.W_OK)
@@ -278,10 +293,20 @@ class _Store:
                     f"cache {root} is not writable: this load was not cached (--cache-dir elsewhere, or --no-cache)"
                 )
 
+    def _name(self, unit: list[Source]) -> str:
+        """The unit's entry name, as first computed in this load: an entry written at its end holds
+        what was read or parsed at its start, so it goes under the key of the files as they were
+        then (a file rewritten meanwhile gets a new key, and is parsed again next time)."""
+        name = self.names.get(tuple(unit))
+        if name is None:
+            name = cache.key(unit[0]) if len(unit) == 1 else cache.group_key(unit)
+            self.names[tuple(unit)] = name
+        return name
+
     def read(self, unit: list[Source]) -> ParsedRank | RankGroup | None:
         """The cached entry of a unit (one source, or a group of small ones), or None."""
         try:
-            name = cache.key(unit[0]) if len(unit) == 1 else cache.group_key(unit)
+            name = self._name(unit)
         except OSError:
             return None  # the parser says what is wrong with the file
         self.used.add(name)
@@ -304,7 +329,7 @@ class _Store:
         if not self.writable:
             return
         try:
-            name = cache.key(unit[0]) if len(unit) == 1 else cache.group_key(unit)
+            name = self._name(unit)
             files = result.packed or (cache.pack_group(result) if isinstance(result, RankGroup) else cache.pack(result))
             cache.write_files(files, self.root / name)
         except OSError as exc:
@@ -314,7 +339,7 @@ class _Store:
         self.used.add(name)
         self.wrote = True
 
-    def refill(self, unit: list[Source], entry: ParsedRank | RankGroup, size: int) -> ParsedRank | RankGroup:
+    def refill(self, unit: list[Source], entry: ParsedRank | RankGroup) -> ParsedRank | RankGroup:
         """A cached group written without the rank-local analyses (by `traceview info`, or a load
         without `analyse`), read by a load that wants them: computed now for the group at once, as
         the process that parses it would have, and the entry rewritten with them, so that later
@@ -341,13 +366,14 @@ class _Store:
             parsed = ranks[i]
             self.pending.pop(sources[i], None)
             try:
+                name = self._name([sources[i]])
                 files = cache.with_analyses(parsed.packed or cache.pack(parsed), shares[numbers[i]])
-                cache.write_files(files, self.root / cache.key(sources[i]))
+                cache.write_files(files, self.root / name)
             except OSError as exc:
                 self.writable = False
                 self._fail(exc)
                 return
-            self.used.add(cache.key(sources[i]))
+            self.used.add(name)
             self.wrote = True
 
     def finish(self) -> None:

@@ -9,11 +9,12 @@ the columns it adds (`registry.CLASS_COLUMNS`). Results travel as Parquet bytes,
 except `classified_tasks` and `launch_calls` (a few small columns per device task / launch).
 
 Where they are computed (`load(..., analyse=True)`, which every CLI command but `info` asks for):
-in the Ray task that parses the rank, and in the local executor's worker process when the ranks
-are large (`traceview.executors.ANALYSE_MIN_BYTES`; smaller ones are cheaper on the driver). They
-are stored in the rank's cache entry (`traceview.cache`), so a second open of the profile reads
-them instead of recomputing them, while the code that computed them is the same
-(`traceview.digest.analysis_digest`).
+in the Ray task or local worker process that parses a group of small ranks (`traceview.rank_groups`,
+on the whole group at once) or a large rank (`traceview.executors.analyses_where_parsed`); a rank
+parsed alone below `traceview.executors.ANALYSE_MIN_BYTES` gets its share of the driver's Trace's
+(`shares`, all ranks at once: cheaper than each alone). They are stored in the rank's or group's
+cache entry (`traceview.cache`), so a second open of the profile reads them instead of recomputing
+them, while the code that computed them is the same (`traceview.digest.analysis_digest`).
 """
 
 from __future__ import annotations

@@ -39,7 +39,8 @@ def _init_worker(parent: int) -> None:
     and die with the parent. Then run polars queries on its in-memory engine: a worker's queries
     are many and small (a rank's chunk, a group of small ranks), and polars' default engine choice
     costs ~0.4 ms a query (a small rank's parse: 20.7 ms of CPU instead of 25.6 ms); the workers
-    are traceview's own processes, so no user's setting is changed."""
+    are traceview's own processes, so no user's setting is changed (and one the user made in the
+    environment, POLARS_ENGINE_AFFINITY, is kept)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         try:
@@ -49,9 +50,10 @@ def _init_worker(parent: int) -> None:
     if os.getppid() != parent:  # the parent died before the prctl took effect
         os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="traceview-parent-watch").start()
-    import polars as pl
+    if "POLARS_ENGINE_AFFINITY" not in os.environ:  # a user's choice is kept
+        import polars as pl
 
-    pl.Config.set_engine_affinity("in-memory")
+        pl.Config.set_engine_affinity("in-memory")
 
 
 def _watch_parent(parent: int) -> None:
@@ -71,7 +73,7 @@ class _Pool(ProcessPoolExecutor):
     mask is restored (blocked, not lost)."""
 
     def _spawn_process(self):
-        with _worker_threads(max(1, (os.cpu_count() or 1) // self._max_workers)):
+        with _worker_threads(max(1, _cpus() // self._max_workers)):
             if not hasattr(signal, "pthread_sigmask"):
                 return super()._spawn_process()
             old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -79,6 +81,14 @@ class _Pool(ProcessPoolExecutor):
                 return super()._spawn_process()
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 #: The environment variable that sizes polars' thread pool, read once when polars is imported.
