@@ -98,17 +98,20 @@ def finish_comm(tasks: pl.DataFrame, host: pl.DataFrame, collective_ops: pl.Data
 
 
 def _fill_from_ops(tasks: pl.DataFrame, host: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
-    """Collective columns of communication tasks that have none, from the op that launched them."""
+    """Collective columns of communication tasks that have none, from the op that launched them
+    (one lazy query: a rank's few dozen small steps planned and run at once)."""
     meta = list(COMM_COLUMNS.values())
-    tasks = tasks.with_row_index("_t")
-    need = tasks.filter((pl.col("kind") == "communication") & pl.col("_collective_raw").is_null()).select(
+    indexed = tasks.lazy().with_row_index("_t")
+    need = indexed.filter((pl.col("kind") == "communication") & pl.col("_collective_raw").is_null()).select(
         "_t", "external_id", "correlation"
     )
+    ops = ops.lazy()
     by_ext = ops.drop_nulls("external_id").unique("external_id", keep="last", maintain_order=True)
     found = need.join(by_ext.select("external_id", *meta), on="external_id", how="inner").select("_t", *meta)
     launches = (
-        host.filter((pl.col("kind") == "runtime") & pl.col("correlation").is_not_null())
-        .unique("correlation", keep="first")
+        host.lazy()
+        .filter((pl.col("kind") == "runtime") & pl.col("correlation").is_not_null())
+        .unique("correlation", keep="first", maintain_order=True)
         .select("correlation", "pid", "tid", pl.col("start_ns").alias("_launch_ns"))
     )
     probe = (
@@ -117,31 +120,30 @@ def _fill_from_ops(tasks: pl.DataFrame, host: pl.DataFrame, ops: pl.DataFrame) -
         .drop_nulls(["pid", "tid"])
         .sort("pid", "tid", "_launch_ns")
     )
-    if probe.height:
-        right = (
-            ops.drop_nulls(["pid", "tid"])
-            .select("pid", "tid", "start_ns", pl.col("end_ns").alias("_op_end"), *meta)
-            .sort("pid", "tid", "start_ns")
+    right = (
+        ops.drop_nulls(["pid", "tid"])
+        .select("pid", "tid", "start_ns", pl.col("end_ns").alias("_op_end"), *meta)
+        .sort("pid", "tid", "start_ns")
+    )
+    enclosing = (
+        probe.join_asof(
+            right,
+            left_on="_launch_ns",
+            right_on="start_ns",
+            by=["pid", "tid"],
+            strategy="backward",
+            check_sortedness=False,
         )
-        enclosing = (
-            probe.join_asof(
-                right,
-                left_on="_launch_ns",
-                right_on="start_ns",
-                by=["pid", "tid"],
-                strategy="backward",
-                check_sortedness=False,
-            )
-            .filter(pl.col("_op_end") >= pl.col("_launch_ns"))
-            .select("_t", *meta)
-        )
-        found = pl.concat([found, enclosing], how="vertical_relaxed")
-    fill = found.rename({c: f"{c}_op" for c in meta})
+        .filter(pl.col("_op_end") >= pl.col("_launch_ns"))
+        .select("_t", *meta)
+    )
+    fill = pl.concat([found, enclosing], how="vertical_relaxed").rename({c: f"{c}_op" for c in meta})
     return (
-        tasks.join(fill, on="_t", how="left", maintain_order="left")
+        indexed.join(fill, on="_t", how="left", maintain_order="left")
         .with_columns(
             pl.when(pl.col("_collective_raw").is_null()).then(pl.col(f"{c}_op")).otherwise(pl.col(c)).alias(c)
             for c in meta
         )
         .drop("_t", *(f"{c}_op" for c in meta))
+        .collect()
     )

@@ -170,7 +170,8 @@ def _int_or_text(rows: list, attr: str) -> pl.Series:
         return pl.Series(attr, values, dtype=pl.Int64)
     except (TypeError, OverflowError, pl.exceptions.PolarsError):
         pass
-    if any(type(v) is int and not _INT64[0] <= v < _INT64[1] for v in values):
+    ints = [v for v in values if type(v) is int]
+    if ints and (min(ints) < _INT64[0] or max(ints) >= _INT64[1]):
         raise Untyped
     return pl.Series(attr, values, dtype=pl.String, strict=False)
 
