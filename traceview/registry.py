@@ -169,12 +169,20 @@ def _labelled_segments(*inputs) -> pl.DataFrame:
     return iteration.label_segments(iteration.iteration_segments(*inputs)[1])
 
 
+def _host_phases(t, rules) -> pl.DataFrame:
+    """The host phase spans (`phases.host_spans`): computed once per trace and rules, read by the
+    device tasks' phases and the iteration."""
+    r = iteration.load_host_rules(rules)
+    return phases.host_spans(t.host_events, t.steps, r.phase_rules, r.not_activity)
+
+
 def _task_phases(t, rules) -> pl.DataFrame:
     """The phase of every device task, in their order (one column): classified once per trace
-    and rules, read by the iteration, its segments and the device phases."""
+    and rules (`phases.classify`), read by the iteration, its segments and the device phases."""
     r = iteration.load_host_rules(rules)
-    args = (t.device_tasks, t.host_events, t.steps, t.run("launch_calls"), r.phase_rules, r.not_activity)
-    return phases.classify(*args, r.enqueue, r.dequeue)[1].to_frame("phase")
+    issued = phases.issue_points(t.host_events, t.run("launch_calls"), r.enqueue, r.dequeue)
+    spans = t.run("host_phases", rules=rules)
+    return phases.task_phases(t.device_tasks, spans, issued, r.phase_rules).to_frame("phase")
 
 
 _CLASSES = {"classes": "compute_classes"}
@@ -196,6 +204,7 @@ _ROWS = [
                 t.run("launch_calls"),
                 iteration.load_host_rules(rules),
                 t.run("task_phases", rules=rules)["phase"],
+                t.run("host_phases", rules=rules),
             ),
             "traceview.analysis.iteration",
             scope,
@@ -210,6 +219,15 @@ _ROWS = [
             ("iteration_segments", _labelled_segments, ("rank", "seg_start_ns"), "profile"),
         )
     ],
+    Analysis(
+        "host_phases",
+        _host_phases,
+        "traceview.analysis.phases",
+        "profile",
+        {"rules": None},
+        keys=("rank", "phase"),
+        rule_params={"rules": "phases"},
+    ),
     Analysis(
         "task_phases",
         _task_phases,

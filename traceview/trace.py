@@ -135,6 +135,11 @@ class Trace:
         the Perfetto export draws them). See `traceview.analysis.iteration.label_segments`."""
         return self.run("iteration_segments", rules=rules)
 
+    def host_phases(self, rules: str | None = None) -> pl.DataFrame:
+        """The host phase spans (forward, backward, optimizer: the host ranges the phase rules
+        mark, per rank): rank, phase, start_ns, end_ns. See `traceview.analysis.phases.host_spans`."""
+        return self.run("host_phases", rules=rules)
+
     def task_phases(self, rules: str | None = None) -> pl.DataFrame:
         """Every device task's phase (forward, backward, optimizer, other; through its launch):
         rank, stream, name, start_ns, end_ns, phase. See `traceview.analysis.phases`."""

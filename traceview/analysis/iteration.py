@@ -252,29 +252,33 @@ def iteration_segments(
     launches: pl.DataFrame | None = None,
     rules: HostRules = HostRules(),
     task_phase: pl.Series | None = None,
+    host_phase: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """The iteration's sweep: the iteration windows (`windows`, as win_start_ns / win_end_ns),
     the elementary segments of every window with one Boolean column per set (_SETS), and the
     ranks whose device tasks a task rule gave a phase. The terms and phases are lengths of
     Boolean combinations of these columns (_MEASURES); `label_segments` names each segment's.
-    `task_phase`: the device tasks' phases when the caller has them (`phases.classify`)."""
+    `task_phase`, `host_phase`: the device tasks' phases and the host phase spans when the caller
+    has them (`phases.classify`)."""
     win = windows(steps, device_tasks, launches).rename(
         {"iteration_start_ns": "win_start_ns", "iteration_end_ns": "win_end_ns"}
     )
     if launches is None:
         launches = pl.DataFrame(schema={"rank": pl.Int64, "correlation": pl.Int64, "launch_start_ns": pl.Int64})
-    host_phase, classified = phases.classify(
-        device_tasks,
-        host_events,
-        steps,
-        launches,
-        rules.phase_rules,
-        rules.not_activity,
-        rules.enqueue,
-        rules.dequeue,
-        with_tasks=task_phase is None,
-    )
-    task_phase = classified if task_phase is None else task_phase
+    if host_phase is None or task_phase is None:
+        spans, classified = phases.classify(
+            device_tasks,
+            host_events,
+            steps,
+            launches,
+            rules.phase_rules,
+            rules.not_activity,
+            rules.enqueue,
+            rules.dequeue,
+            with_tasks=task_phase is None,
+        )
+        host_phase = spans if host_phase is None else host_phase
+        task_phase = classified if task_phase is None else task_phase
     tasks = device_tasks.with_columns(task_phase.alias("_phase"))
     device = tasks.select(
         "rank", pl.col("kind").replace_strict(SET_OF_KIND, default="comp").alias("set"), "start_ns", "end_ns"
@@ -349,18 +353,22 @@ def iteration_breakdown(
     launches: pl.DataFrame | None = None,
     rules: HostRules = HostRules(),
     task_phase: pl.Series | None = None,
+    host_phase: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Per rank and step: the iteration window, its terms and its phases (definitions in the
     module docstring and `traceview.analysis.phases`).
 
     `rules`: what the host spans mean (`load_host_rules()` gives the shipped ones, plus a user's);
-    `task_phase`: the device tasks' phases when the caller has them (`phases.classify`).
+    `task_phase`, `host_phase`: the device tasks' phases and the host phase spans when the caller
+    has them (`phases.classify`).
 
     Returns rank, step, iteration_rule, iteration_start_ns, iteration_end_ns, iteration_us, the
     TERMS (`_us`), host_runtime_us, host_framework_us, the PHASE_COLUMNS (`_us`); sorted by rank,
     step.
     """
-    win, segs, named_ranks = iteration_segments(device_tasks, host_events, steps, launches, rules, task_phase)
+    win, segs, named_ranks = iteration_segments(
+        device_tasks, host_events, steps, launches, rules, task_phase, host_phase
+    )
     measured = iv.lengths(segs, ["rank", "step"], _MEASURES)
     host_ranks = host_events.select("rank").unique().with_columns(pl.lit(True).alias("_host"))
     phased_ranks = (
