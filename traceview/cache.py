@@ -200,6 +200,20 @@ def unpack(files: dict[str, bytes], entry_key: str | None = None) -> ParsedRank 
     return ParsedRank(frames=frames, meta=blob["meta"], warnings=blob["warnings"], analyses=analyses, packed=files)
 
 
+def member_metas(folder: Path, count: int) -> list[dict] | None:
+    """The members' metadata of the complete group entry at `folder` holding `count` ranks, read
+    from its meta.json alone (no table is read or verified: enough to know which ranks it holds),
+    or None when there is no such entry."""
+    try:
+        blob = orjson.loads((folder / META_FILE).read_bytes())
+        members, errors = _check_group(blob) if isinstance(blob, dict) else (None, None)
+    except (OSError, KeyError, orjson.JSONDecodeError):
+        return None
+    if members is None or len(errors) != count or len(members) != count:
+        return None
+    return [m["meta"] for m in members]
+
+
 def _check_group(blob: dict) -> tuple[list[dict], list[str | None]]:
     """The members and errors of a group's meta.json; KeyError unless they have `pack_group`'s shape."""
     members, errors = blob.get("members"), blob.get("errors")

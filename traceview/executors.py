@@ -129,19 +129,15 @@ def parse_unit(unit: Unit, jobs: int = 1, analyse: bool = False) -> ParsedRank |
     several (with each failed source's error line). `analyse`: with the rank-local analyses."""
     if len(unit) > 1:
         return rank_groups.build(unit, [_parsed_or_error(s) for s in unit], analyse)
-    source = unit[0]
-    try:
-        result = parse_source(source, jobs)
-    except TraceError as exc:
-        return exc
-    if analyse:
-        result.analyses = rank_analyses(source, result)
+    result = _parsed_or_error(unit[0], jobs)
+    if analyse and not isinstance(result, TraceError):
+        result.analyses = rank_analyses(unit[0], result)
     return result
 
 
-def _parsed_or_error(source: Source) -> ParsedRank | TraceError:
+def _parsed_or_error(source: Source, jobs: int = 1) -> ParsedRank | TraceError:
     try:
-        return parse_source(source)
+        return parse_source(source, jobs)
     except TraceError as exc:
         return exc
 

@@ -202,18 +202,8 @@ def _grouped_ranks(units: list[list[Source]], cache_root: Path) -> dict[Source, 
     """The recorded ranks of the members of cached groups (one meta.json read per group)."""
     out: dict[Source, int | None] = {}
     for unit in units:
-        if len(unit) < 2:
-            continue
-        try:
-            blob = orjson.loads((cache_root / cache.group_key(unit) / cache.META_FILE).read_bytes())
-            members, errors = blob["members"], blob["errors"]
-            if len(errors) != len(unit) or any(e is not None for e in errors) or len(members) != len(unit):
-                continue
-            ranks = [m["meta"].get("rank") for m in members]
-        except (OSError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError):
-            continue
-        for source, rank in zip(unit, ranks):
-            out[source] = rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+        metas = cache.member_metas(cache_root / cache.group_key(unit), len(unit)) if len(unit) > 1 else None
+        out.update((s, _as_rank(m.get("rank"))) for s, m in zip(unit, metas or []))
     return out
 
 
@@ -222,11 +212,15 @@ def _cheap_rank(source: Source, cache_root: Path | None) -> int | None:
     if cache_root is not None:
         meta_file = cache_root / cache.key(source) / cache.META_FILE
         try:
-            rank = orjson.loads(meta_file.read_bytes())["meta"].get("rank")
-            return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+            return _as_rank(orjson.loads(meta_file.read_bytes())["meta"].get("rank"))
         except (OSError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError):
             pass
     return recorded_rank(source)
+
+
+def _as_rank(value) -> int | None:
+    """A recorded rank read from a cache's meta.json: an integer, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _assemble_selected(

@@ -40,12 +40,7 @@ def _stored(name: str, frame: pl.DataFrame) -> pl.DataFrame:
 
 def compute(trace) -> dict[str, bytes]:
     """Every rank-local analysis of a one-rank `trace`, as Parquet bytes by name."""
-    out = {}
-    for name in ANALYSES:
-        buf = io.BytesIO()
-        _stored(name, trace.run(name)).write_parquet(buf)
-        out[name] = buf.getvalue()
-    return out
+    return {name: _parquet(_stored(name, trace.run(name))) for name in ANALYSES}
 
 
 def shares(trace, numbers: list[int]) -> dict[int, dict[str, bytes]] | None:
@@ -60,10 +55,14 @@ def shares(trace, numbers: list[int]) -> dict[int, dict[str, bytes]] | None:
             return None
         parts = frame.partition_by("rank", as_dict=True, maintain_order=True)
         for n in numbers:
-            buf = io.BytesIO()
-            _stored(name, parts.get((n,), frame.clear())).write_parquet(buf)
-            out[n][name] = buf.getvalue()
+            out[n][name] = _parquet(_stored(name, parts.get((n,), frame.clear())))
     return out
+
+
+def _parquet(frame: pl.DataFrame) -> bytes:
+    buf = io.BytesIO()
+    frame.write_parquet(buf)
+    return buf.getvalue()
 
 
 def seed(
@@ -89,8 +88,7 @@ def seed(
     memo = {}
     try:
         with ThreadPoolExecutor(READ_THREADS) as pool:  # Parquet decoding releases the GIL
-            frames_of = {n: pool.map(_read, [r[n] for r in results]) for n in ANALYSES}
-            frames_of = {n: list(f) for n, f in frames_of.items()}
+            frames_of = {n: list(pool.map(_read, [r[n] for r in results])) for n in ANALYSES}
         for name in ANALYSES:
             read = frames_of[name]
             dtype = next((f.schema["rank"] for f in read if "rank" in f.columns), None)
