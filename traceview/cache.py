@@ -130,7 +130,7 @@ def with_analyses(files: dict[str, bytes], analyses: dict[str, bytes]) -> dict[s
     kept = {n: d for n, d in files.items() if n != META_FILE and n != STAMP_FILE and not n.startswith(PREFIX)}
     added = analysis_files(analyses)
     manifest = {n: i for n, i in blob["files"].items() if n in kept}
-    manifest.update({n: {"bytes": len(d), "sha256": _digest(d), "rows": None} for n, d in added.items()})
+    manifest.update({n: _listed(d) for n, d in added.items()})
     blob["files"] = manifest
     blob.pop("key", None)
     return {**kept, **added, META_FILE: orjson.dumps(blob)}
@@ -154,11 +154,14 @@ def _pack(frames: dict, analyses: dict[str, bytes] | None, head: dict) -> dict[s
         rows[f"{table}.parquet"] = df.height
     if analyses:
         files.update(analysis_files(analyses))
-    manifest = {
-        name: {"bytes": len(data), "sha256": _digest(data), "rows": rows.get(name)} for name, data in files.items()
-    }
+    manifest = {name: _listed(data, rows.get(name)) for name, data in files.items()}
     files[META_FILE] = orjson.dumps({**head, "files": manifest})
     return files
+
+
+def _listed(data: bytes, rows: int | None = None) -> dict:
+    """A file's manifest line: its size, SHA-256 and, for a table, its rows."""
+    return {"bytes": len(data), "sha256": _digest(data), "rows": rows}
 
 
 def _digest(data: bytes) -> str:

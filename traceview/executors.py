@@ -82,10 +82,12 @@ class LocalExecutor:
         self.jobs = jobs
         self.analyse = analyse
 
-    def run(self, units: list[Unit], analyse_here: bool = False) -> Results:
+    def run(self, units: list[Unit], analyse_here: bool = False, sizes: dict[Source, int] | None = None) -> Results:
         """Parse `units` (each one source or a group); `analyse_here`: units parsed in this process
-        get their rank-local analyses too (the loader asks for them when they go to the cache)."""
-        member_sizes = [[memory.input_bytes(s) for s in unit] for unit in units]
+        get their rank-local analyses too (the loader asks for them when they go to the cache).
+        `sizes`: the sources' input bytes when the caller has them (`memory.input_bytes`)."""
+        size_of = sizes.get if sizes is not None else (lambda s: None)
+        member_sizes = [[n if (n := size_of(s)) is not None else memory.input_bytes(s) for s in unit] for unit in units]
         sizes = [sum(m) for m in member_sizes]
         workers = min(self.jobs or os.cpu_count() or 1, len(units))
         if sum(sizes) < PARALLEL_MIN_BYTES:
@@ -209,7 +211,7 @@ class RayExecutor:
         self.jobs = jobs
         self.analyse = analyse
 
-    def run(self, units: list[Unit], analyse_here: bool = False) -> Results:
+    def run(self, units: list[Unit], analyse_here: bool = False, sizes: dict[Source, int] | None = None) -> Results:
         import ray
 
         if not ray.is_initialized():

@@ -133,7 +133,9 @@ def load(
 
     try:
         # closing: when this load stops early (Ctrl-C, an error), the executor stops its workers now
-        with closing(runner.run(todo, analyse_here=store is not None and store.writable)) as results:
+        with closing(
+            runner.run(todo, analyse_here=store is not None and store.writable, sizes=dict(zip(sources, sizes)))
+        ) as results:
             for unit, result in results:
                 done += len(unit)
                 if isinstance(result, TraceError):
