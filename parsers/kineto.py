@@ -28,6 +28,7 @@ import polars as pl
 
 from traceview.errors import TraceError, Warnings
 from traceview.parsers import kinds, steps
+from traceview.parsers.allocator import kineto_memory
 from traceview.parsers.base import ParsedRank
 from traceview.parsers.jsonio import ChromeEvents, NotJSON, StreamUnsupported, gc_paused, loads, read_bytes
 from traceview.parsers.kineto_comm import finish_comm
@@ -188,6 +189,7 @@ def _joined(parts) -> dict[str, pl.DataFrame]:
     out = {name: pl.concat(dfs, how="diagonal_relaxed") if len(dfs) > 1 else dfs[0] for name, dfs in lists.items()}
     for name in ("tasks", "host", "collective_ops"):
         out[name] = out[name].sort("start_ns", maintain_order=True)
+    out["memory"] = out["memory"].sort("ts_ns", maintain_order=True)
     out["tasks"] = with_input_shapes(out["tasks"], out.pop("op_shapes"))
     return out
 
@@ -204,6 +206,7 @@ def _build(path: Path, doc: dict, frames: dict[str, pl.DataFrame], warn: Warning
         )
     device_tasks = finish_comm(frames["tasks"], frames["host"], frames["collective_ops"])
     host_events, annotations = frames["host"], frames["annotations"]
+    memory_events, allocations = kineto_memory(frames["memory"], host_events)
     frames.clear()
     step_frame, device_tasks = steps.kineto_steps(device_tasks, host_events, annotations, warn)
     meta = _metadata(doc, path, device_tasks, host_events, warn)
@@ -213,6 +216,8 @@ def _build(path: Path, doc: dict, frames: dict[str, pl.DataFrame], warn: Warning
             "host_events": host_events,
             "device_annotations": annotations,
             "steps": step_frame,
+            "memory_events": memory_events,
+            "memory_allocations": allocations,
         },
         meta,
         warn.messages(),
@@ -234,6 +239,12 @@ def _metadata(doc: dict, path: Path, tasks: pl.DataFrame, host: pl.DataFrame, wa
             p.get("id"): p.get("name") for p in props if isinstance(p.get("id"), int) and isinstance(p.get("name"), str)
         }
         device_name = next((by_id[d] for d in used if by_id.get(d)), names[0])
+    memory_by_id = {p.get("id"): int64(p.get("totalGlobalMem")) for p in props if isinstance(p.get("id"), int)}
+    used = tasks["device"].drop_nulls().unique(maintain_order=True).to_list() if tasks.height else []
+    device_memory = next((memory_by_id[d] for d in used if memory_by_id.get(d)), None)
+    sizes = set(memory_by_id.values())
+    if device_memory is None and len(sizes) == 1:  # ids that do not match (ROCm): one kind of device
+        device_memory = sizes.pop()
     if tasks.height:
         device_type = "gpu"
     elif host["cat"].str.to_lowercase().str.starts_with("mtia").any() if host.height else False:
@@ -247,4 +258,5 @@ def _metadata(doc: dict, path: Path, tasks: pl.DataFrame, host: pl.DataFrame, wa
         "source": str(path),
         "device_name": device_name,
         "device_type": device_type,
+        "device_memory_bytes": device_memory,
     }

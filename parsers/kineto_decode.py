@@ -40,6 +40,9 @@ from traceview.parsers.kineto_dicts import dict_columns
 from traceview.parsers.kineto_events import (
     BEGIN_END_PHASE,
     CHROME_PHASES,
+    INSTANT_PHASES,
+    MEMORY_ARGS,
+    MEMORY_EVENT,
     UNKNOWN_PHASE,
     Columns,
     chunk_frames,
@@ -76,6 +79,13 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     grid: list[int] | str | None = None  # text on triton cpu_ops: "grid(100,)"
     block: list[int] | str | None = None
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
+    # `[memory]` instant events (profile_memory=True): MEMORY_ARGS
+    device_type: int | str | None = msgspec.field(default=None, name="Device Type")
+    device_id: int | str | None = msgspec.field(default=None, name="Device Id")
+    addr: int | str | None = msgspec.field(default=None, name="Addr")
+    mem_bytes: int | str | None = msgspec.field(default=None, name="Bytes")
+    total_allocated: int | str | None = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: int | str | None = msgspec.field(default=None, name="Total Reserved")
 
 
 _NO_ARGS = Args()
@@ -97,6 +107,8 @@ class Event(msgspec.Struct, gc=False):
 #: JSON key -> Args attribute.
 ARG_ATTRS = {f.encode_name: f.name for f in msgspec.structs.fields(Args)}
 _DECODER = msgspec.json.Decoder(list[Event])
+#: MEMORY_ARGS key -> Args attribute.
+MEMORY_ATTRS = {key: ARG_ATTRS[key] for key in MEMORY_ARGS}
 _INDEX = pl.DataFrame({"a": [0]}).with_row_index("i").schema["i"]  # polars' row index type (`_i` of dicts)
 _PH = attrgetter("ph")
 _ARGS = attrgetter("args")
@@ -135,7 +147,25 @@ def typed_columns(data: bytes, warn: Warnings) -> Columns:
     }
     warn.add(UNKNOWN_PHASE, phases.count(None))  # any other unknown phase was a type error
     warn.add(BEGIN_END_PHASE, phases.count("B") + phases.count("E"))
-    return Columns(pl.DataFrame(columns), TypedArgs(args), len(events))
+    return Columns(pl.DataFrame(columns), TypedArgs(args), len(events), _memory_columns(events, phases))
+
+
+def _memory_columns(events: list, phases: list) -> pl.DataFrame | None:
+    """The `[memory]` instant events of a chunk as MEMORY_COLUMNS (None when there is none)."""
+    index = [i for i, ph in enumerate(phases) if ph in INSTANT_PHASES and events[i].name == MEMORY_EVENT]
+    if not index:
+        return None
+    rows = list(map(events.__getitem__, index))
+    args = list(map(_ARGS, rows))
+    return pl.DataFrame(
+        {
+            "_i": pl.Series("_i", index, dtype=_INDEX),
+            "pid": _int_or_text(rows, "pid"),
+            "tid": _int_or_text(rows, "tid"),
+            "ts": _column(rows, "ts", pl.Float64),
+            **{key: _int_column(args, attr) for key, attr in MEMORY_ATTRS.items()},
+        }
+    )
 
 
 def _column(rows: list, attr: str, dtype: pl.DataType) -> pl.Series:

@@ -21,6 +21,9 @@ from traceview.parsers.kineto_events import (
     BEGIN_END_PHASE,
     CHROME_PHASES,
     EVENT_FIELDS,
+    INSTANT_PHASES,
+    MEMORY_ARGS,
+    MEMORY_EVENT,
     NOT_OBJECTS,
     UNKNOWN_PHASE,
     Columns,
@@ -62,6 +65,7 @@ def dict_columns(events: list, warn: Warnings) -> Columns:
     warn.add(UNKNOWN_PHASE, unknown)
     warn.add(BEGIN_END_PHASE, begin_end)
     x = df.filter(phase == "X").drop("ph")
+    memory = _memory_columns(df.filter(phase.is_in(INSTANT_PHASES) & (pl.col("name") == MEMORY_EVENT)), events, warn)
     del df
     # Flows, counters, instants and metadata ('s', 'f', 'C', 'i', 'M') carry nothing the canonical
     # model holds: ranks, devices and correlations come from the X events and the document header.
@@ -74,7 +78,20 @@ def dict_columns(events: list, warn: Warnings) -> Columns:
         args = [a if isinstance(a, dict) else _EMPTY for a in args]
         args = [_scalar_fields(a, ARG_FIELDS, warn) if a is not _EMPTY else a for a in args]
         arg_frame = pl.DataFrame(args, schema=ARG_FIELDS, strict=False, infer_schema_length=None)
-    return Columns(pl.concat([x, arg_frame], how="horizontal"), DictArgs(args), n)
+    return Columns(pl.concat([x, arg_frame], how="horizontal"), DictArgs(args), n, memory)
+
+
+def _memory_columns(rows: pl.DataFrame, events: list, warn: Warnings) -> pl.DataFrame | None:
+    """The `[memory]` instant events `rows` (of `events`) with their MEMORY_ARGS (None if none)."""
+    if rows.is_empty():
+        return None
+    args = [a if isinstance(a := events[i].get("args"), dict) else _EMPTY for i in rows["_i"].to_list()]
+    try:
+        frame = pl.DataFrame(args, schema=MEMORY_ARGS, strict=False, infer_schema_length=None)
+    except (TypeError, ValueError, pl.exceptions.PolarsError):
+        args = [_scalar_fields(a, MEMORY_ARGS, warn) if a is not _EMPTY else a for a in args]
+        frame = pl.DataFrame(args, schema=MEMORY_ARGS, strict=False, infer_schema_length=None)
+    return pl.concat([rows.select("_i", "pid", "tid", "ts"), frame], how="horizontal")
 
 
 def _scalar_fields(event: dict, fields: pl.Schema, warn: Warnings) -> dict:

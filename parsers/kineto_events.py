@@ -47,10 +47,25 @@ ARG_FIELDS = pl.Schema(
     }
 )
 
+#: The args of the allocator's `[memory]` instant events (torch.profiler(profile_memory=True)); the
+#: chunk's `memory` frame holds them as Int64 columns of these names.
+MEMORY_EVENT = "[memory]"
+INSTANT_PHASES = ("i", "I")
+MEMORY_ARGS = pl.Schema(
+    {
+        "Device Type": pl.Int64,
+        "Device Id": pl.Int64,
+        "Addr": pl.Int64,
+        "Bytes": pl.Int64,
+        "Total Allocated": pl.Int64,
+        "Total Reserved": pl.Int64,
+    }
+)
+
 #: Every key the parser reads from an event (`args` holds the rest) and every arg it reads from
 #: `args`: what the fuzzers (bench/fuzz_mutators.py, tests/test_properties.py) set to odd values.
 EVENT_KEYS_READ = (*EVENT_FIELDS, "args")
-ARG_KEYS_READ = (*ARG_FIELDS, *COMM_ARGS, "grid", "block", "Input Dims")
+ARG_KEYS_READ = (*ARG_FIELDS, *COMM_ARGS, "grid", "block", "Input Dims", *MEMORY_ARGS)
 
 
 #: Every phase (`ph`) of the Chrome trace event format. Only complete events ('X') carry what the
@@ -125,11 +140,13 @@ class Columns:
     `x`: one row per complete event, in file order: `_i` (the event's index in the chunk), cat,
     name (String), pid, tid (Int64, or String read by `int_of`), ts, dur (Float64 µs) and the
     ARG_FIELDS columns (stream Int64 or String). `args`: the rest of each row's args. `events`:
-    entries in the chunk (the offset of the next chunk's `_i`)."""
+    entries in the chunk (the offset of the next chunk's `_i`). `memory`: the `[memory]` instant
+    events: `_i`, pid, tid (as in `x`), ts (Float64 µs) and the MEMORY_ARGS columns; None if none."""
 
     x: pl.DataFrame
     args: ArgReader
     events: int
+    memory: pl.DataFrame | None = None
 
 
 def int64(v) -> int | None:
@@ -205,7 +222,27 @@ def chunk_frames(cols: Columns, warn: Warnings, rendered: dict) -> dict[str, pl.
             "_a"
         ),
         "op_shapes": ops.select("external_id").with_columns(pl.Series("input_shapes", shapes, dtype=pl.String)),
+        "memory": _memory_frame(cols.memory, warn),
     }
+
+
+MEMORY_NO_TS = "memory events with a missing or non-numeric 'ts' dropped"
+#: The chunk's `memory` frame: `_i`, pid, tid, ts_ns and the MEMORY_ARGS columns.
+MEMORY_FRAME = pl.Schema({"_i": pl.UInt32, "pid": pl.Int64, "tid": pl.Int64, "ts_ns": pl.Int64, **MEMORY_ARGS})
+
+
+def _memory_frame(memory: pl.DataFrame | None, warn: Warnings) -> pl.DataFrame:
+    """A chunk's `[memory]` events (`Columns.memory`) as MEMORY_FRAME: ts in ns, pid/tid Int64;
+    events without a numeric ts dropped (counted)."""
+    if memory is None:
+        return pl.DataFrame(schema=MEMORY_FRAME)
+    schema = memory.schema
+    out = memory.with_columns(
+        us_float_to_ns(pl.col("ts")).alias("ts_ns"),
+        *(int_of(c) if schema[c] == pl.String else pl.col(c) for c in ("pid", "tid")),
+    )
+    warn.add(MEMORY_NO_TS, out["ts_ns"].null_count())
+    return out.drop_nulls("ts_ns").select(pl.col(c).cast(t) for c, t in MEMORY_FRAME.items())
 
 
 def _tasks(tasks: pl.LazyFrame, device_kind: pl.Expr) -> pl.LazyFrame:

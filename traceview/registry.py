@@ -38,6 +38,7 @@ from traceview.analysis import (
     gaps,
     iteration,
     kernels,
+    memory,
     phases,
     platform,
     throughput,
@@ -161,6 +162,7 @@ def _findings(t, throughput, rules, classes, details, micro_batches) -> pl.DataF
         iterations=t.run("iteration_breakdown"),
         gpu_bubbles=t.run("bubbles"),
         platform=platform.platform_facts(t.ranks, t.host_events, t.device_tasks),
+        memory_peaks=t.run("memory_peaks"),
     )
     return findings.evaluate(table, findings.load_rules(rules))
 
@@ -314,6 +316,26 @@ _ROWS = [
             ("operators", kernels.operators, ("operator", "input_shapes")),
         )
     ],
+    Analysis(
+        "memory",
+        lambda t: memory.memory_timeline(t.frame("memory_events")),
+        "traceview.analysis.memory",
+        keys=("rank", "device_type", "device", "component", "ts_ns"),
+    ),
+    Analysis(
+        "memory_peaks",
+        lambda t: memory.memory_peaks(t.run("memory"), t.steps, t.ranks),
+        "traceview.analysis.memory",
+        "rank",
+        keys=(*memory.SERIES, "step"),
+    ),
+    Analysis(
+        "memory_at_peak",
+        lambda t: memory.memory_at_peak(t.run("memory_peaks"), t.frame("memory_allocations")),
+        "traceview.analysis.memory",
+        "rank",
+        keys=(*memory.SERIES, "operator"),
+    ),
     Analysis(
         "iteration_gaps",
         lambda t: gaps.step_times(t.steps, t.device_tasks),

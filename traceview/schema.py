@@ -119,6 +119,72 @@ RANKS: dict[str, tuple[pl.DataType, str]] = {
     "source": (pl.String, "Path of the file or folder the rank was read from."),
     "device_name": (pl.String, "Device model (deviceProperties name); null if not recorded."),
     "device_type": (pl.String, "gpu, npu, mtia, cpu (no device tasks) or null."),
+    "device_memory_bytes": (
+        pl.Int64,
+        "Memory of the rank's device, bytes (Kineto deviceProperties `totalGlobalMem` of the device its tasks "
+        "ran on, or of every listed device when all have the same); null if not recorded.",
+    ),
+}
+
+#: The memory allocator's records: Kineto `[memory]` instant events (torch.profiler(profile_memory=True)),
+#: torch_npu memory_record.csv rows.
+MEMORY_EVENTS: dict[str, tuple[pl.DataType, str]] = {
+    "rank": (pl.Int64, "Rank."),
+    "device_type": (
+        pl.String,
+        "Memory's device: cpu, cuda, hip, npu, xpu, mps, mtia, ... (Kineto `Device Type` code; Ascend `NPU:0` -> npu); "
+        "'type N' for a code traceview does not know.",
+    ),
+    "device": (pl.Int64, "Device index (Kineto `Device Id`, Ascend `NPU:<id>`); null for host memory."),
+    "component": (
+        pl.String,
+        "Ascend memory_record Component (PTA: torch_npu's caching allocator, GE: the graph engine, PTA+GE: both, "
+        "APP: the whole process, reserved only); null for Kineto (PyTorch's caching allocator).",
+    ),
+    "ts_ns": (pl.Int64, "When the allocator recorded it, on the rank's clock, ns."),
+    "pid": (pl.Int64, "Process of the allocating thread (Kineto); null if not recorded."),
+    "tid": (pl.Int64, "Allocating thread (Kineto); null if not recorded."),
+    "bytes": (
+        pl.Int64,
+        "Change of allocated memory, bytes: > 0 allocation, < 0 release (Kineto `Bytes`); null when the source "
+        "records totals only (Ascend memory_record).",
+    ),
+    "addr": (pl.Int64, "Address of the block (Kineto `Addr`); null if not recorded."),
+    "total_allocated_bytes": (
+        pl.Int64,
+        "Memory allocated on the device after this event, bytes (Kineto `Total Allocated`; Ascend "
+        "`Total Allocated(MB)` x 2^20); null if not recorded (traces before PyTorch 1.10).",
+    ),
+    "total_reserved_bytes": (
+        pl.Int64,
+        "Memory the allocator holds from the device (cached), bytes (`Total Reserved`); null if not recorded.",
+    ),
+    "total_active_bytes": (
+        pl.Int64,
+        "Ascend `Total Active(MB)` x 2^20 (allocated, plus blocks released but still in use by a stream); "
+        "null if not recorded.",
+    ),
+}
+
+#: One row per memory block: its allocation, its release and the operator that asked for it.
+MEMORY_ALLOCATIONS: dict[str, tuple[pl.DataType, str]] = {
+    "rank": (pl.Int64, "Rank."),
+    "device_type": (pl.String, "As in memory_events."),
+    "device": (pl.Int64, "As in memory_events."),
+    "op": (
+        pl.String,
+        "Operator that allocated the block: Ascend operator_memory.csv `Name`; Kineto: the innermost cpu_op "
+        "running on the allocating thread at the allocation (untrusted text); null if none.",
+    ),
+    "top_op": (
+        pl.String,
+        "The outermost cpu_op running on the allocating thread at the allocation (Kineto: aten::linear for an "
+        "aten::empty inside it); null when not known (Ascend rows carry no thread).",
+    ),
+    "size_bytes": (pl.Int64, "Size of the block, bytes (Ascend `Size(KB)` x 1024)."),
+    "alloc_ns": (pl.Int64, "Allocation time, ns."),
+    "release_ns": (pl.Int64, "Release time, ns; null when the block was still allocated at the end of the trace."),
+    "addr": (pl.Int64, "Address of the block; null if not recorded."),
 }
 
 #: Ascend per-step ground truth as torch_npu wrote it (step_trace_time.csv), kept for comparison only.
@@ -162,6 +228,8 @@ TABLES: dict[str, dict[str, tuple[pl.DataType, str]]] = {
     "ranks": RANKS,
     "ascend_step_trace": ASCEND_STEP_TRACE,
     "ascend_communication": ASCEND_COMMUNICATION,
+    "memory_events": MEMORY_EVENTS,
+    "memory_allocations": MEMORY_ALLOCATIONS,
 }
 
 

@@ -52,8 +52,24 @@ def select_steps(trace, steps):
     annotations = trace.device_annotations
     annotations = annotations.filter(_in_windows(annotations, device_windows, overlap=False))
 
+    memory = trace.frame("memory_events")
+    memory = memory.filter(
+        _in_windows(
+            memory.with_columns(pl.col("ts_ns").alias("start_ns"), pl.col("ts_ns").alias("end_ns")),
+            host_windows,
+            overlap=False,
+        )
+    )
+    blocks = trace.frame("memory_allocations")
+    held = blocks.with_columns(
+        pl.col("alloc_ns").alias("start_ns"), pl.coalesce("release_ns", pl.lit(2**63 - 1)).alias("end_ns")
+    )
+    blocks = blocks.filter(_in_windows(held, host_windows, overlap=True))
+
     frames = dict(trace._frames)
     frames.update(
+        memory_events=memory,
+        memory_allocations=blocks,
         device_tasks=tasks,
         host_events=host,
         device_annotations=annotations,

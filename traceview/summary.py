@@ -17,6 +17,11 @@ the dashboard and the reports render, so they always agree. Shape:
                                "stream_idle": [{"stream", "idle_us", "host_wait_us", ..., "other_frac"}],
                                "launch_delay": {count, mean_us, p50_us, p90_us, p99_us, max_us},
                                "long_steps": [{"step", "duration_us", "slowdown_ratio", "why", ...}],
+                               "memory": [{"device_type", "device", "component", "basis",
+                                           "peak_allocated_bytes", "peak_reserved_bytes", "peak_ns",
+                                           "peak_step", "device_memory_bytes", "peak_device_frac",
+                                           "steps": [{step, peak_allocated_bytes, peak_reserved_bytes}],
+                                           "at_peak": [{operator, live_bytes, blocks, share_frac}]}],
                                ...}],
      "kernels": [{"name", "short_name", "class", "ranks", "count", "total_us", "share", "mean_us",
                   "rank_min_us", "rank_median_us", "rank_max_us", "max_rank"}] (over all ranks),
@@ -42,7 +47,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.analysis import findings, iteration, kernels
+from traceview.analysis import findings, iteration, kernels, memory
 from traceview.analysis import throughput as throughput_analysis
 from traceview.analysis.breakdown import DERIVED, TERM_LABELS, TERMS
 from traceview.analysis.iteration import LABELS
@@ -96,6 +101,51 @@ def _listed(df: pl.DataFrame) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = {}
     for row in df.to_dicts():
         out.setdefault(row.pop("rank"), []).append(_rounded(row))
+    return out
+
+
+MEMORY_STEP_COLUMNS = ("step", "peak_allocated_bytes", "peak_reserved_bytes")
+AT_PEAK_COLUMNS = ("operator", "live_bytes", "blocks", "share_frac")
+
+
+def _memory(trace, top: int) -> dict[int, list[dict]]:
+    """Per rank, per memory series (`traceview.analysis.memory`): the whole trace's peak, the
+    step holding it, each step's peak, and the `top` operators live at the peak (plus what was
+    allocated before the trace)."""
+    peaks = trace.memory_peaks()
+    if peaks.is_empty():
+        return {}
+    at_peak = trace.memory_at_peak()
+    series = memory.SERIES
+    out: dict[int, list[dict]] = {}
+    for whole in peaks.filter(pl.col("step").is_null()).to_dicts():
+        key = {c: whole[c] for c in series}
+        match = pl.all_horizontal([pl.col(c).eq_missing(whole[c]) for c in series])
+        steps = peaks.filter(match & pl.col("step").is_not_null())
+        held = at_peak.filter(match)
+        peak_step = steps.filter(pl.col("peak_ns").eq_missing(whole["peak_ns"]) & pl.col("peak_ns").is_not_null())[
+            "step"
+        ]
+        blocks = held.filter(pl.col("operator") != memory.BEFORE_TRACE)
+        out.setdefault(whole["rank"], []).append(
+            {
+                **{c: key[c] for c in series if c != "rank"},
+                "basis": whole["basis"],
+                "peak_allocated_bytes": whole["peak_allocated_bytes"],
+                "peak_reserved_bytes": whole["peak_reserved_bytes"],
+                "peak_ns": whole["peak_ns"],
+                "peak_step": peak_step[0] if peak_step.len() else None,
+                "device_memory_bytes": whole["device_memory_bytes"],
+                "peak_device_frac": _round(whole["peak_device_frac"], 6),
+                "steps": steps.select(MEMORY_STEP_COLUMNS).to_dicts(),
+                "at_peak": [
+                    _rounded(r)
+                    for r in pl.concat([blocks.head(top), held.filter(pl.col("operator") == memory.BEFORE_TRACE)])
+                    .select(AT_PEAK_COLUMNS)
+                    .to_dicts()
+                ],
+            }
+        )
     return out
 
 
@@ -176,6 +226,7 @@ def build_summary(
     top_kernels = _listed(trace.top_kernels(top, classes).with_columns(short.alias("short_name")))
     rules = dict(steps.group_by("rank").agg(pl.col("window_rule").first()).iter_rows())
     device_phases = _per_rank(trace.device_phases())
+    memory_series = _memory(trace, top)
     ranks = []
     for meta in trace.ranks.to_dicts():
         rank = meta["rank"]
@@ -196,6 +247,7 @@ def build_summary(
                 "stream_idle": idle.get(rank, []),
                 "launch_delay": launch.get(rank),
                 "long_steps": long.get(rank, []),
+                "memory": memory_series.get(rank, []),
             }
         )
     first = _rounded(trace.run("headline", step=step).row(0, named=True))

@@ -63,7 +63,9 @@ class Trace:
         trace's: the gpu_annotation rule clips every task overlapping the window); host events that
         start inside their host ProfilerStep windows (the device window where there is no host one),
         plus the launch calls of the kept device tasks; device annotations starting inside their
-        device windows; `ascend_step_trace` / `ascend_communication` rows of those steps. `ranks`,
+        device windows; `ascend_step_trace` / `ascend_communication` rows of those steps; memory events
+        recorded inside their host windows and the memory blocks allocated during them or live across
+        them (so the peak of a chosen step equals its step row in `memory_peaks`). `ranks`,
         `warnings` (plus one for steps asked for but absent) and `failures` are kept. TraceError
         when none of the steps is in the trace. See `traceview.step_selection.select_steps`."""
         from traceview.step_selection import select_steps
@@ -205,6 +207,24 @@ class Trace:
         """Per rank and stream: idle time split into host_wait / kernel_wait / other (HTA's rule).
         See `traceview.analysis.gaps.stream_idle`."""
         return self.run("stream_idle", kernel_wait_threshold_us=kernel_wait_threshold_us, by_step=by_step)
+
+    def memory(self) -> pl.DataFrame:
+        """The memory timeline: per rank, device and allocator component, each record's
+        allocated_bytes and reserved_bytes (torch.profiler(profile_memory=True), torch_npu
+        memory_record.csv); empty when the profile recorded no memory. See
+        `traceview.analysis.memory.memory_timeline`."""
+        return self.run("memory")
+
+    def memory_peaks(self) -> pl.DataFrame:
+        """Per memory series: peak allocated and reserved bytes over the whole trace (step null)
+        and each step, when the peak was, and its share of the device's memory. See
+        `traceview.analysis.memory.memory_peaks`."""
+        return self.run("memory_peaks")
+
+    def memory_at_peak(self) -> pl.DataFrame:
+        """Per device at its peak: the operators whose blocks were live, bytes and share of the
+        peak, and what was allocated before the trace. See `traceview.analysis.memory.memory_at_peak`."""
+        return self.run("memory_at_peak")
 
     def launch_delays(self) -> pl.DataFrame:
         """Per rank: launch delay (task start − launch call end) statistics, µs."""

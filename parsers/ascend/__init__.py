@@ -18,6 +18,8 @@ folders are ranks). Which file feeds which canonical table, and the module that 
     step_trace_time.csv                   ascend_step_trace                         reference.py
     communication.json                    ascend_communication                      reference.py
     analysis.db (DB-only export)          ascend_step_trace, ascend_communication   reference.py
+    memory_record.csv                     memory_events                             memory.py
+    operator_memory.csv                   memory_allocations                        memory.py
     profiler_info_<rank>.json             ranks (rank)                              files.py
     profiler_metadata.json                ranks (world_size)                        files.py
 
@@ -40,6 +42,7 @@ from traceview.parsers.ascend.db import read_profiler_db
 from traceview.parsers.ascend.files import RankFiles, locate_files, read_rank, read_world_size
 from traceview.parsers.ascend.kernel_details import read_kernel_details
 from traceview.parsers.ascend.kinds import TASK_KIND_RULES, task_kind
+from traceview.parsers.ascend.memory import read_memory_record, read_operator_memory
 from traceview.parsers.ascend.reference import (
     read_analysis_communication,
     read_analysis_step_trace,
@@ -96,6 +99,11 @@ def _parse(path: Path) -> ParsedRank:
         frames["ascend_communication"] = read_communication_json(files.communication, warnings)
     elif files.analysis_db and not text_export:
         frames["ascend_communication"] = read_analysis_communication(files.analysis_db, warnings)
+
+    if files.memory_record:
+        frames["memory_events"] = read_memory_record(files.memory_record, warnings)
+    if files.operator_memory:
+        frames["memory_allocations"] = read_operator_memory(files.operator_memory, warnings)
 
     rank = read_rank(files.profiler_info, warnings)
     meta = {

@@ -8,7 +8,8 @@ Layout (torch_npu `tensorboard_trace_handler`, MindSpore 2.x likewise):
                                                  key, any nesting), else null
         ASCEND_PROFILER_OUTPUT/               kernel_details.csv, trace_view.json,
                                               step_trace_time.csv, communication.json,
-                                              ascend_pytorch_profiler_<rank>.db, analysis.db
+                                              ascend_pytorch_profiler_<rank>.db, analysis.db,
+                                              memory_record.csv, operator_memory.csv
 A loose folder holding the output files directly, or ASCEND_PROFILER_OUTPUT/ itself, is read the
 same way. Which folders count as ranks is `parsers.detect.is_ascend_rank_dir` (discovery's rule).
 """
@@ -29,6 +30,8 @@ TRACE_VIEW = "trace_view.json"
 STEP_TRACE_TIME = "step_trace_time.csv"
 COMMUNICATION = "communication.json"
 ANALYSIS_DB = "analysis.db"
+MEMORY_RECORD = "memory_record.csv"
+OPERATOR_MEMORY = "operator_memory.csv"
 
 
 @dataclass
@@ -45,6 +48,8 @@ class RankFiles:
     analysis_db: Path | None
     profiler_info: list[Path]
     profiler_metadata: Path | None
+    memory_record: Path | None = None
+    operator_memory: Path | None = None
 
 
 def _file(folder: Path, name: str) -> Path | None:
@@ -78,6 +83,8 @@ def locate_files(path: Path) -> RankFiles:
         communication=_file(output, COMMUNICATION),
         db=_db_file(output),
         analysis_db=_file(output, ANALYSIS_DB),
+        memory_record=_file(output, MEMORY_RECORD),
+        operator_memory=_file(output, OPERATOR_MEMORY),
         profiler_info=sorted(p for p in root.glob("profiler_info*.json") if p.is_file()),
         profiler_metadata=_file(root, "profiler_metadata.json"),
     )

@@ -123,6 +123,14 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
     "mfu_frac": (pl.Float64, "Profile-wide row: mean MFU over the steps (throughput); null when not computed."),
     "model_tflops": (pl.Float64, "Profile-wide row: mean model TFLOP/s per device."),
     "peak_tflops": (pl.Float64, "Profile-wide row: the dense peak TFLOP/s per device used for MFU."),
+    "memory_peak_frac": (
+        pl.Float64,
+        "The largest peak_device_frac of the rank's device memory series over the whole trace: peak reserved "
+        "(peak allocated where reserved is not recorded) / the device's memory (analysis.memory); null without "
+        "memory records or the device's memory.",
+    ),
+    "memory_peak_gib": (pl.Float64, "That series' peak reserved (else allocated) memory, GiB."),
+    "memory_device_gib": (pl.Float64, "The device's memory, GiB (ranks.device_memory_bytes)."),
     "device_type": (pl.String, "The rank's device: gpu, npu, mtia, cpu; null when unknown (analysis.platform)."),
     "ddp_seen": (pl.Boolean, "The host recorded DistributedDataParallel activity (analysis.platform)."),
     "fsdp_seen": (pl.Boolean, "The host recorded FullyShardedDataParallel activity (analysis.platform)."),

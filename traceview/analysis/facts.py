@@ -334,6 +334,7 @@ def facts(
     iterations: pl.DataFrame | None = None,
     gpu_bubbles: pl.DataFrame | None = None,
     platform: pl.DataFrame | None = None,
+    memory_peaks: pl.DataFrame | None = None,
     tiny_kernel_us: float = TINY_KERNEL_US,
     gemm_alignment: int = GEMM_ALIGNMENT,
 ) -> pl.DataFrame:
@@ -348,7 +349,8 @@ def facts(
     (throughput.throughput), `micro_batches` (the run's m, for the ideal bubble), `iterations`
     (iteration.iteration_breakdown), `gpu_bubbles` (bubbles.gpu_bubbles: the pipeline-bubble
     estimate the pipeline facts read on ranks whose bubble_rule is "pipeline"), `platform`
-    (platform.platform_facts: device type, DDP/FSDP, CUDA graphs).
+    (platform.platform_facts: device type, DDP/FSDP, CUDA graphs), `memory_peaks`
+    (memory.memory_peaks).
     `tiny_kernel_us`: the tiny-kernel bound (µs); `gemm_alignment`: the GEMM dim multiple.
     """
     windows = _windows(step_breakdown, trace_breakdown, gpu_bubbles)
@@ -403,6 +405,7 @@ def facts(
         .join(_straggler(per, stragglers), on="rank", how="left")
         .join(_worst_steps(step_breakdown), on="rank", how="left")
         .join(_iteration_facts(iterations), on="rank", how="left")
+        .join(_memory_facts(memory_peaks), on="rank", how="left")
     )
     if platform is not None:
         out = out.join(platform, on="rank", how="left")
@@ -439,6 +442,27 @@ def _iteration_facts(iterations: pl.DataFrame | None) -> pl.DataFrame:
         .alias("data_loading_ms"),
         share("data_loading_us").alias("data_loading_frac"),
         share("host_overhead_us").alias("host_overhead_frac"),
+    )
+
+
+def _memory_facts(peaks: pl.DataFrame | None) -> pl.DataFrame:
+    """Per rank: memory_peak_frac, memory_peak_gib, memory_device_gib of its fullest device series."""
+    schema = {"rank": pl.Int64, "memory_peak_frac": pl.Float64}
+    schema |= {"memory_peak_gib": pl.Float64, "memory_device_gib": pl.Float64}
+    if peaks is None or peaks.height == 0:
+        return pl.DataFrame(schema=schema)
+    gib = float(1 << 30)
+    return (
+        peaks.filter(pl.col("step").is_null() & pl.col("peak_device_frac").is_not_null())
+        .sort("peak_device_frac", descending=True)
+        .group_by("rank", maintain_order=True)
+        .first()
+        .select(
+            "rank",
+            pl.col("peak_device_frac").alias("memory_peak_frac"),
+            (pl.coalesce("peak_reserved_bytes", "peak_allocated_bytes") / gib).alias("memory_peak_gib"),
+            (pl.col("device_memory_bytes") / gib).alias("memory_device_gib"),
+        )
     )
 
 

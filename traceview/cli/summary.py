@@ -8,6 +8,7 @@ import orjson
 
 from traceview.analysis import iteration, phases
 from traceview.analysis.breakdown import TABLE_TERMS, TERM_LABELS
+from traceview.analysis.memory import BEFORE_TRACE
 from traceview.cli.text import bullet_list, table
 from traceview.safe_text import json_text, one_line_strings
 from traceview.summary import finding_heading, headline_lines
@@ -179,7 +180,52 @@ def _rank_details(r: dict) -> list[str]:
             f"  long step {s['step']}: {s['slowdown_ratio']:.2f}x the median step, {s['why']} "
             f"(+{s['why_delta_us'] / 1000:,.3f} ms)"
         )
-    return out
+    return out + memory_lines(r.get("memory") or [])
+
+
+def _size(n: int | None) -> str:
+    """Bytes in binary units, as PyTorch's memory_summary writes them."""
+    if n is None:
+        return "-"
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if abs(n) >= 1 << shift:
+            return f"{n / (1 << shift):,.2f} {unit}"
+    return f"{n:,} B"
+
+
+#: Operators named per device in the text's "held at the peak" (JSON has `--top` of them).
+MEMORY_OPS_SHOWN = 5
+
+
+def memory_lines(series: list[dict]) -> list[str]:
+    """A rank's memory section (`doc["ranks"][i]["memory"]`) in words: per device allocator, its
+    peak allocated (and reserved, and the share of the device) and what held the peak."""
+    out = []
+    for m in series:
+        if m["device"] is None or m["peak_allocated_bytes"] is None:  # host memory; APP (reserved only)
+            continue
+        where = f"{m['device_type']}:{m['device']}" + (f" {m['component']}" if m["component"] else "")
+        relative = " (since the trace started)" if m["basis"] == "relative" else ""
+        line = f"  memory {where}: peak allocated {_size(m['peak_allocated_bytes'])}{relative}"
+        if m["peak_step"] is not None:
+            line += f" in step {m['peak_step']}"
+        if m["peak_reserved_bytes"] is not None:
+            line += f", reserved {_size(m['peak_reserved_bytes'])}"
+        if m["peak_device_frac"] is not None:
+            line += f" ({100 * m['peak_device_frac']:.1f} % of {_size(m['device_memory_bytes'])})"
+        out.append(line)
+        shown = [a for a in m["at_peak"] if a["operator"] != BEFORE_TRACE][:MEMORY_OPS_SHOWN]
+        shown += [a for a in m["at_peak"] if a["operator"] == BEFORE_TRACE]
+        held = [f"{_short(a['operator'])} {_size(a['live_bytes'])} ({100 * a['share_frac']:.1f} %)" for a in shown]
+        if held:
+            out.append("    held at the peak:")
+            for item in held:  # whole items per line
+                if len(out[-1]) + len(item) + 2 > 110:
+                    out[-1] += ","
+                    out.append("      " + item)
+                else:
+                    out[-1] += (" " if out[-1].endswith(":") else ", ") + item
+    return ["", *out] if out else []
 
 
 SKEW_COLUMNS = [

@@ -1,0 +1,310 @@
+"""Memory: the allocator's records to memory_events / memory_allocations (Kineto `[memory]` events,
+torch_npu memory_record.csv and operator_memory.csv), and the analyses on them (timeline, peaks per
+step and trace, what the peak holds), checked by hand on a tiny trace and against an independent
+recomputation from the raw files of real profiles."""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import gzip
+import json
+from collections import defaultdict
+from decimal import Decimal
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import traceview as tv
+from tests.conftest import DATA, SHARED_TRACES, needs_shared, run_cli
+from traceview.analysis.memory import BEFORE_TRACE
+from traceview.parsers import kineto
+
+MiB = 1 << 20
+MEMORY_TRACE = DATA / "kineto_memory.json"
+
+
+def _load(path) -> tv.Trace:
+    return tv.load(path, use_cache=False)
+
+
+# ---- the hand-written trace (tests/data/README.md says what each event is for) ----
+
+
+def test_blocks_pair_allocations_with_the_next_event_at_their_address_and_name_their_operators():
+    blocks = _load(MEMORY_TRACE).frame("memory_allocations").filter(pl.col("device_type") == "cuda")
+    assert blocks.select("op", "top_op", "size_bytes", "alloc_ns", "release_ns").rows() == [
+        ("aten::empty", "aten::linear", 100 * MiB, 1_016_000, 1_080_000),  # innermost of three nested ops
+        ("aten::linear", "aten::linear", 50 * MiB, 1_045_000, None),  # its child had ended: never released
+        ("aten::relu", "aten::relu", 10 * MiB, 1_060_000, 1_115_000),  # the zero-length op runs over nothing;
+        ("aten::mul", "aten::mul", 20 * MiB, 1_115_000, None),  # released when its address was reused
+        (None, None, 5 * MiB, 1_150_000, None),  # outside every operator
+    ]
+
+
+def test_peaks_per_step_and_trace_and_the_share_of_the_device():
+    peaks = _load(MEMORY_TRACE).memory_peaks().filter(pl.col("device_type") == "cuda")
+    rows = peaks.select("step", "records", "peak_allocated_bytes", "peak_ns", "peak_reserved_bytes").rows()
+    assert rows == [
+        (None, 6, 1160 * MiB, 1_060_000, 2048 * MiB),
+        (1, 4, 1160 * MiB, 1_060_000, 2048 * MiB),
+        (2, 2, 1085 * MiB, 1_150_000, 2048 * MiB),
+    ]
+    assert peaks["device_memory_bytes"].to_list() == [4096 * MiB] * 3
+    assert peaks["peak_device_frac"].to_list() == [0.5] * 3  # reserved 2 GiB of a 4 GiB device
+    host = _load(MEMORY_TRACE).memory_peaks().filter(pl.col("device_type") == "cpu")
+    assert host["device"].to_list() == [None, None] and host["device_memory_bytes"].null_count() == 2
+
+
+def test_what_the_peak_holds_by_outermost_operator_and_what_was_there_before():
+    held = _load(MEMORY_TRACE).memory_at_peak().filter(pl.col("device_type") == "cuda")
+    assert held.select("operator", "live_bytes", "blocks").rows() == [
+        ("aten::linear", 150 * MiB, 2),  # aten::empty's block inside aten::linear, and linear's own
+        ("aten::relu", 10 * MiB, 1),
+        (BEFORE_TRACE, 1000 * MiB, None),  # 1160 MiB at the peak, 160 MiB of it allocated in the trace
+    ]
+    assert held["share_frac"].sum() == pytest.approx(1.0)
+
+
+def test_timeline_relative_when_the_trace_records_changes_only(tmp_path):
+    doc = json.loads(MEMORY_TRACE.read_text())
+    for e in doc["traceEvents"]:
+        if e["name"] == "[memory]":
+            for key in ("Total Allocated", "Total Reserved", "Addr"):  # a trace before PyTorch 1.10
+                del e["args"][key]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc))
+    t = _load(path)
+    line = t.memory().filter(pl.col("device_type") == "cuda")
+    assert line["allocated_bytes"].to_list() == [v * MiB for v in (100, 150, 160, 60, 80, 85)]
+    assert set(line["basis"]) == {"relative"} and line["reserved_bytes"].null_count() == line.height
+    assert t.frame("memory_allocations").is_empty()  # no address: no block to pair
+    assert t.memory_at_peak().is_empty()  # a relative peak is not comparable to blocks
+
+
+def test_typed_and_dict_decodes_give_the_same_memory_frames(monkeypatch):
+    frames = {}
+    for typed in (True, False):
+        monkeypatch.setattr(kineto, "TYPED_DECODE", typed)
+        frames[typed] = kineto.parse_kineto(MEMORY_TRACE).frames
+    for table in ("memory_events", "memory_allocations"):
+        assert frames[True][table].height
+        assert_frame_equal(frames[True][table], frames[False][table])
+
+
+def test_selected_steps_keep_their_memory(tmp_path):
+    t = _load(MEMORY_TRACE)
+    step2 = t.select_steps([2])
+    assert step2.memory()["ts_ns"].to_list() == [1_115_000, 1_150_000]
+    whole = step2.memory_peaks().filter(pl.col("device_type").eq("cuda") & pl.col("step").is_null())
+    assert whole["peak_allocated_bytes"].to_list() == [1085 * MiB]
+    # blocks live during step 2, wherever they were allocated (the 100 MiB one was released in step 1)
+    sizes = sorted(step2.frame("memory_allocations")["size_bytes"].to_list())
+    assert sizes == [8, 5 * MiB, 10 * MiB, 20 * MiB, 50 * MiB]
+
+
+def test_summary_json_and_text_show_the_peak():
+    out = run_cli("summary", str(MEMORY_TRACE), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    (series,) = [m for m in json.loads(out.stdout)["ranks"][0]["memory"] if m["device_type"] == "cuda"]
+    assert series["peak_allocated_bytes"] == 1160 * MiB and series["peak_step"] == 1
+    assert [a["operator"] for a in series["at_peak"]] == ["aten::linear", "aten::relu", BEFORE_TRACE]
+    text = run_cli("summary", str(MEMORY_TRACE)).stdout
+    assert "memory cuda:0: peak allocated 1.13 GiB in step 1, reserved 2.00 GiB (50.0 % of 4.00 GiB)" in text
+    assert "aten::linear 150.00 MiB (12.9 %)" in text
+
+
+def test_a_profile_without_memory_has_empty_memory_frames():
+    t = _load(DATA / "kineto_minimal.json")
+    assert t.memory().is_empty() and t.memory_peaks().is_empty() and t.memory_at_peak().is_empty()
+
+
+# ---- real profiles: an independent recomputation from the raw files ----
+
+KINETO_WITH_MEMORY = [
+    "tracelens/tests/traces/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+    "tracelens/tests/traces/mi300/facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+    "hta/tests/data/df_index_resolver/df_index_resolver.json.gz",
+    "kineto-tb_plugin/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143566756.pt.trace.json.gz",
+    "tracelens/tests/traces/inference/sglang_decode/capture_traces/bs_32_rank0.json.gz",
+]
+TYPE_NAMES = {0: "cpu", 1: "cuda", 6: "hip"}
+
+
+def _raw_events(path: Path) -> list[dict]:
+    with gzip.open(path) as f:
+        return json.load(f)["traceEvents"]
+
+
+def _ns(us) -> int:
+    return int((Decimal(str(us)) * 1000).to_integral_value())
+
+
+def _reference(events: list[dict]):
+    """Per (device_type, device): peak allocated, reserved, records, the first peak time, and the
+    bytes of blocks live at it by their outermost cpu_op; per step the peak. Plain Python."""
+    memory = sorted(
+        (e for e in events if e.get("name") == "[memory]" and e.get("ph") == "i"), key=lambda e: _ns(e["ts"])
+    )
+    steps = [
+        (int(e["name"].split("#")[1]), _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"]))
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("cat") != "gpu_user_annotation"
+        and str(e.get("name", "")).startswith("ProfilerStep#")
+    ]
+    series = defaultdict(list)
+    for e in memory:
+        a = e["args"]
+        device = a["Device Id"] if a["Device Type"] != 0 and a["Device Id"] >= 0 else None
+        series[(TYPE_NAMES[a["Device Type"]], device)].append(e)
+    out = {}
+    for key, evs in series.items():
+        if "Total Allocated" in evs[0]["args"]:
+            allocated = [e["args"]["Total Allocated"] for e in evs]
+        else:
+            allocated, run = [], 0
+            for e in evs:
+                run += e["args"]["Bytes"]
+                allocated.append(run)
+        peak = max(allocated)
+        peak_ns = min(_ns(e["ts"]) for e, v in zip(evs, allocated) if v == peak)
+        per_step = {}
+        for step, start, end in steps:
+            inside = [v for e, v in zip(evs, allocated) if start <= _ns(e["ts"]) < end]
+            if inside:
+                per_step[step] = max(inside)
+        reserved = [e["args"].get("Total Reserved") for e in evs]
+        out[key] = {
+            "records": len(evs),
+            "peak": peak,
+            "peak_ns": peak_ns,
+            "reserved": max(reserved) if None not in reserved else None,
+            "steps": per_step,
+        }
+    return out
+
+
+def _live_at(events: list[dict], device_type: int, device: int, at_ns: int) -> dict[str, int]:
+    """Bytes of the blocks live at `at_ns`, by the outermost cpu_op on the allocating thread."""
+    memory = sorted(
+        (
+            e
+            for e in events
+            if e.get("name") == "[memory]"
+            and e["args"]["Device Type"] == device_type
+            and e["args"]["Device Id"] == device
+            and "Addr" in e["args"]
+        ),
+        key=lambda e: _ns(e["ts"]),
+    )
+    ops = defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e.get("dur", 0) > 0:
+            ops[(e["pid"], e["tid"])].append((_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"]), e["name"]))
+    for spans in ops.values():
+        spans.sort(key=lambda s: (s[0], -s[1]))
+    open_blocks: dict[int, tuple[int, int, int]] = {}
+    blocks = []
+    for e in memory:
+        a, ts = e["args"], _ns(e["ts"])
+        if a["Addr"] in open_blocks:
+            blocks.append((*open_blocks.pop(a["Addr"]), ts))
+        if a["Bytes"] > 0:
+            open_blocks[a["Addr"]] = (ts, a["Bytes"], (e["pid"], e["tid"]))
+    blocks += [(*b, None) for b in open_blocks.values()]
+    held: dict[str, int] = defaultdict(int)
+    for ts, size, thread, release in blocks:
+        if ts <= at_ns and (release is None or release > at_ns):
+            spans = ops.get(thread, [])
+            i = bisect.bisect_right([s[0] for s in spans], ts)
+            outer = next((name for start, end, name in spans[:i] if start <= ts < end), None)
+            held[outer] += size
+    return dict(held)
+
+
+@needs_shared
+@pytest.mark.parametrize("name", KINETO_WITH_MEMORY)
+def test_kineto_peaks_equal_a_recount_of_the_raw_events(name):
+    path = SHARED_TRACES / name
+    events = _raw_events(path)
+    want = _reference(events)
+    peaks = _load(path).memory_peaks()
+    whole = peaks.filter(pl.col("step").is_null())
+    assert whole.height == len(want)
+    for row in whole.to_dicts():
+        ref = want[(row["device_type"], row["device"])]
+        assert (row["records"], row["peak_allocated_bytes"], row["peak_ns"], row["peak_reserved_bytes"]) == (
+            ref["records"],
+            ref["peak"],
+            ref["peak_ns"],
+            ref["reserved"],
+        ), row
+        match = pl.col("device_type").eq(row["device_type"]) & pl.col("device").eq_missing(row["device"])
+        stepped = peaks.filter(match & pl.col("step").is_not_null())
+        assert dict(stepped.select("step", "peak_allocated_bytes").iter_rows()) == ref["steps"]
+
+
+@needs_shared
+@pytest.mark.parametrize("name", KINETO_WITH_MEMORY[:3])
+def test_kineto_memory_at_the_peak_equals_a_replay_of_the_raw_events(name):
+    path = SHARED_TRACES / name
+    events = _raw_events(path)
+    held = _load(path).memory_at_peak().filter(pl.col("device").is_not_null())
+    assert held.height
+    for (device_type, device, peak_ns), rows in held.group_by("device_type", "device", "peak_ns"):
+        code = {v: k for k, v in TYPE_NAMES.items()}[device_type]
+        want = _live_at(events, code, device, peak_ns)
+        got = dict(rows.filter(pl.col("operator") != BEFORE_TRACE).select("operator", "live_bytes").iter_rows())
+        assert got == {k: v for k, v in want.items() if v}
+
+
+ASCEND_WITH_MEMORY = [
+    "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt",
+    "msinsight/test/data/pytorch/text/level0/rank1_ascend_pt",
+    "msinsight/server/src/test/test_data/test_rank_0",
+]
+
+
+def _csv_rows(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return [{k: (v or "").strip() for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ASCEND_WITH_MEMORY)
+def test_ascend_peaks_and_blocks_equal_a_recount_of_the_csv_files(name):
+    out = next((SHARED_TRACES / name).rglob("memory_record.csv")).parent
+    t = _load(SHARED_TRACES / name)
+    peaks = t.memory_peaks().filter(pl.col("step").is_null())
+    records = _csv_rows(out / "memory_record.csv")
+    for component in {r["Component"] for r in records}:
+        rows = [r for r in records if r["Component"] == component]
+        allocated = [Decimal(r["Total Allocated(MB)"]) * MiB for r in rows if r["Total Allocated(MB)"]]
+        reserved = [Decimal(r["Total Reserved(MB)"]) * MiB for r in rows if r["Total Reserved(MB)"]]
+        got = peaks.filter(pl.col("component") == component).row(0, named=True)
+        assert got["records"] == len(rows)
+        assert got["peak_allocated_bytes"] == (int(max(allocated)) if allocated else None)
+        assert got["peak_reserved_bytes"] == (int(max(reserved)) if reserved else None)
+    pta = peaks.filter(pl.col("component") == "PTA").row(0, named=True)
+    live = defaultdict(int)
+    for r in _csv_rows(out / "operator_memory.csv"):
+        alloc = _ns(r["Allocation Time(us)"])
+        release = _ns(r["Release Time(us)"]) if r["Release Time(us)"] else None
+        if alloc <= pta["peak_ns"] and (release is None or release > pta["peak_ns"]):
+            live[r["Name"]] += int(Decimal(r["Size(KB)"]) * 1024)
+    held = t.memory_at_peak().filter(pl.col("operator") != BEFORE_TRACE)
+    assert dict(held.select("operator", "live_bytes").iter_rows()) == dict(live)
+
+
+def test_the_finding_fires_when_the_peak_nears_the_device_memory(tmp_path):
+    doc = json.loads(MEMORY_TRACE.read_text())
+    doc["deviceProperties"][0]["totalGlobalMem"] = 2100 * MiB  # 2048 MiB reserved: 97.5 %
+    path = tmp_path / "full.json"
+    path.write_text(json.dumps(doc))
+    found = _load(path).findings().filter(pl.col("rule") == "memory_near_capacity")
+    assert found.select("rank", "severity").rows() == [(0, "critical")]
+    assert "held 2.00 GiB on rank 0, 97.5% of the device's 2.05 GiB" in found["message"][0]
+    assert _load(MEMORY_TRACE).findings().filter(pl.col("rule") == "memory_near_capacity").is_empty()  # 50 %
