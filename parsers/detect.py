@@ -13,7 +13,9 @@ The rules, in order:
 - only regular files (or links to one) are read: a FIFO, a device (`/dev/zero` behind a link) or
   a socket named like a profile is `irregular`, a folder that cannot be listed `unreadable`, and
   both are reported as failed ranks (`parse_irregular`, `parse_unreadable`) while the others load.
-Hidden folders and msprof `PROF_*` raw folders are skipped.
+Hidden folders and msprof `PROF_*` raw folders are skipped. A file (or a folder holding no
+profile but such a file) of a kind traceview recognises without reading it (an Nsight Systems
+export, a JAX XPlane protobuf, a CANN database: `parsers.unsupported`) is a one-line error naming it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 
 from traceview.errors import TraceError
 from traceview.parsers.jsonio import peek_bytes
+from traceview.parsers.unsupported import unsupported_kind
 
 ASCEND_OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 ASCEND_LOOSE_FILES = ("kernel_details.csv", "trace_view.json")
@@ -145,6 +148,9 @@ def discover(path: str | Path) -> list[Source]:
         head = peek_bytes(path, 16)
         if not head and path.stat().st_size == 0:
             raise TraceError(path, "the file is empty", "re-export the profile")
+        kind = unsupported_kind(path)
+        if kind is not None:
+            raise TraceError(path, f"this is {kind[0]}", kind[1])
         # Not recognisable by name or header: let the Kineto parser say precisely what is wrong.
         return [Source("kineto", path)]
     if path.name == ASCEND_OUTPUT_DIR:
@@ -182,6 +188,10 @@ def discover(path: str | Path) -> list[Source]:
             if source is not None and source.format != "ascend":
                 sources.append(source)
     if not sources:
+        known = _first_unsupported(path)
+        if known is not None:
+            where, (what, fix) = known
+            raise TraceError(path, f"no profiles traceview reads in this folder; {where.name} is {what}", fix)
         raise TraceError(
             path,
             "no profiles found in this folder",
@@ -189,6 +199,30 @@ def discover(path: str | Path) -> list[Source]:
             "ASCEND_PROFILER_OUTPUT/, or MindSpore *timeline_display_*.json files",
         )
     return sorted(set(sources), key=lambda s: (str(s.path), s.format))
+
+
+#: How many files a folder without profiles has looked at for a kind traceview recognises.
+UNSUPPORTED_LOOKS = 200
+
+
+def _first_unsupported(path: Path) -> tuple[Path, tuple[str, str]] | None:
+    """The first file under `path` (sorted, hidden folders skipped) of a kind traceview recognises
+    but does not read, with (what it is, what to do); None when the first UNSUPPORTED_LOOKS
+    regular files hold none."""
+    looked = 0
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for f in sorted(filenames):
+            file = Path(dirpath) / f
+            if not is_regular(file):
+                continue
+            kind = unsupported_kind(file)
+            if kind is not None:
+                return file, kind
+            looked += 1
+            if looked >= UNSUPPORTED_LOOKS:
+                return None
+    return None
 
 
 def input_files(source: Source) -> list[Path]:

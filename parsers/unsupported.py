@@ -1,0 +1,70 @@
+"""Profiles traceview recognises but does not read yet: a one-line error naming what the file is
+and what to do, instead of "invalid JSON at byte 0".
+
+Recognised by content first (wrappers rename files), then by name: SQLite databases (by their
+tables: Nsight Systems exports, CANN msprof and MindSpore databases, rocprofv3's rocpd), JAX /
+TensorFlow XPlane protobufs, Perfetto protobuf traces, Nsight Systems reports, and rocprofv3's JSON.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from traceview.parsers.jsonio import peek_bytes
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+READ = "traceview reads torch.profiler's Chrome trace JSON and torch_npu / MindSpore Ascend rank folders"
+NOT_YET = "not read yet: " + READ
+NSYS = "an Nsight Systems SQLite export (nsys export --type sqlite)"
+
+#: (a table whose presence names the database, what it is, what to do)
+SQLITE_KINDS = (
+    ("CUPTI_ACTIVITY_KIND_KERNEL", NSYS, NOT_YET),
+    ("TARGET_INFO_SESSION_START_TIME", NSYS, NOT_YET),
+    ("rocpd_kernel_dispatch", "a rocprofv3 rocpd database", NOT_YET),
+    (
+        "TASK",
+        "a CANN msprof or MindSpore profiler database",
+        "not read yet: give the *_ascend_pt / *_ascend_ms rank folder exported as text "
+        "(ASCEND_PROFILER_OUTPUT/ with kernel_details.csv and trace_view.json)",
+    ),
+)
+#: file name ending -> (what it is, what to do)
+NAME_KINDS = (
+    (".xplane.pb", "a JAX / TensorFlow XPlane protobuf", "not read: " + READ),
+    (".pftrace", "a Perfetto protobuf trace", "not read: " + READ),
+    (".perfetto-trace", "a Perfetto protobuf trace", "not read: " + READ),
+    (".nsys-rep", "an Nsight Systems report", NOT_YET),
+    (".qdrep", "an Nsight Systems report", NOT_YET),
+)
+
+
+def unsupported_kind(path: Path) -> tuple[str, str] | None:
+    """(what the file is, what to do) for a profile kind traceview recognises but does not read,
+    else None. Reads at most the first 64 KiB, and a SQLite file's table names (read-only)."""
+    head = peek_bytes(path, 64 * 1024)
+    if head.startswith(SQLITE_MAGIC):
+        return _sqlite_kind(path)
+    name = path.name.lower()
+    for suffix, what, fix in NAME_KINDS:
+        if name.endswith(suffix) or name.endswith(suffix + ".gz"):
+            return what, fix
+    if head.lstrip().startswith(b"{") and b'"rocprofiler-sdk-tool"' in head:
+        return "a rocprofv3 JSON output", NOT_YET
+    return None
+
+
+def _sqlite_kind(path: Path) -> tuple[str, str]:
+    try:
+        with sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    except sqlite3.Error:
+        tables = set()
+    for table, what, fix in SQLITE_KINDS:
+        if table in tables:
+            return what, fix
+    return (
+        "a SQLite database traceview does not know",
+        READ + " (torch_npu's ascend_pytorch_profiler_*.db inside its rank folder)",
+    )

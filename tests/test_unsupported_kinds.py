@@ -1,0 +1,57 @@
+"""Profiles traceview recognises but does not read (`parsers.unsupported`): one line naming what
+the file is and what to do, exit 1, never "invalid JSON"."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+def _sqlite(path, table):
+    with sqlite3.connect(path) as db:
+        db.execute(f"CREATE TABLE {table} (a)")
+    return path
+
+
+CASES = [
+    (lambda d: _sqlite(d / "report.sqlite", "CUPTI_ACTIVITY_KIND_KERNEL"), "is an Nsight Systems SQLite export"),
+    (lambda d: _sqlite(d / "renamed.json", "TARGET_INFO_SESSION_START_TIME"), "is an Nsight Systems SQLite export"),
+    (lambda d: _sqlite(d / "msprof_20240101.db", "TASK"), "is a CANN msprof or MindSpore profiler database"),
+    (lambda d: _sqlite(d / "rocpd.db", "rocpd_kernel_dispatch"), "is a rocprofv3 rocpd database"),
+    (lambda d: _sqlite(d / "other.db", "anything"), "is a SQLite database traceview does not know"),
+    (lambda d: _write(d / "host.xplane.pb", b"\x0a\x05plane"), "is a JAX / TensorFlow XPlane protobuf"),
+    (lambda d: _write(d / "run.pftrace", b"\x0a\x02\x08\x01"), "is a Perfetto protobuf trace"),
+    (lambda d: _write(d / "run.nsys-rep", b"\x00" * 64), "is an Nsight Systems report"),
+    (lambda d: _write(d / "out_results.json", b'{"rocprofiler-sdk-tool": [{}]}'), "is a rocprofv3 JSON output"),
+]
+
+
+def _write(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("make", "says"), CASES, ids=[c[1].split(" is ")[-1] for c in CASES])
+def test_a_recognised_kind_is_named_in_one_line(tmp_path, make, says):
+    path = make(tmp_path)
+    out = run_cli("summary", str(path))
+    assert out.returncode == 1
+    (line,) = out.stderr.strip().splitlines()
+    assert f"cannot read {path}: this {says}" in line and "invalid JSON" not in line
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.integration
+def test_a_folder_holding_only_such_files_names_one(tmp_path):
+    _write(tmp_path / "notes.txt", b"hello")
+    (tmp_path / "plugins").mkdir()
+    _write(tmp_path / "plugins" / "host.xplane.pb", b"\x0a\x05plane")
+    out = run_cli("summary", str(tmp_path))
+    assert out.returncode == 1
+    assert (
+        "no profiles traceview reads in this folder; host.xplane.pb is a JAX / TensorFlow XPlane protobuf" in out.stderr
+    )
