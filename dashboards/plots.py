@@ -63,7 +63,7 @@ class TracePlots:
 
     def __repr__(self) -> str:
         methods = ", ".join(
-            m for m in ("step_breakdown", "step_time", "heatmap", "compute_classes", "kernels", "timeline")
+            m for m in ("step_breakdown", "step_time", "heatmap", "compute_classes", "kernels", "timeline", "memory")
         )
         return f"<plots of {self._trace.source!r}: {methods}>"
 
@@ -108,6 +108,14 @@ class TracePlots:
         """Device time per compute class (ms, whole trace, raw sum of durations) stacked per rank:
         `trace.compute_classes(classes)` time_us in ms. `classes`: a user's rules file (TOML)."""
         return figures.compute_classes_figure(self._summary(classes), self._ranks(ranks))
+
+    def memory(self, ranks=None) -> go.Figure:
+        """Allocated (solid) and reserved (dotted) device memory, GiB, over time per rank: the
+        series each rank's timeline lane shows (`trace.memory()` rows; `memory_figure`). Needs a
+        profile recorded with profile_memory=True (torch.profiler) or torch_npu's memory files."""
+        from traceview.dashboards.memory_figure import lane_records, memory_figure
+
+        return memory_figure(lane_records(self._trace, self._ranks(ranks)))
 
     def kernels(self, top: int = 10, ranks=None, classes: str | None = None) -> go.Figure:
         """The `top` kernels by total device time (ms) over the selected ranks (all by default),

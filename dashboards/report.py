@@ -20,11 +20,12 @@ import polars as pl
 
 from traceview.analysis import iteration, phases
 from traceview.analysis.breakdown import TABLE_TERMS, TERM_LABELS
+from traceview.analysis.memory import BEFORE_TRACE
 from traceview.dashboards import figures
 from traceview.dashboards.diff_report import diff_section
 from traceview.dashboards.html_page import Page, fmt_ms, fmt_pct, header_item, heading, items, table, text
 from traceview.dashboards.timeline_page import TimelineData
-from traceview.summary import finding_heading, headline_lines
+from traceview.summary import finding_heading, headline_lines, size_text
 
 RAW_WINDOW_TASKS = 4_000  # raw tasks drawn per timeline window in a report
 TIMELINE_LIMIT = 5_000  # the whole-trace timeline is binned above this many tasks
@@ -325,6 +326,44 @@ def cross_rank_section(summary: dict) -> list[dict]:
     ]
 
 
+def memory_section(page: Page, trace, summary: dict) -> list[dict]:
+    """Each rank's device memory over time, its peaks and what held them (the summary's memory)."""
+    from traceview.dashboards.memory_figure import lane_records, memory_figure
+
+    rows = []
+    for r in summary["ranks"]:
+        for m in r.get("memory") or []:
+            if m["device"] is None or m["peak_allocated_bytes"] is None:
+                continue
+            held = [a for a in m["at_peak"] if a["operator"] != BEFORE_TRACE][:3]
+            rows.append(
+                {
+                    "rank": r["rank"],
+                    "series": f"{m['device_type']}:{m['device']}" + (f" {m['component']}" if m["component"] else ""),
+                    "peak_allocated_bytes": m["peak_allocated_bytes"],
+                    "peak_reserved_bytes": m["peak_reserved_bytes"],
+                    "peak_step": m["peak_step"],
+                    "peak_device_frac": m["peak_device_frac"],
+                    "held": ", ".join(f"{a['operator']} {size_text(a['live_bytes'])}" for a in held),
+                }
+            )
+    if not rows:
+        return [text("No device memory recorded: torch.profiler(profile_memory=True) or torch_npu's memory files.")]
+    cols = [
+        ("rank", "rank", None),
+        ("series", "device", None),
+        ("peak_allocated_bytes", "peak allocated", size_text),
+        ("peak_reserved_bytes", "peak reserved", size_text),
+        ("peak_device_frac", "of the device (%)", fmt_pct),
+        ("peak_step", "peak in step", None),
+        ("held", "largest blocks held at the peak, by operator", None),
+    ]
+    return [
+        page.figure(memory_figure(lane_records(trace))),
+        table(rows, cols, "memory-table", text_columns=("series", "held")),
+    ]
+
+
 def throughput_section(summary: dict) -> list[dict]:
     rows = summary.get("throughput") or []
     cols = [
@@ -357,6 +396,7 @@ def report_html(trace, summary: dict, diff: dict | None = None) -> str:
     page.add("classes", "Compute classes and kernels", classes_section(page, summary))
     page.add("timeline", "Timeline", timeline_section(page, trace, summary))
     page.add("cross-rank", "Cross-rank", cross_rank_section(summary))
+    page.add("memory", "Device memory", memory_section(page, trace, summary))
     if diff is not None:
         page.add("diff", "Compared with the baseline", diff_section(diff))
     return page.html(_header(summary), {"traceview-summary": summary})

@@ -4,7 +4,8 @@ Every drawn interval is an *item* (`traceview.analysis.timeline_tracks`): device
 per rank and stream, named by role: "stream 7 · compute", "stream 20 · NCCL", "HCCL"), host events
 (one lane per rank, thread and call depth), and per rank two tracks: the steps (iteration windows
 of `Trace.iteration_breakdown`) and the terms (`Trace.iteration_segments`: where each instant of
-each iteration went). Items of each family are sorted by start and numbered: an item's id is
+each iteration went), and a memory lane (no items: the overlays draw its allocated and reserved
+lines) where the rank recorded device memory. Items of each family are sorted by start and numbered: an item's id is
 its family's base plus its row, so a detail lookup is a slice. Times stay Int64 ns; the API sends
 them relative to `origin_ns`.
 """
@@ -15,11 +16,14 @@ import threading
 
 import polars as pl
 
+from traceview.analysis import memory
 from traceview.analysis import timeline as tl
 from traceview.analysis import timeline_tracks as tt
 
 FAMILIES = ("tracks", "device", "host")
-KIND_ORDER = {"steps": 0, "terms": 1, "device": 2, "host": 3}
+KIND_ORDER = {"steps": 0, "terms": 1, "device": 2, "memory": 3, "host": 4}
+#: The columns of a memory lane row (`memory_lanes`): it holds no items, the overlays draw it.
+LANE_COLUMNS = {"rank": pl.Int64, "key": pl.String, "lane_kind": pl.String, "label": pl.String, "depth": pl.Int64}
 DETAIL_COLUMNS = {
     "device": ("kind", "stream", "step", "correlation", "launch_op", "launch_delay_ns"),
     "host": ("kind", "stream", "correlation"),
@@ -44,12 +48,17 @@ def _empty_items() -> pl.DataFrame:
 class TimelineModel:
     """Lanes and items of one profile (module docstring)."""
 
-    def __init__(self, device: pl.DataFrame, host: pl.DataFrame, tracks: pl.DataFrame):
+    def __init__(
+        self, device: pl.DataFrame, host: pl.DataFrame, tracks: pl.DataFrame, memory: pl.DataFrame | None = None
+    ):
         """Each frame: rank, start_ns, end_ns, name, cls, kind, key (lane key within its family:
-        the stream / "tid:depth" / "steps" or "terms", as text), plus its detail columns."""
+        the stream / "tid:depth" / "steps" or "terms", as text), plus its detail columns.
+        `memory`: the ranks' memory lanes (`memory_lanes`), which hold no items."""
         lane_rows = []
         for frame in (tracks, device, host):
             lane_rows.append(frame.select("rank", "key", "lane_kind", "label", "depth").unique(["rank", "key"]))
+        if memory is not None and memory.height:
+            lane_rows.append(memory.select(list(LANE_COLUMNS)).cast(lane_rows[0].schema))
         self.lanes = self._ordered(
             pl.concat(lane_rows).with_columns(
                 pl.col("lane_kind").replace_strict(KIND_ORDER, return_dtype=pl.Int64).alias("_o")
@@ -117,7 +126,7 @@ class TimelineModel:
 
     @classmethod
     def from_trace(cls, trace) -> TimelineModel:
-        return cls(device_items(trace), host_items(trace), track_items(trace))
+        return cls(device_items(trace), host_items(trace), track_items(trace), memory_lanes(trace))
 
     def family_of(self, item_id: int) -> str | None:
         for family in reversed(FAMILIES):
@@ -147,6 +156,23 @@ class TimelineModel:
 
     def device_lanes(self) -> list[int]:
         return self.lanes.filter(pl.col("kind") == "device")["lane"].to_list()
+
+
+def memory_lanes(trace) -> pl.DataFrame:
+    """One lane per rank that recorded device memory (`traceview.analysis.memory.lane_series`):
+    key "memory", labelled with the device and component it shows."""
+    series = memory.lane_series(trace.memory_peaks())
+    label = pl.format("memory · {}:{}", "device_type", "device")
+    return series.select(
+        "rank",
+        pl.lit("memory").alias("key"),
+        pl.lit("memory").alias("lane_kind"),
+        pl.when(pl.col("component").is_null())
+        .then(label)
+        .otherwise(pl.format("{} {}", label, "component"))
+        .alias("label"),
+        pl.lit(None, pl.Int64).alias("depth"),
+    ).cast(LANE_COLUMNS)
 
 
 def device_items(trace) -> pl.DataFrame:

@@ -13,7 +13,12 @@ Trace's memoised analyses and the arithmetic of `traceview.analysis.timeline_ove
   drawn on the rank's device lanes;
 - findings: the findings the dashboard shows (the summary's, else `Trace.findings()`), each on
   the step windows of the rank it fired on (every rank for a profile-wide one); regions of one
-  rank and window are merged, listing every finding kind (rule, title, severity) that marks them.
+  rank and window are merged, listing every finding kind (rule, title, severity) that marks them;
+- memory: the records of each memory lane's series (`Trace.memory()`, the series
+  `traceview.analysis.memory.lane_series` picks) in the window, with the record before it (the
+  value the window starts with); beyond MAX_MEMORY_POINTS per lane, the largest allocated and
+  reserved values per 1/MEMORY_BINS of the window (a peak is never lost to the binning). The
+  lane's scale is its series' whole-trace peak, so zooming does not rescale it.
 
 A request slices each frame (sorted by start) by binary search and keeps at most MAX_* rows,
 the longest first (collectives by whole instances, so a link never loses one end to the bound),
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceview.analysis import memory
 from traceview.analysis import timeline_overlays as to
 from traceview.analysis.timeline import _overlapping
 from traceview.safe_text import one_line
@@ -32,6 +38,8 @@ from traceview.safe_text import one_line
 MAX_COLLECTIVES = 4000
 MAX_BUBBLES = 4000
 MAX_FINDING_REGIONS = 2000
+MAX_MEMORY_POINTS = 4000
+MEMORY_BINS = 1000
 _KEYS = ["rank", "start_ns", "end_ns", "name"]
 
 
@@ -48,6 +56,53 @@ class TimelineOverlays:
         self.bubbles = to.bubble_regions(trace.device_tasks, trace.run("bubbles"))
         found = trace.findings() if findings is None else pl.DataFrame(findings, infer_schema_length=None)
         self.finding_kinds, self.findings = self._finding_frames(trace, model, found)
+        self.memory, self.memory_scale = self._memory_frames(trace, model)
+
+    @staticmethod
+    def _memory_frames(trace, model) -> tuple[pl.DataFrame, dict[int, int]]:
+        """(the lanes' records: lane, rank, ts_ns, allocated_bytes, reserved_bytes, by lane and
+        time; per lane its scale, the peak of its reserved and allocated bytes)."""
+        lanes = model.lanes.filter(pl.col("kind") == "memory").select("lane", "rank")
+        series = memory.lane_series(trace.memory_peaks()).join(lanes, on="rank")
+        records = (
+            trace.memory()
+            .join(series.select(*memory.SERIES, "lane"), on=memory.SERIES, how="inner", nulls_equal=True)
+            .select("lane", "rank", "ts_ns", "allocated_bytes", "reserved_bytes")
+            .sort("lane", "ts_ns", maintain_order=True)
+        )
+        top = pl.max_horizontal(pl.col("peak_allocated_bytes"), pl.col("peak_reserved_bytes").fill_null(0))
+        scale = dict(series.select("lane", top.alias("top")).iter_rows())
+        return records, {int(k): int(v or 1) for k, v in scale.items()}
+
+    def _memory_window(self, start_ns: int, end_ns: int, ranks: list[int] | None) -> dict:
+        """The memory lanes' points in the window (module docstring): lane, t (relative ns),
+        allocated, reserved (bytes; null where not recorded), and `binned` lanes."""
+        f = self.memory if ranks is None else self.memory.filter(pl.col("rank").is_in(ranks))
+        inside = f.filter((pl.col("ts_ns") >= start_ns) & (pl.col("ts_ns") < end_ns))
+        before = f.filter(pl.col("ts_ns") < start_ns).group_by("lane").agg(pl.all().last())
+        points = pl.concat([before.select(f.columns), inside]).sort("lane", "ts_ns", maintain_order=True)
+        counts = points.group_by("lane").len()
+        dense = counts.filter(pl.col("len") > MAX_MEMORY_POINTS)["lane"]
+        if dense.len():
+            width = max(1, (end_ns - start_ns) // MEMORY_BINS)
+            binned = (
+                points.filter(pl.col("lane").is_in(dense.implode()))
+                .with_columns(
+                    (start_ns + ((pl.col("ts_ns") - start_ns).clip(lower_bound=-width) // width) * width).alias("_b")
+                )
+                .group_by("lane", "_b")
+                .agg(pl.col("rank").first(), pl.col("allocated_bytes").max(), pl.col("reserved_bytes").max())
+                .select("lane", "rank", pl.col("_b").alias("ts_ns"), "allocated_bytes", "reserved_bytes")
+            )
+            points = pl.concat([points.filter(~pl.col("lane").is_in(dense.implode())), binned]).sort("lane", "ts_ns")
+        o = self.origin_ns
+        return {
+            "lane": points["lane"].to_numpy(),
+            "t": (points["ts_ns"] - o).to_numpy(),
+            "allocated": points["allocated_bytes"].to_list(),
+            "reserved": points["reserved_bytes"].to_list(),
+            "binned": sorted(int(v) for v in dense.to_list()),
+        }
 
     @staticmethod
     def _placed(parts: pl.DataFrame, model) -> pl.DataFrame:
@@ -106,7 +161,7 @@ class TimelineOverlays:
                 "wait": f["wait_ns"].to_numpy(),
                 "transfer": f["transfer_ns"].to_numpy(),
                 "p2p": f["p2p"].cast(pl.Int64).to_numpy(),
-                "kind": code.to_numpy(),
+                "kind": code.cast(pl.Int64).to_numpy(),
             }
 
         def regions(*extra: str):
@@ -127,6 +182,8 @@ class TimelineOverlays:
             out[name] = columns(shown)
             out[f"{name}_total"] = hit.height
             out[f"{name}_left_out"] = hit.height - shown.height
+        out["memory"] = self._memory_window(start_ns, end_ns, ranks)
+        out["memory_scale"] = {str(k): v for k, v in self.memory_scale.items()}
         out["collective_kinds"] = kinds
         out["finding_kinds"] = [{k: one_line(v) for k, v in kind.items()} for kind in self.finding_kinds]
         return out

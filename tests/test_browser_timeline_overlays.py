@@ -171,3 +171,53 @@ def test_hostile_names_create_no_element_through_the_overlays(server_for, browse
     assert page.evaluate(live) == 0
     assert errors == []
     page.close()
+
+
+MEMORY = ROOT / "tests" / "data" / "kineto_memory.json"
+MiB = 1 << 20
+
+#: The memory lane of the page: its lane number, y, height (the first one).
+MEMORY_LANE = "() => window.tvTimeline.state.lanes.find(l => l.kind === 'memory') || null"
+
+
+def test_memory_lane_draws_allocated_and_reserved_and_follows_the_zoom(server_for, browser):  # noqa: F811
+    page, errors, windows, overlays = _settled(browser, server_for(MEMORY) + "/timeline")
+    lane = page.evaluate(MEMORY_LANE)
+    assert lane is not None and lane["h"] == 40 and lane["label"] == "memory · cuda:0"
+    assert page.evaluate("() => window.tvTimeline.canvas.dataset.memory") == "1"
+    origin = int(page.evaluate("() => window.tvTimeline.state.meta.origin_ns"))
+
+    def at(t_ns: int) -> dict:
+        """The tooltip over the memory lane at absolute time t_ns."""
+        return page.evaluate(
+            "([t, lane]) => { const TV = window.tvTimeline;"
+            " return TV.describe(TV.x(t), TV.AXIS + lane.y + lane.h / 2); }",
+            [t_ns - origin, lane],
+        )
+
+    # the tiny trace's peak: 1160 MiB allocated from 1060 µs until the release at 1080 µs
+    tip = at(1_070_000)
+    rows = dict(tip["rows"])
+    assert tip["title"] == "memory" and rows["allocated"] == "1.13 GiB" and rows["reserved"] == "2.00 GiB"
+    assert dict(at(1_100_000)["rows"])["allocated"] == "1.04 GiB"  # 1060 MiB after the release
+    # the allocated line is drawn in the lane (its colour within the lane's box)
+    teal = page.evaluate(
+        "(lane) => { const TV = window.tvTimeline, c = TV.canvas, r = window.devicePixelRatio || 1;"
+        " const img = c.getContext('2d').getImageData(TV.GUTTER * r, (TV.AXIS + lane.y) * r,"
+        "  (c.clientWidth - TV.GUTTER) * r, lane.h * r).data; let n = 0;"
+        " for (let i = 0; i < img.length; i += 4) { if (img[i] === 15 && img[i + 1] === 118 && img[i + 2] === 110) n++; }"
+        " return n; }",
+        lane,
+    )
+    assert teal > 50
+    # zoomed on the peak: the same lane, the same scale (the whole trace's peak), the values held
+    page.evaluate(f"() => window.tvTimeline.setView({1_050_000 - origin}, {1_090_000 - origin})")
+    page.wait_for_function(SETTLED)
+    assert page.evaluate("() => window.tvTimeline.canvas.dataset.memory") == "1"
+    scale = page.evaluate("() => window.tvTimeline.state.overlays.memory_scale")
+    assert scale == {str(lane["lane"]): 2048 * MiB}
+    assert dict(at(1_065_000)["rows"])["allocated"] == "1.13 GiB"
+    # the toolbar turns it off
+    page.click("#tvtl-ov-memory")
+    page.wait_for_function("() => window.tvTimeline.canvas.dataset.memory === '0'")
+    assert errors == []

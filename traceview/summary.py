@@ -329,6 +329,17 @@ def headline_lines(first: dict | None) -> list[str]:
     ]
 
 
+def size_text(n: int | None) -> str:
+    """Bytes in binary units with 2 decimals ("1.13 GiB"), as PyTorch's memory_summary writes them;
+    "-" for None. The same in every view (summary text, report, dashboard)."""
+    if n is None:
+        return "-"
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if abs(n) >= 1 << shift:
+            return f"{n / (1 << shift):,.2f} {unit}"
+    return f"{n:,} B"
+
+
 def finding_heading(finding: dict) -> str:
     """A grouped finding's heading (`findings_by_rule` row) in words, the same in every view: its
     title, the term it explains, and the ranks it fired on when several (which one is shown)."""

@@ -73,7 +73,7 @@
         if (m.lanes.rank[i] !== rank) { continue; }
         var kind = m.lanes.kind[i];
         if (kind === "host" && !u.host) { continue; }
-        var h = kind === "host" ? 14 : kind === "steps" ? 16 : 20;
+        var h = kind === "host" ? 14 : kind === "steps" ? 16 : kind === "memory" ? 40 : 20;
         out.push({ lane: m.lanes.lane[i], rank: rank, kind: kind, label: m.lanes.label[i], depth: m.lanes.depth[i], y: y, h: h });
         y += h + 2;
       }

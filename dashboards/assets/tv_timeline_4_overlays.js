@@ -8,7 +8,10 @@
  *   only outlined (dashed): the analysis matches the k-th send of every rank, not a send with its
  *   recv, so their "wait" is no wait for a peer;
  * - bubbles: the pipeline bubble of each rank and step, as translucent bands on its device lanes;
- * - findings: labelled bands on the steps and terms lanes of the step windows they fired on.
+ * - findings: labelled bands on the steps and terms lanes of the step windows they fired on;
+ * - memory: on each rank's memory lane, allocated memory as a step line and reserved as a dashed
+ *   one, scaled to the series' whole-trace peak (so a zoom never rescales it); hovering the lane
+ *   gives both values at that instant.
  *
  * The overlays are asked for with each window request, over the same prefetched window (part 1
  * calls TV.fetchOverlays), so a pan or zoom inside it draws from what is held; part 2's TV.draw
@@ -22,10 +25,15 @@
   var FONT = "11px system-ui, sans-serif";
   var SEVERITY = { info: 0, warning: 1, critical: 2 };
   var SEVERITY_COLOR = { info: "37,99,235", warning: "217,119,6", critical: "220,38,38" };
-  var LABELS = { collectives: "collectives (hatched: wait, solid: transfer)", bubbles: "pipeline bubbles", findings: "findings" };
-  TV.overlayOn = { collectives: true, bubbles: true, findings: false };
+  var LABELS = {
+    collectives: "collectives (hatched: wait, solid: transfer)",
+    bubbles: "pipeline bubbles",
+    findings: "findings",
+    memory: "memory (line: allocated, dashed: reserved)",
+  };
+  TV.overlayOn = { collectives: true, bubbles: true, findings: false, memory: true };
   TV.overlayRequests = 0;
-  TV.overlayDrawn = { collectives: 0, waits: 0, links: 0, p2p: 0, bubbles: 0, findings: 0, parts: [] };
+  TV.overlayDrawn = { collectives: 0, waits: 0, links: 0, p2p: 0, bubbles: 0, findings: 0, memory: 0, parts: [] };
   TV.state.overlays = null; // the last overlays answer, indexed
   TV.state.overlayPending = null;
   var seq = 0;
@@ -194,7 +202,7 @@
   /* Called by TV.draw (part 2) after the items, inside the plot's clip. */
   TV.drawOverlays = function (ctx, laneAt, w) {
     toolbar();
-    TV.overlayDrawn = { collectives: 0, waits: 0, links: 0, p2p: 0, bubbles: 0, findings: 0, parts: [] };
+    TV.overlayDrawn = { collectives: 0, waits: 0, links: 0, p2p: 0, bubbles: 0, findings: 0, memory: 0, parts: [] };
     var o = TV.state.overlays;
     if (!o) { return; }
     ctx.save();
@@ -203,8 +211,86 @@
     if (TV.overlayOn.findings) { findings(ctx, o, boxes, w); }
     if (TV.overlayOn.bubbles) { bubbles(ctx, o, boxes, w); }
     if (TV.overlayOn.collectives) { collectives(ctx, o, w); }
+    if (TV.overlayOn.memory) { memory(ctx, o, w); }
     ctx.restore();
     TV.canvas.dataset.overlays = [TV.overlayDrawn.collectives, TV.overlayDrawn.links, TV.overlayDrawn.bubbles, TV.overlayDrawn.findings].join(",");
+    TV.canvas.dataset.memory = String(TV.overlayDrawn.memory);
+  };
+
+  /* Per memory lane, its points in the answer: {lane: [indices into o.memory]}. */
+  function memoryPoints(o) {
+    if (o._memoryPoints) { return o._memoryPoints; }
+    var byLane = {}, m = o.memory || { lane: [] };
+    for (var i = 0; i < m.lane.length; i++) { (byLane[m.lane[i]] = byLane[m.lane[i]] || []).push(i); }
+    o._memoryPoints = byLane;
+    return byLane;
+  }
+
+  /* One series as a step line: each value holds until the next record (to the plot's right edge
+   * for the last one). Null values break the line. */
+  function stepLine(ctx, m, idx, key, l, top, w) {
+    var y0 = TV.AXIS + l.y, h = l.h, pen = false, lastY = null;
+    ctx.beginPath();
+    idx.forEach(function (i) {
+      var v = m[key][i];
+      if (v === null || v === undefined) { pen = false; return; }
+      var x = Math.max(TV.x(m.t[i]), TV.GUTTER - 1), y = y0 + h - 2 - (v / top) * (h - 6);
+      if (pen) { ctx.lineTo(x, lastY); ctx.lineTo(x, y); } else { ctx.moveTo(x, y); pen = true; }
+      lastY = y;
+    });
+    if (pen) { ctx.lineTo(TV.GUTTER + w + 1, lastY); }
+    ctx.stroke();
+  }
+
+  function memory(ctx, o, w) {
+    var byLane = memoryPoints(o), laneAt = TV.state.laneAt, m = o.memory;
+    Object.keys(byLane).forEach(function (lane) {
+      var l = laneAt[lane], top = (o.memory_scale || {})[lane] || 1;
+      if (!l) { return; }
+      ctx.save();
+      ctx.lineWidth = 1.5;
+      ctx.strokeStyle = "rgba(13,148,136,0.55)";
+      ctx.setLineDash([4, 3]);
+      stepLine(ctx, m, byLane[lane], "reserved", l, top, w);
+      ctx.setLineDash([]);
+      ctx.strokeStyle = "rgb(15,118,110)";
+      stepLine(ctx, m, byLane[lane], "allocated", l, top, w);
+      ctx.fillStyle = "rgba(15,118,110,0.9)";
+      ctx.fillText("0 – " + TV.formatBytes(top), TV.GUTTER + 4, TV.AXIS + l.y + 11); // the lane's scale
+      ctx.restore();
+      TV.overlayDrawn.memory += 1;
+    });
+  }
+
+  TV.formatBytes = function (b) {
+    var units = [["GiB", 1073741824], ["MiB", 1048576], ["KiB", 1024]];
+    for (var k = 0; k < units.length; k++) {
+      if (Math.abs(b) >= units[k][1]) { return (b / units[k][1]).toFixed(2) + " " + units[k][0]; }
+    }
+    return b + " B";
+  };
+
+  /* The memory lane's values at canvas x: those of the last record at or before that instant. */
+  TV.memoryAt = function (lane, x) {
+    var o = TV.state.overlays;
+    if (!o || !TV.overlayOn.memory) { return null; }
+    var idx = memoryPoints(o)[lane], t = TV.t(x), m = o.memory, found = null;
+    (idx || []).forEach(function (i) { if (m.t[i] <= t) { found = i; } });
+    if (found === null) { return null; }
+    return { t: m.t[found], allocated: m.allocated[found], reserved: m.reserved[found], binned: (m.binned || []).indexOf(Number(lane)) >= 0 };
+  };
+
+  var describe = TV.describe; // part 3's tooltip text, extended here for the memory lanes
+  TV.describe = function (x, y) {
+    var l = TV.laneAtY(y);
+    if (!l || l.kind !== "memory") { return describe(x, y); }
+    var v = TV.memoryAt(l.lane, x);
+    if (!v) { return null; }
+    var rows = [["lane", "rank " + l.rank + " · " + l.label], ["since", TV.formatNs(v.t)]];
+    rows.push(["allocated", v.allocated === null ? "not recorded" : TV.formatBytes(v.allocated)]);
+    rows.push(["reserved", v.reserved === null ? "not recorded" : TV.formatBytes(v.reserved)]);
+    if (v.binned) { rows.push(["note", "binned: the largest values of each 1/1000 of the view"]); }
+    return { id: null, title: "memory", rows: rows };
   };
 
   function note(o) {

@@ -11,7 +11,7 @@ from traceview.analysis.breakdown import TABLE_TERMS, TERM_LABELS
 from traceview.analysis.memory import BEFORE_TRACE
 from traceview.cli.text import bullet_list, table
 from traceview.safe_text import json_text, one_line_strings
-from traceview.summary import finding_heading, headline_lines
+from traceview.summary import finding_heading, headline_lines, size_text
 
 #: (summary key, column header) of the per-step table; values shown in ms.
 STEP_COLUMNS = [
@@ -183,16 +183,6 @@ def _rank_details(r: dict) -> list[str]:
     return out + memory_lines(r.get("memory") or [])
 
 
-def _size(n: int | None) -> str:
-    """Bytes in binary units, as PyTorch's memory_summary writes them."""
-    if n is None:
-        return "-"
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if abs(n) >= 1 << shift:
-            return f"{n / (1 << shift):,.2f} {unit}"
-    return f"{n:,} B"
-
-
 #: Operators named per device in the text's "held at the peak" (JSON has `--top` of them).
 MEMORY_OPS_SHOWN = 5
 
@@ -206,17 +196,17 @@ def memory_lines(series: list[dict]) -> list[str]:
             continue
         where = f"{m['device_type']}:{m['device']}" + (f" {m['component']}" if m["component"] else "")
         relative = " (since the trace started)" if m["basis"] == "relative" else ""
-        line = f"  memory {where}: peak allocated {_size(m['peak_allocated_bytes'])}{relative}"
+        line = f"  memory {where}: peak allocated {size_text(m['peak_allocated_bytes'])}{relative}"
         if m["peak_step"] is not None:
             line += f" in step {m['peak_step']}"
         if m["peak_reserved_bytes"] is not None:
-            line += f", reserved {_size(m['peak_reserved_bytes'])}"
+            line += f", reserved {size_text(m['peak_reserved_bytes'])}"
         if m["peak_device_frac"] is not None:
-            line += f" ({100 * m['peak_device_frac']:.1f} % of {_size(m['device_memory_bytes'])})"
+            line += f" ({100 * m['peak_device_frac']:.1f} % of {size_text(m['device_memory_bytes'])})"
         out.append(line)
         shown = [a for a in m["at_peak"] if a["operator"] != BEFORE_TRACE][:MEMORY_OPS_SHOWN]
         shown += [a for a in m["at_peak"] if a["operator"] == BEFORE_TRACE]
-        held = [f"{_short(a['operator'])} {_size(a['live_bytes'])} ({100 * a['share_frac']:.1f} %)" for a in shown]
+        held = [f"{_short(a['operator'])} {size_text(a['live_bytes'])} ({100 * a['share_frac']:.1f} %)" for a in shown]
         if held:
             out.append("    held at the peak:")
             for item in held:  # whole items per line
