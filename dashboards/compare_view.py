@@ -15,6 +15,7 @@ from traceview.dashboards.colors import ITERATION_COLORS
 from traceview.dashboards.html_page import Page, header_item, heading, items, table, text
 from traceview.run_compare import change_text, headlines
 from traceview.safe_text import one_line
+from traceview.summary import size_text
 
 
 def _ms(us) -> str:
@@ -50,6 +51,7 @@ RUN_COLUMNS = [
     ("tokens", "tokens/s per device"),
     ("mfu", "MFU (%)"),
     ("hfu", "HFU (%)"),
+    ("memory", "peak memory (allocated)"),
 ]
 
 
@@ -72,6 +74,7 @@ def run_rows(doc: dict) -> list[dict]:
                 "tokens": "-" if tokens is None else f"{tokens:,.0f}",
                 "mfu": _pct(r.get("mfu_frac")),
                 "hfu": _pct(r.get("hfu_frac")),
+                "memory": size_text(r.get("peak_allocated_bytes")),
                 "mover_previous": _mover(r, "previous", labels),
                 "mover_first": _mover(r, "first", labels),
             }

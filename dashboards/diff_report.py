@@ -9,6 +9,7 @@ from traceview.analysis.iteration import LABELS
 from traceview.dashboards.html_page import Page, header_item, heading, items, table, text
 from traceview.run_diff import iteration_headline
 from traceview.safe_text import one_line
+from traceview.summary import size_text
 
 
 def diff_section(diff: dict) -> list[dict]:
@@ -85,4 +86,6 @@ def _auto_fmt(key: str):
         return lambda v: f"{v:,.3f}" if isinstance(v, (int, float)) else str(v)
     if key.endswith(("_frac", "_pct", "_ratio")):
         return lambda v: f"{v:,.4f}" if isinstance(v, (int, float)) else str(v)
+    if key.endswith("_bytes"):  # peak memory: binary units, the delta signed
+        return lambda v: (("-" if v < 0 else "") + size_text(abs(v))) if isinstance(v, int) else str(v)
     return None

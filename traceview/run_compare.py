@@ -223,6 +223,7 @@ def compare(traces, labels: list[str] | None = None, model: dict | None = None) 
             **{k: head.get(k) for k in HEADLINE},
             **through,
         }
+        row |= _memory_peak(trace)
         first = rows[0]["iteration_us"] if rows else total
         row["speedup"] = first / total if first is not None and total else None
         for against, j in zip(AGAINST, (i - 1, 0)):
@@ -270,6 +271,18 @@ def headlines(doc: dict, against: str = "previous") -> list[str]:
     return out
 
 
+def _memory_peak(trace) -> dict:
+    """The run's peak device memory, bytes: the largest over its ranks of the series their timeline
+    lanes show (`traceview.analysis.memory.lane_series`); null when it recorded none."""
+    from traceview.analysis import memory
+
+    lanes = memory.lane_series(trace.memory_peaks())
+    return {
+        "peak_allocated_bytes": lanes["peak_allocated_bytes"].max() if lanes.height else None,
+        "peak_reserved_bytes": lanes["peak_reserved_bytes"].max() if lanes.height else None,
+    }
+
+
 def _share(part, total):
     return part / total if part is not None and total else None
 
@@ -280,6 +293,7 @@ def _schema() -> dict:
     out |= {f"{t}_us": pl.Float64 for t in ["iteration", *COMPARED]}
     out |= {f"{t}_frac": pl.Float64 for t in COMPARED}
     out |= dict.fromkeys([*HEADLINE, *THROUGHPUT, "speedup"], pl.Float64)
+    out |= {"peak_allocated_bytes": pl.Int64, "peak_reserved_bytes": pl.Int64}
     for against in AGAINST:
         out |= {f"{against}_delta_us": pl.Float64, f"{against}_delta_pct": pl.Float64, f"{against}_term": pl.String}
         out |= {f"{against}_term_delta_us": pl.Float64, f"{against}_term_share": pl.Float64}

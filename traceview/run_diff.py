@@ -298,7 +298,9 @@ class RunDiff:
     - classes: class, group, base_/new_us, delta_us, delta_pct, base_/new_share, delta_share, counts;
     - kernels: name, kind, class, status (added/removed/both), counts, total and per-step time,
       delta_us, delta_pct, mean task duration;
-    - collectives: collective, process_group, status, counts, time, exposed time and their deltas.
+    - collectives: collective, process_group, status, counts, time, exposed time and their deltas;
+    - memory: per rank (null: the largest over the ranks) the peak allocated and reserved bytes of
+      each run, over the whole trace or the compared step (`traceview.analysis.diff.memory_diff`).
 
     `base` / `new`: what each run contributed (source, ranks, window, steps, rank_steps); `notes`:
     one line per thing that makes the runs less comparable; `warnings` / `failures`: the loads'.
@@ -310,6 +312,7 @@ class RunDiff:
     classes: pl.DataFrame
     kernels: pl.DataFrame
     collectives: pl.DataFrame
+    memory: pl.DataFrame
     base: dict
     new: dict
     step: int | None = None
@@ -331,7 +334,7 @@ class RunDiff:
         [rows], "step_time": [rows], "terms": [rows], "device_time": {...}, "classes": [rows], "kernel_counts": {both,
         added, removed, gained, lost}, "kernels_lost": [rows in both runs, most time lost first],
         "kernels_gained", "kernels_added" (only in new), "kernels_removed" (only in base),
-        "collectives": [rows], "warnings", "failures"}. Rows carry the frames' columns.
+        "collectives": [rows], "memory": [rows], "warnings", "failures"}. Rows carry the frames' columns.
         """
         k = self.kernels
         both = k.filter(pl.col("status") == "both")
@@ -362,6 +365,7 @@ class RunDiff:
             "kernels_added": rows(k.filter(pl.col("status") == "added"), "new_us", descending=True),
             "kernels_removed": rows(k.filter(pl.col("status") == "removed"), "base_us", descending=True),
             "collectives": [_rounded(r) for r in self.collectives.to_dicts()],
+            "memory": [_rounded(r) for r in self.memory.to_dicts()],
             "warnings": list(self.warnings),
             "failures": list(self.failures),
         }
@@ -402,6 +406,7 @@ def diff(base, new, *, step: int | None = None, classes: str | None = None, whol
         classes=d.class_diff(b.class_rows, w.class_rows, b.n, w.n),
         kernels=d.kernel_diff(b.tasks, w.tasks, b.n, w.n),
         collectives=d.collective_diff(b.tasks, w.tasks, _exposure(b), _exposure(w), b.n, w.n),
+        memory=d.memory_diff(b_trace.memory_peaks(), w_trace.memory_peaks(), step),
         base=b.describe(),
         new=w.describe(),
         step=step,

@@ -396,3 +396,54 @@ def collective_diff(
         descending=[True, True, False, False],
         nulls_last=True,
     )
+
+
+def memory_diff(base_peaks: pl.DataFrame, new_peaks: pl.DataFrame, step: int | None = None) -> pl.DataFrame:
+    """Peak device memory of two runs (`traceview.analysis.memory.memory_peaks` frames): per rank
+    the series its timeline lane shows (`memory.lane_series`), and for the whole run (rank null)
+    the largest over the ranks. Over the whole trace, or step `step` only. Columns: rank, series
+    ("cuda:0", "npu:0 PTA+GE"), base_/new_peak_allocated_bytes, allocated_delta_bytes,
+    allocated_delta_pct, base_/new_peak_reserved_bytes, reserved_delta_bytes. A rank that recorded
+    memory in one run only has nulls on the other side. Empty when neither run recorded any."""
+    from traceview.analysis import memory
+
+    values = ["peak_allocated_bytes", "peak_reserved_bytes"]
+
+    def per_rank(peaks: pl.DataFrame) -> pl.DataFrame:
+        lanes = memory.lane_series(peaks).select(memory.SERIES)
+        rows = peaks.filter(pl.col("step").is_null() if step is None else pl.col("step") == step)
+        rows = rows.join(lanes, on=memory.SERIES, how="semi", nulls_equal=True)
+        label = pl.format("{}:{}", "device_type", "device")
+        series = pl.when(pl.col("component").is_null()).then(label).otherwise(pl.format("{} {}", label, "component"))
+        ranks = rows.select("rank", series.alias("series"), *values)
+        whole = ranks.select(pl.lit(None, pl.Int64).alias("rank"), pl.lit(None, pl.String).alias("series"), *values)
+        whole = whole.select(pl.col("rank"), pl.col("series"), *(pl.col(v).max() for v in values)).head(1)
+        return pl.concat([ranks, whole]) if ranks.height else ranks
+
+    base, new = per_rank(base_peaks), per_rank(new_peaks)
+    if base.is_empty() and new.is_empty():
+        schema = {"rank": pl.Int64, "series": pl.String}
+        for v in values:
+            schema |= {f"base_{v}": pl.Int64, f"new_{v}": pl.Int64}
+        schema |= {
+            "allocated_delta_bytes": pl.Int64,
+            "allocated_delta_pct": pl.Float64,
+            "reserved_delta_bytes": pl.Int64,
+        }
+        return pl.DataFrame(schema=schema)
+    out = side_by_side(base.drop("series"), new.drop("series"), ["rank"], values, absent_is_zero=False)
+    series = pl.concat([base.select("rank", "series"), new.select("rank", "series")]).unique("rank", keep="first")
+    out = out.join(series, on="rank", how="left", nulls_equal=True)
+    out = with_delta(out, "peak_allocated_bytes", "allocated_delta_bytes", "allocated_delta_pct")
+    out = with_delta(out, "peak_reserved_bytes", "reserved_delta_bytes", None)
+    return out.sort("rank", nulls_last=True).select(
+        "rank",
+        "series",
+        "base_peak_allocated_bytes",
+        "new_peak_allocated_bytes",
+        "allocated_delta_bytes",
+        "allocated_delta_pct",
+        "base_peak_reserved_bytes",
+        "new_peak_reserved_bytes",
+        "reserved_delta_bytes",
+    )

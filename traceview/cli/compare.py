@@ -17,6 +17,7 @@ import polars as pl
 from traceview.cli.text import bullet_list, table
 from traceview.run_compare import change_text, headlines
 from traceview.safe_text import json_text, one_line_strings
+from traceview.summary import size_text
 
 #: A run's label in a column header is cut to this many characters.
 LABEL_WIDTH = 24
@@ -36,6 +37,7 @@ def _short(name: str) -> str:
 
 def _runs_text(doc: dict) -> list[str]:
     with_model = any(r.get("tokens_per_s_per_device") is not None for r in doc["runs"])
+    with_memory = any(r.get("peak_allocated_bytes") is not None for r in doc["runs"])
     columns = [
         ("run", "#"),
         ("label", "run"),
@@ -48,6 +50,8 @@ def _runs_text(doc: dict) -> list[str]:
     ]
     if with_model:
         columns += [("tokens", "tokens/s/device"), ("mfu_pct", "MFU %"), ("hfu_pct", "HFU %")]
+    if with_memory:
+        columns += [("memory", "peak memory")]
     rows = [
         {
             "run": r["run"],
@@ -61,6 +65,7 @@ def _runs_text(doc: dict) -> list[str]:
             "tokens": None if r.get("tokens_per_s_per_device") is None else round(r["tokens_per_s_per_device"]),
             "mfu_pct": _pct(r.get("mfu_frac")),
             "hfu_pct": _pct(r.get("hfu_frac")),
+            "memory": size_text(r.get("peak_allocated_bytes")),
         }
         for r in doc["runs"]
     ]

@@ -12,6 +12,7 @@ from traceview.analysis.diff import DIFF_TERMS
 from traceview.cli.text import bullet_list, table
 from traceview.run_diff import BASE, NEW, int_ranges, iteration_headline
 from traceview.safe_text import json_text, one_line_strings
+from traceview.summary import size_text
 
 #: Above this many ranks the step-time table shows only the all-ranks row.
 MAX_RANK_ROWS = 8
@@ -70,6 +71,16 @@ KERNEL_COLUMNS = [
     ("new_mean_us", "mean us new"),
 ]
 ONE_SIDE_COLUMNS = [("name", "kernel"), ("class", "class"), ("count", "count"), ("ms", "ms"), ("mean_us", "mean us")]
+MEMORY_COLUMNS = [
+    ("rank", "rank"),
+    ("series", "device"),
+    ("base", "peak base"),
+    ("new", "peak new"),
+    ("delta", "delta"),
+    ("pct", "delta %"),
+    ("base_reserved", "reserved base"),
+    ("new_reserved", "reserved new"),
+]
 COLL_COLUMNS = [
     ("collective", "collective"),
     ("process_group", "group"),
@@ -233,6 +244,29 @@ def _collectives_text(doc: dict) -> list[str]:
     ]
 
 
+def _memory_text(doc: dict) -> list[str]:
+    """Peak device memory of both runs, all ranks (the largest over them) and per rank."""
+    rows = doc.get("memory") or []
+    if not rows:
+        return []
+    shown = [
+        {
+            "rank": "all" if r["rank"] is None else r["rank"],
+            "series": r["series"] or "",
+            "base": size_text(r["base_peak_allocated_bytes"]),
+            "new": size_text(r["new_peak_allocated_bytes"]),
+            "delta": "-"
+            if r["allocated_delta_bytes"] is None
+            else ("+" if r["allocated_delta_bytes"] >= 0 else "-") + size_text(abs(r["allocated_delta_bytes"])),
+            "pct": r["allocated_delta_pct"],
+            "base_reserved": size_text(r["base_peak_reserved_bytes"]),
+            "new_reserved": size_text(r["new_peak_reserved_bytes"]),
+        }
+        for r in rows
+    ]
+    return ["", "Peak device memory (allocated; reserved beside it):", table(shown, MEMORY_COLUMNS)]
+
+
 def _iteration_text(doc: dict) -> list[str]:
     """The headline (the iteration's change and the terms it came from, largest first), then the
     iteration table (all ranks)."""
@@ -284,6 +318,7 @@ def render_diff(result, fmt: str, top: int = 10) -> str:
     parts += _classes_text(doc)
     parts += _kernels_text(doc)
     parts += _collectives_text(doc)
+    parts += _memory_text(doc)
     for title, items in (("Notes", doc["notes"]), ("Warnings", doc["warnings"]), ("Failed", doc["failures"])):
         block = bullet_list(title, items)
         if block:
