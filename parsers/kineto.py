@@ -36,6 +36,14 @@ from traceview.parsers.kineto_decode import chunk_decoder
 from traceview.parsers.kineto_dicts import dict_columns
 from traceview.parsers.kineto_events import NOT_A_TRACE_FIX, NOT_OBJECTS, chunk_frames, int64, with_input_shapes
 
+#: The warning of a trace without device tasks (counted in host events): a CPU-only run, a GPU run
+#: recorded without ProfilerActivity.CUDA, or a trace of another framework whose device lanes
+#: traceview does not read (JAX / TensorFlow converted to Chrome JSON).
+NO_DEVICE_TASKS = (
+    "host events and no device tasks (no GPU kernel, memcpy or memset): only the host side is analysed; "
+    "a GPU run needs ProfilerActivity.CUDA, and JAX / TensorFlow device lanes are not read"
+)
+
 #: A file at least this large (uncompressed) is decoded by several processes when `jobs` > 1.
 PARALLEL_FILE_BYTES = 256 << 20
 #: Chunks are decoded typed (`kineto_decode`) first; False: every chunk to dicts (the reference the
@@ -210,6 +218,8 @@ def _build(path: Path, doc: dict, frames: dict[str, pl.DataFrame], warn: Warning
     frames.clear()
     step_frame, device_tasks = steps.kineto_steps(device_tasks, host_events, annotations, warn)
     meta = _metadata(doc, path, device_tasks, host_events, warn)
+    if device_tasks.is_empty() and meta["device_type"] == "cpu" and host_events.height:
+        warn.add(NO_DEVICE_TASKS, host_events.height)
     return ParsedRank.build(
         {
             "device_tasks": device_tasks,
