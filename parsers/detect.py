@@ -13,7 +13,9 @@ The rules, in order:
 - only regular files (or links to one) are read: a FIFO, a device (`/dev/zero` behind a link) or
   a socket named like a profile is `irregular`, a folder that cannot be listed `unreadable`, and
   both are reported as failed ranks (`parse_irregular`, `parse_unreadable`) while the others load.
-Hidden folders and msprof `PROF_*` raw folders are skipped. A file (or a folder holding no
+Hidden folders and msprof `PROF_*` raw folders are skipped. A PyTorch memory snapshot
+(`*.pickle`, `_dump_snapshot`) is a `snapshot` source when it is the path given, never found in
+a folder (pickles next to traces are not ranks). A file (or a folder holding no
 profile but such a file) of a kind traceview recognises without reading it (an Nsight Systems
 export, a JAX XPlane protobuf, a CANN database: `parsers.unsupported`) is a one-line error naming it.
 """
@@ -37,6 +39,8 @@ MINDSPORE_TIMELINE = re.compile(r"timeline_display_.*\.json$")
 KINETO_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 JSON_SUFFIXES = (".json", ".json.gz", ".gz")
 SNIFF_BYTES = 64 * 1024
+#: A PyTorch memory snapshot (`torch.cuda.memory._dump_snapshot`), read when given as the path.
+SNAPSHOT_SUFFIXES = (".pickle", ".pkl")
 #: Temporary names of a file being written (by the profiler, a copy, a download).
 PARTIAL_SUFFIXES = (".part", ".tmp", ".partial")
 MAX_DEPTH = 8
@@ -148,6 +152,8 @@ def discover(path: str | Path) -> list[Source]:
         head = peek_bytes(path, 16)
         if not head and path.stat().st_size == 0:
             raise TraceError(path, "the file is empty", "re-export the profile")
+        if path.name.lower().endswith(SNAPSHOT_SUFFIXES) and head.startswith(b"\x80"):
+            return [Source("snapshot", path)]  # a pickle: read only when given by name, never found in a folder
         kind = unsupported_kind(path)
         if kind is not None:
             raise TraceError(path, f"this is {kind[0]}", kind[1])

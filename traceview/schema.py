@@ -115,7 +115,7 @@ STEPS: dict[str, tuple[pl.DataType, str]] = {
 RANKS: dict[str, tuple[pl.DataType, str]] = {
     "rank": (pl.Int64, "Rank (Kineto distributedInfo.rank, Ascend profiler_info rank_id); null if unknown."),
     "world_size": (pl.Int64, "World size when recorded; null if unknown."),
-    "format": (pl.String, "kineto, ascend or mindspore."),
+    "format": (pl.String, "kineto, ascend, mindspore or snapshot (a PyTorch CUDA memory snapshot)."),
     "source": (pl.String, "Path of the file or folder the rank was read from."),
     "device_name": (pl.String, "Device model (deviceProperties name); null if not recorded."),
     "device_type": (pl.String, "gpu, npu, mtia, cpu (no device tasks) or null."),
@@ -174,12 +174,14 @@ MEMORY_ALLOCATIONS: dict[str, tuple[pl.DataType, str]] = {
     "op": (
         pl.String,
         "Operator that allocated the block: Ascend operator_memory.csv `Name`; Kineto: the innermost cpu_op "
-        "running on the allocating thread at the allocation (untrusted text); null if none.",
+        "running on the allocating thread at the allocation; memory snapshot: the innermost frame of its stack, "
+        "'name (file:line)' (untrusted text); null if none.",
     ),
     "top_op": (
         pl.String,
         "The outermost cpu_op running on the allocating thread at the allocation (Kineto: aten::linear for an "
-        "aten::empty inside it); null when not known (Ascend rows carry no thread).",
+        "aten::empty inside it); memory snapshot: the innermost frame of user code (outside PyTorch and the "
+        "Python library); null when not known (Ascend rows carry no thread).",
     ),
     "size_bytes": (pl.Int64, "Size of the block, bytes (Ascend `Size(KB)` x 1024)."),
     "alloc_ns": (pl.Int64, "Allocation time, ns."),
