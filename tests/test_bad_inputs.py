@@ -25,9 +25,11 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
+import traceview as tv
 from tests.conftest import DATA, ROOT
 from tests.support.serve import serve
 from traceview.cli.main import main
@@ -139,6 +141,16 @@ CASES: dict[str, Fatal | Loads | Partial] = {
         "clean_ascend", (("device tasks with no launch inside a ProfilerStep range", 60),), same="trace"
     ),
     "mixed": Loads("", bases=((0, "clean", 0), (1, "clean_ascend", 0))),
+    "memory_odd.json": Loads(
+        RANK0,
+        (
+            ("memory events with a missing or non-numeric 'ts' dropped", 1),
+            ("event fields holding a list or object where a number or text belongs read as missing", 1),
+        ),
+    ),
+    "ascend_memory_odd": Loads("clean_ascend", (("memory rows whose time is not decimal microseconds dropped", 2),)),
+    "snapshot_truncated.pickle": Fatal("not a readable pickle"),
+    "snapshot_refused.pickle": Fatal("refused without running it: it refers to builtins.print"),
     "being_written": Partial("rank1.pt.trace.json", ("truncated JSON", "still being written")),
     "partial_name": Partial("rank1.pt.trace.json.part", ("still being written", ".part")),
 }
@@ -220,7 +232,8 @@ def numbers(rank: dict, names_changed: bool, same: str) -> dict:
     """The numbers of one rank of a summary that the bad input must reproduce."""
     if same == "trace":
         return {"trace": rank["trace"], "compute_classes": rank["compute_classes"]}
-    out = {k: v for k, v in rank.items() if k not in ("rank",)}
+    # memory: the memory inputs add records the clean bases lack (their numbers: test_memory_inputs)
+    out = {k: v for k, v in rank.items() if k not in ("rank", "memory")}
     out["top_kernels"] = out["top_kernels"][:10]  # summary lists 10, report 20
     # start_us: where the step starts on the rank's own clock (clock_skew/ moves it by 5 s)
     out["trace"] = {k: v for k, v in (out["trace"] or {}).items() if k != "start_us"}
@@ -279,6 +292,17 @@ def test_every_input_has_an_expectation_and_a_readme_row():
     assert not path_of("missing.json").exists()
     for name in CASES:
         assert name == "missing.json" or path_of(name).exists(), name
+
+
+def test_memory_inputs_keep_their_good_records():
+    """The memory records that could be read load with their values (the others are counted)."""
+    t = tv.load(path_of("memory_odd.json"), use_cache=False)
+    line = t.memory().filter(pl.col("device_type") == "cuda")
+    assert line.select("ts_ns", "allocated_bytes", "reserved_bytes").row(0) == (1_100_000, 1 << 20, 2 << 20)
+    assert t.memory()["device_type"].to_list().count("unknown") == 1  # the text Device Type
+    asc = tv.load(path_of("ascend_memory_odd"), use_cache=False)
+    assert asc.memory()["allocated_bytes"].to_list() == [round(935.9951171875 * 2**20), round(936.5 * 2**20)]
+    assert asc.frame("memory_allocations").select("op", "size_bytes").rows() == [("aten::mm", 512 * 1024)]
 
 
 def test_docs_list_every_input():

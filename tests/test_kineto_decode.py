@@ -203,6 +203,22 @@ _BASES = [
     _kernel(cat="cuda_runtime", name="cudaLaunchKernel", pid=1, tid=1, args={"correlation": 7}),
     _cpu_op(name="record_param_comms", args={"External id": 4, "Collective name": "allreduce", "dtype": "Float"}),
     {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "python"}},
+    {  # an allocator record (profile_memory=True)
+        "ph": "i",
+        "s": "t",
+        "name": "[memory]",
+        "pid": 1,
+        "tid": 1,
+        "ts": 1005.5,
+        "args": {
+            "Device Type": 1,
+            "Device Id": 0,
+            "Addr": 4096,
+            "Bytes": 512,
+            "Total Allocated": 512,
+            "Total Reserved": 2048,
+        },
+    },
 ]
 
 

@@ -711,6 +711,25 @@ def broken_docs(draw):
     r = draw(ranks())
     doc = kineto_doc(r, integer_us=_integer_us([r]))
     events = doc["traceEvents"]
+    events += [  # allocator records (profile_memory=True): their args are fuzzed too
+        {
+            "ph": "i",
+            "s": "t",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 1,
+            "ts": 10.0 + k,
+            "args": {
+                "Device Type": 1,
+                "Device Id": 0,
+                "Addr": 4096,
+                "Bytes": 512 * (1 - 2 * k),
+                "Total Allocated": 512 * (1 - k),
+                "Total Reserved": 2048,
+            },
+        }
+        for k in range(2)
+    ]
     for _ in range(draw(st.integers(1, 6))):
         where = draw(st.sampled_from(["event", "event", "event", "args", "header", "drop"]))
         if where == "header":
@@ -740,6 +759,7 @@ def test_broken_fields_give_a_trace_error_or_a_trace(doc):
         if row["first_busy_ns"] is not None:
             check_identity(row)
     t.compute_classes(), t.stream_idle(), t.iteration_gaps(), t.launch_delays(), t.collectives(), t.info()
+    t.memory_peaks(), t.memory_at_peak()
 
 
 # ---------------------------------------------------------------------------------------------

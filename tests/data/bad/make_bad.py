@@ -25,6 +25,7 @@ import csv
 import gzip
 import io
 import json
+import pickle
 import random
 import shutil
 import sys
@@ -87,6 +88,14 @@ CASES: list[tuple[str, str, str]] = [
     ("ascend_no_data/", "a rank folder whose ASCEND_PROFILER_OUTPUT/ holds only step_trace_time.csv",
      "fatal: no kernel_details.csv, trace_view.json or ascend_pytorch_profiler_*.db found"),
     ("mixed/", "clean Kineto rank 0 + an Ascend rank folder (rank 1) side by side", "loads both ranks, no warning"),
+    ("memory_odd.json", "clean rank 0 + [memory] events: one good, one without ts, one with a list for Bytes, one "
+     "with an Addr beyond Int64 and a text Device Type", "loads, same numbers; 1 memory event dropped and 1 nested "
+     "value read as missing, counted"),
+    ("ascend_memory_odd/", "clean Ascend rank + memory_record.csv and operator_memory.csv, one row of each with a "
+     "time a spreadsheet rounded (1.69512E+15) or left empty", "loads, same numbers; the 2 rows dropped and counted"),
+    ("snapshot_truncated.pickle", "a memory snapshot pickle cut short", "fatal: not a readable pickle"),
+    ("snapshot_refused.pickle", "a pickle that asks to call builtins.print while loading",
+     "fatal: refused without running it"),
 ]
 
 # ------------------------------------------------------------------------------------------------
@@ -231,6 +240,19 @@ def kineto_cases() -> dict[str, bytes]:
     files["not_a_trace.json"] = dump({"model": "resnet50", "epochs": 3, "metrics": {"top1": 0.76}})
     files["numbers.json"] = dump([1, 2, 3, 4.5])
     files["no_profiles/notes.txt"] = b"This folder holds no profile.\n"
+    memory = {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100, "tid": 100}
+    mem_args = {"Device Type": 1, "Device Id": 0, "Addr": 4096, "Bytes": 1 << 20}
+    files["memory_odd.json"] = dump(_with_events([
+        {**memory, "ts": 1100.0, "args": {**mem_args, "Total Allocated": 1 << 20, "Total Reserved": 2 << 20}},
+        {**memory, "args": dict(mem_args)},
+        {**memory, "ts": 1101.0, "args": {**mem_args, "Bytes": [1, 2]}},
+        {**memory, "ts": 1102.0, "args": {**mem_args, "Addr": 2**70, "Device Type": "cuda"}},
+    ]))
+    # a pickle cut short, and one whose loading would call builtins.print (harmless, and refused)
+    files["snapshot_truncated.pickle"] = pickle.dumps({"segments": [], "device_traces": [[]]}, protocol=4)[:-5]
+    files["snapshot_refused.pickle"] = (
+        b"\x80\x04\x95\x24\x00\x00\x00\x00\x00\x00\x00\x8c\x08builtins\x94\x8c\x05print\x94\x93\x94\x8c\x07refused\x94\x85\x94R\x94."
+    )
     files["no_ts_dur.json"] = dump(_with_events([
         _kernel("no_ts_a", dur=5.0),
         _kernel("no_ts_b", dur=6.0),
@@ -348,7 +370,26 @@ def ascend_cases() -> dict[str, bytes]:
     files.update(_rank_folder("ascend_no_data", None, extra=step_trace))
     files["mixed/rank0.pt.trace.json"] = dump(kineto_rank(0))
     files.update(_rank_folder("mixed", kd, rank=1))
+    files.update(_rank_folder("ascend_memory_odd", kd, extra=_ascend_memory()))
     return files
+
+
+def _ascend_memory() -> dict[str, bytes]:
+    """memory_record.csv and operator_memory.csv with one row each whose time cannot be read."""
+    record = (
+        "Component,Timestamp(us),Total Allocated(MB),Total Reserved(MB),Total Active(MB),Stream Ptr,Device Type\n"
+        "PTA,1736408883694238.150\t,935.9951171875,1452.0,935.9951171875,897357296,NPU:0\n"
+        "PTA,1.69512E+15,940.0,1452.0,940.0,897357296,NPU:0\n"
+        "PTA,1736408883694239.290\t,936.5,1452.0,936.5,897357296,NPU:0\n"
+    )
+    blocks = (
+        "Name,Size(KB),Allocation Time(us),Release Time(us),Active Release Time(us),Duration(us),Active Duration(us),"
+        "Allocation Total Allocated(MB),Allocation Total Reserved(MB),Allocation Total Active(MB),"
+        "Release Total Allocated(MB),Release Total Reserved(MB),Release Total Active(MB),Stream Ptr,Device Type\n"
+        "aten::mm,512.0,1736408883694238.500\t,,,,,936.0,1452.0,936.0,,,,897357296,NPU:0\n"
+        "aten::add,16.0,,,,,,936.0,1452.0,936.0,,,,897357296,NPU:0\n"
+    )
+    return {f"{OUTPUT}/memory_record.csv": record.encode(), f"{OUTPUT}/operator_memory.csv": blocks.encode()}
 
 
 # ------------------------------------------------------------------------------------------------
