@@ -6,6 +6,8 @@ The rules, in order:
   `trace_view.json` / an `ascend_pytorch_profiler*.db`) is one source of format `ascend`; nothing
   inside it is looked at again;
 - `*timeline_display_*.json` files are MindSpore timelines (`mindspore`);
+- SQLite files (`.sqlite`, `.db`, or a renamed `.json`) holding an Nsight Systems export's tables
+  are `nsys` sources, one per file;
 - `*.pt.trace.json[.gz]` files, and other `.json[.gz]` files whose first 64 KiB hold a Chrome
   trace object (`"traceEvents"` / `"schemaVersion"`), are Kineto traces (`kineto`);
 - such files with a temporary suffix (`.part`, `.tmp`, `.partial`) are `partial`: still being
@@ -31,7 +33,8 @@ from pathlib import Path
 
 from traceview.errors import TraceError
 from traceview.parsers.jsonio import peek_bytes
-from traceview.parsers.unsupported import unsupported_kind
+from traceview.parsers.nsys import is_nsys_export
+from traceview.parsers.unsupported import SQLITE_MAGIC, sqlite_tables, unsupported_kind
 
 ASCEND_OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 ASCEND_LOOSE_FILES = ("kernel_details.csv", "trace_view.json")
@@ -39,6 +42,8 @@ MINDSPORE_TIMELINE = re.compile(r"timeline_display_.*\.json$")
 KINETO_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 JSON_SUFFIXES = (".json", ".json.gz", ".gz")
 SNIFF_BYTES = 64 * 1024
+#: SQLite files looked into for an Nsight Systems export (`nsys export --type sqlite`).
+SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 #: A PyTorch memory snapshot (`torch.cuda.memory._dump_snapshot`), read when given as the path.
 SNAPSHOT_SUFFIXES = (".pickle", ".pkl")
 #: Temporary names of a file being written (by the profiler, a copy, a download).
@@ -131,6 +136,12 @@ def classify_file(path: Path) -> Source | None:
         return Source("mindspore", path)
     if name.endswith(KINETO_SUFFIXES):
         return Source("kineto", path)
+    if (
+        name.endswith(SQLITE_SUFFIXES + JSON_SUFFIXES)
+        and peek_bytes(path, 16).startswith(SQLITE_MAGIC)
+        and is_nsys_export(sqlite_tables(path))
+    ):
+        return Source("nsys", path)
     if name.endswith(JSON_SUFFIXES):
         sniffed = _sniff_json(path)
         if sniffed == "kineto":

@@ -2,8 +2,9 @@
 and what to do, instead of "invalid JSON at byte 0".
 
 Recognised by content first (wrappers rename files), then by name: SQLite databases (by their
-tables: Nsight Systems exports, CANN msprof and MindSpore databases, rocprofv3's rocpd), JAX /
-TensorFlow XPlane protobufs, Perfetto protobuf traces, Nsight Systems reports, and rocprofv3's JSON.
+tables: CANN msprof and MindSpore databases, rocprofv3's rocpd), JAX / TensorFlow XPlane
+protobufs, Perfetto protobuf traces, Nsight Systems reports (to be exported to SQLite, which
+traceview reads: `parsers/nsys.py`), and rocprofv3's JSON.
 """
 
 from __future__ import annotations
@@ -16,12 +17,10 @@ from traceview.parsers.jsonio import peek_bytes
 SQLITE_MAGIC = b"SQLite format 3\x00"
 READ = "traceview reads torch.profiler's Chrome trace JSON and torch_npu / MindSpore Ascend rank folders"
 NOT_YET = "not read yet: " + READ
-NSYS = "an Nsight Systems SQLite export (nsys export --type sqlite)"
+NSYS_REPORT = "export it first: nsys export --type sqlite REPORT.nsys-rep (traceview reads the .sqlite)"
 
 #: (a table whose presence names the database, what it is, what to do)
 SQLITE_KINDS = (
-    ("CUPTI_ACTIVITY_KIND_KERNEL", NSYS, NOT_YET),
-    ("TARGET_INFO_SESSION_START_TIME", NSYS, NOT_YET),
     ("rocpd_kernel_dispatch", "a rocprofv3 rocpd database", NOT_YET),
     (
         "TASK",
@@ -35,8 +34,8 @@ NAME_KINDS = (
     (".xplane.pb", "a JAX / TensorFlow XPlane protobuf", "not read: " + READ),
     (".pftrace", "a Perfetto protobuf trace", "not read: " + READ),
     (".perfetto-trace", "a Perfetto protobuf trace", "not read: " + READ),
-    (".nsys-rep", "an Nsight Systems report", NOT_YET),
-    (".qdrep", "an Nsight Systems report", NOT_YET),
+    (".nsys-rep", "an Nsight Systems report", NSYS_REPORT),
+    (".qdrep", "an Nsight Systems report", NSYS_REPORT),
 )
 
 
@@ -55,12 +54,27 @@ def unsupported_kind(path: Path) -> tuple[str, str] | None:
     return None
 
 
+def sqlite_tables(path: Path) -> set[str]:
+    """The table and view names of a SQLite file, opened read-only (empty when it cannot be read)."""
+    try:
+        return _tables(path)
+    except sqlite3.Error:
+        return set()
+
+
+def _tables(path: Path) -> set[str]:
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    finally:
+        db.close()
+
+
 def _sqlite_kind(path: Path) -> tuple[str, str]:
     try:
-        with sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True) as db:
-            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-    except sqlite3.Error:
-        tables = set()
+        tables = _tables(path)
+    except sqlite3.Error as exc:
+        return f"a SQLite database that cannot be read ({exc}: cut short or damaged)", "copy it again or re-export it"
     for table, what, fix in SQLITE_KINDS:
         if table in tables:
             return what, fix

@@ -150,6 +150,7 @@ CASES: dict[str, Fatal | Loads | Partial] = {
     ),
     "ascend_memory_odd": Loads("clean_ascend", (("memory rows whose time is not decimal microseconds dropped", 2),)),
     "snapshot_truncated.pickle": Fatal("not a readable pickle"),
+    "nsys_truncated.sqlite": Fatal("a SQLite database that cannot be read"),
     "snapshot_refused.pickle": Fatal("refused without running it: it refers to builtins.print"),
     "being_written": Partial("rank1.pt.trace.json", ("truncated JSON", "still being written")),
     "partial_name": Partial("rank1.pt.trace.json.part", ("still being written", ".part")),

@@ -17,8 +17,6 @@ def _sqlite(path, table):
 
 
 CASES = [
-    (lambda d: _sqlite(d / "report.sqlite", "CUPTI_ACTIVITY_KIND_KERNEL"), "is an Nsight Systems SQLite export"),
-    (lambda d: _sqlite(d / "renamed.json", "TARGET_INFO_SESSION_START_TIME"), "is an Nsight Systems SQLite export"),
     (lambda d: _sqlite(d / "msprof_20240101.db", "TASK"), "is a CANN msprof or MindSpore profiler database"),
     (lambda d: _sqlite(d / "rocpd.db", "rocpd_kernel_dispatch"), "is a rocprofv3 rocpd database"),
     (lambda d: _sqlite(d / "other.db", "anything"), "is a SQLite database traceview does not know"),

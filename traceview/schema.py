@@ -115,7 +115,10 @@ STEPS: dict[str, tuple[pl.DataType, str]] = {
 RANKS: dict[str, tuple[pl.DataType, str]] = {
     "rank": (pl.Int64, "Rank (Kineto distributedInfo.rank, Ascend profiler_info rank_id); null if unknown."),
     "world_size": (pl.Int64, "World size when recorded; null if unknown."),
-    "format": (pl.String, "kineto, ascend, mindspore or snapshot (a PyTorch CUDA memory snapshot)."),
+    "format": (
+        pl.String,
+        "kineto, ascend, mindspore, nsys (an Nsight Systems SQLite export) or snapshot (a PyTorch CUDA memory snapshot).",
+    ),
     "source": (pl.String, "Path of the file or folder the rank was read from."),
     "device_name": (pl.String, "Device model (deviceProperties name); null if not recorded."),
     "device_type": (pl.String, "gpu, npu, mtia, cpu (no device tasks) or null."),

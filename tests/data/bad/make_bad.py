@@ -94,6 +94,8 @@ CASES: list[tuple[str, str, str]] = [
     ("ascend_memory_odd/", "clean Ascend rank + memory_record.csv and operator_memory.csv, one row of each with a "
      "time a spreadsheet rounded (1.69512E+15) or left empty", "loads, same numbers; the 2 rows dropped and counted"),
     ("snapshot_truncated.pickle", "a memory snapshot pickle cut short", "fatal: not a readable pickle"),
+    ("nsys_truncated.sqlite", "the first 8,192 bytes of a real Nsight Systems SQLite export (tests/data/nsys)",
+     "fatal: a SQLite database that cannot be read"),
     ("snapshot_refused.pickle", "a pickle that asks to call builtins.print while loading",
      "fatal: refused without running it"),
 ]
@@ -248,6 +250,8 @@ def kineto_cases() -> dict[str, bytes]:
         {**memory, "ts": 1101.0, "args": {**mem_args, "Bytes": [1, 2]}},
         {**memory, "ts": 1102.0, "args": {**mem_args, "Addr": 2**70, "Device Type": "cuda"}},
     ]))
+    saxpy = HERE.parent / "nsys" / "saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz"
+    files["nsys_truncated.sqlite"] = gzip.decompress(saxpy.read_bytes())[:8_192]
     # a pickle cut short, and one whose loading would call builtins.print (harmless, and refused)
     files["snapshot_truncated.pickle"] = pickle.dumps({"segments": [], "device_traces": [[]]}, protocol=4)[:-5]
     files["snapshot_refused.pickle"] = (

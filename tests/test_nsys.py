@@ -1,0 +1,147 @@
+"""Nsight Systems SQLite exports (`parsers/nsys.py`) on real public exports (tests/data/nsys,
+PROVENANCE.md), checked against an independent reading (pipit's GPU trace of the same run), and a
+small export built from the documented schema for NVTX step ranges."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import shutil
+import sqlite3
+from collections import Counter
+
+import polars as pl
+import pytest
+
+import traceview as tv
+from tests.conftest import DATA, run_cli
+from traceview.parsers.nsys import NO_CUDA
+
+NSYS = DATA / "nsys"
+
+
+def _unpacked(tmp_path, name: str):
+    out = tmp_path / name.removesuffix(".gz")
+    with gzip.open(NSYS / name) as src, open(out, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return out
+
+
+@pytest.fixture
+def cloverleaf(tmp_path):
+    return _unpacked(tmp_path, "perlmutter-cloverleaf-cuda.sqlite.gz")
+
+
+def test_every_kernel_and_copy_matches_an_independent_reading(cloverleaf):
+    t = tv.load(cloverleaf, use_cache=False)
+    assert t.ranks.select("format", "device_name", "device_memory_bytes").row(0) == (
+        "nsys",
+        "NVIDIA A100-SXM4-80GB",
+        84_990_623_744,
+    )
+    with gzip.open(NSYS / "cloverleaf_gpu_trace.csv.gz", "rt") as f:
+        enters = [r for r in csv.DictReader(f) if r["Event Type"] == "Enter"]
+    want = Counter(
+        (
+            "kernel" if r["type"] == "kernel" else "memcpy",
+            int(r["streamId"]),
+            int(r["Timestamp (ns)"]),
+            int(r["_matching_timestamp"]),
+            int(r["bytes"]) if r["bytes"] else None,
+        )
+        for r in enters
+    )
+    got = Counter(t.device_tasks.select("kind", "stream", "start_ns", "end_ns", "bytes").iter_rows())
+    assert got == want and sum(got.values()) == 1591
+    names = set(t.device_tasks.filter(pl.col("kind") == "memcpy")["name"])
+    assert names == {"Memcpy HtoD", "Memcpy DtoH"}  # pipit: CUDA_MEMCPY_KIND_HTOD / _DTOH
+
+
+def test_launches_link_to_their_tasks_and_the_analyses_run(cloverleaf):
+    t = tv.load(cloverleaf, use_cache=False)
+    launches = t.host_events.filter(pl.col("kind") == "runtime")
+    assert launches.height == 3048
+    linked = t.device_tasks.join(launches.select("correlation"), on="correlation", how="semi")
+    assert linked.height == t.device_tasks.height  # every task has its launch call
+    delays = t.launch_delays().row(0, named=True)
+    assert delays["count"] == t.device_tasks.height and delays["p50_us"] > 0
+    whole = t.trace_breakdown().row(0, named=True)
+    assert whole["computing_us"] + whole["exposed_memcpy_us"] + whole["free_us"] == pytest.approx(
+        (whole["last_busy_ns"] - whole["first_busy_ns"]) / 1000, abs=1e-3
+    )
+
+
+def test_nvtx_ranges_are_host_events(tmp_path):
+    t = tv.load(_unpacked(tmp_path, "saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz"), use_cache=False)
+    nvtx = t.host_events.filter(pl.col("cat") == "nvtx")
+    assert nvtx.height == 22 and (nvtx["end_ns"] >= nvtx["start_ns"]).all()
+    assert set(nvtx["name"]) == {"MPI_Init", "MPI_Send", "MPI_Recv", "MPI_Finalize", "saxpy"}
+    assert t.device_tasks.group_by("kind").len().sort("kind").rows() == [("kernel", 5), ("memcpy", 15)]
+
+
+def _tiny_export(path, steps: list[tuple[str, int, int]]):
+    """An export built from the documented schema: one kernel launched inside each step range."""
+    db = sqlite3.connect(path)
+    db.executescript(
+        """
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
+            correlationId INT, demangledName INT, gridX INT, gridY INT, gridZ INT, blockX INT, blockY INT, blockZ INT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, globalTid INT, correlationId INT, nameId INT);
+        CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, textId INT, globalTid INT);
+        INSERT INTO StringIds VALUES (1, 'gemm_kernel'), (2, 'cudaLaunchKernel'),
+            (3, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL');
+        """
+    )
+    tid = (42 << 24) + 7
+    for k, (name, start, end) in enumerate(steps):
+        db.execute("INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, ?, NULL, ?)", (start, end, name, tid))
+        db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?, 2)", (start + 10, start + 20, tid, k))
+        kernel = 3 if k == 1 else 1
+        db.execute(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, 0, 7, ?, ?, 1, 1, 1, 128, 1, 1)",
+            (start + 30, start + 530, k, kernel),
+        )
+    db.commit()
+    db.close()
+    return path
+
+
+def test_nvtx_ranges_named_like_steps_are_steps(tmp_path):
+    path = _tiny_export(
+        tmp_path / "steps.sqlite", [("step 3", 1000, 2000), ("Step 4", 2000, 3000), ("forward", 3000, 4000)]
+    )
+    t = tv.load(path, use_cache=False)
+    assert t.steps.select("step", "host_start_ns", "device_start_ns", "device_end_ns", "window_rule").rows() == [
+        (3, 1000, 1030, 1530, "correlation"),
+        (4, 2000, 2030, 2530, "correlation"),
+    ]
+    assert t.device_tasks["step"].to_list() == [3, 4, None]
+    assert t.device_tasks["kind"].to_list() == ["kernel", "communication", "kernel"]  # the NCCL kernel
+    assert t.host_events.filter(pl.col("cat") == "nvtx")["name"].to_list() == ["step 3", "Step 4", "forward"]
+    assert t.device_tasks["grid"][0] == "1,1,1" and t.device_tasks["block"][0] == "128,1,1"
+
+
+@pytest.mark.integration
+def test_summary_report_and_info_of_an_export(cloverleaf, tmp_path):
+    for command in (("info",), ("summary",), ("report", "-o", str(tmp_path / "r.html"))):
+        out = run_cli(*command[:1], str(cloverleaf), *command[1:])
+        assert out.returncode == 0, out.stderr
+    assert "NVIDIA A100-SXM4-80GB" in run_cli("summary", str(cloverleaf)).stdout
+
+
+def test_an_export_without_cuda_activity_warns(tmp_path):
+    path = tmp_path / "cpu.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INT); INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (1);"
+    )
+    db.close()
+    t = tv.load(path, use_cache=False)
+    assert t.device_tasks.is_empty() and t.warnings == [f"{path}: 1 {NO_CUDA}"]
+
+
+def test_an_export_in_a_folder_is_found_by_content(tmp_path):
+    shutil.copy(_unpacked(tmp_path, "saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz"), tmp_path / "renamed.db")
+    (tmp_path / "saxpy-mpi-cuda_nsys_perlmutter0.sqlite").unlink()
+    assert tv.load(tmp_path, use_cache=False).ranks["format"].to_list() == ["nsys"]
