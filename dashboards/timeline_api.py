@@ -255,8 +255,11 @@ class TimelineApi:
         stacked = pl.concat(stacks, how="vertical_relaxed")
         names = raw["name"].fill_null("").unique(maintain_order=True)
         classes = pl.concat([raw["cls"], stacked["cls"]]).fill_null("other").unique(maintain_order=True)
-        name_idx = raw["name"].fill_null("").replace_strict(names, range(len(names)), return_dtype=pl.Int64)
-        cls_idx = lambda s: s.fill_null("other").replace_strict(classes, range(len(classes)), return_dtype=pl.Int64)  # noqa: E731
+        # cast: with nothing in view the codes are empty, and an empty mapping gives a Null column
+        name_idx = (
+            raw["name"].fill_null("").replace_strict(names, range(len(names)), return_dtype=pl.Int64).cast(pl.Int64)
+        )
+        cls_idx = lambda s: s.fill_null("other").replace_strict(classes, range(len(classes))).cast(pl.Int64)  # noqa: E731
         return {
             "start": start - m.origin_ns,
             "end": end - m.origin_ns,

@@ -49,11 +49,17 @@ class TimelineModel:
     """Lanes and items of one profile (module docstring)."""
 
     def __init__(
-        self, device: pl.DataFrame, host: pl.DataFrame, tracks: pl.DataFrame, memory: pl.DataFrame | None = None
+        self,
+        device: pl.DataFrame,
+        host: pl.DataFrame,
+        tracks: pl.DataFrame,
+        memory: pl.DataFrame | None = None,
+        memory_span: tuple[int, int] | None = None,
     ):
         """Each frame: rank, start_ns, end_ns, name, cls, kind, key (lane key within its family:
         the stream / "tid:depth" / "steps" or "terms", as text), plus its detail columns.
-        `memory`: the ranks' memory lanes (`memory_lanes`), which hold no items."""
+        `memory`: the ranks' memory lanes (`memory_lanes`), which hold no items; `memory_span`:
+        the first and last time of their records, which the timeline's extent covers too."""
         lane_rows = []
         for frame in (tracks, device, host):
             lane_rows.append(frame.select("rank", "key", "lane_kind", "label", "depth").unique(["rank", "key"]))
@@ -76,6 +82,9 @@ class TimelineModel:
         self._link_flows()
         starts = [int(f["start_ns"].min()) for f in self.items.values() if f.height]
         ends = [int(f["end_ns"].max()) for f in self.items.values() if f.height]
+        if memory_span is not None:
+            starts.append(memory_span[0])
+            ends.append(memory_span[1] + 1)
         self.origin_ns = min(starts) if starts else 0
         self.end_ns = max(ends) if ends else self.origin_ns + 1
         self.names = {f: frame["name"].drop_nulls().unique() for f, frame in self.items.items()}
@@ -126,7 +135,8 @@ class TimelineModel:
 
     @classmethod
     def from_trace(cls, trace) -> TimelineModel:
-        return cls(device_items(trace), host_items(trace), track_items(trace), memory_lanes(trace))
+        lanes = memory_lanes(trace)
+        return cls(device_items(trace), host_items(trace), track_items(trace), lanes, memory_span(trace, lanes))
 
     def family_of(self, item_id: int) -> str | None:
         for family in reversed(FAMILIES):
@@ -173,6 +183,14 @@ def memory_lanes(trace) -> pl.DataFrame:
         .alias("label"),
         pl.lit(None, pl.Int64).alias("depth"),
     ).cast(LANE_COLUMNS)
+
+
+def memory_span(trace, lanes: pl.DataFrame) -> tuple[int, int] | None:
+    """(first, last) record time of the memory lanes' ranks, ns; None without memory lanes."""
+    if lanes.is_empty():
+        return None
+    times = trace.memory().filter(pl.col("rank").is_in(lanes["rank"].implode()))["ts_ns"]
+    return (int(times.min()), int(times.max())) if times.len() else None
 
 
 def device_items(trace) -> pl.DataFrame:

@@ -15,6 +15,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, run_cli
+from tests.test_browser import server_for  # noqa: F401 - fixture
 from traceview.parsers.nsys import NO_CUDA
 
 NSYS = DATA / "nsys"
@@ -145,3 +146,22 @@ def test_an_export_in_a_folder_is_found_by_content(tmp_path):
     shutil.copy(_unpacked(tmp_path, "saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz"), tmp_path / "renamed.db")
     (tmp_path / "saxpy-mpi-cuda_nsys_perlmutter0.sqlite").unlink()
     assert tv.load(tmp_path, use_cache=False).ranks["format"].to_list() == ["nsys"]
+
+
+@pytest.mark.integration
+def test_serve_answers_for_an_export_and_a_snapshot(cloverleaf, server_for):  # noqa: F811
+    """`traceview serve` on each new format: the pages and the timeline's data answer."""
+    import json
+    import urllib.request
+
+    for path in (cloverleaf, DATA / "snapshot" / "memory_snapshot.pickle"):
+        base = server_for(path)
+        for page in ("/", "/timeline"):
+            with urllib.request.urlopen(base + page, timeout=30) as resp:
+                assert resp.status == 200
+        with urllib.request.urlopen(base + "/api/timeline/meta", timeout=60) as resp:
+            meta = json.load(resp)
+        with urllib.request.urlopen(base + f"/api/timeline/overlays?start=0&end={meta['end']}", timeout=60) as resp:
+            overlays = json.load(resp)
+        kinds = set(meta["lanes"]["kind"])
+        assert ("device" in kinds) if path == cloverleaf else (kinds == {"memory"} and overlays["memory"]["lane"])
