@@ -338,3 +338,32 @@ def test_diff_and_compare_show_the_peak_of_each_run(tmp_path):
     assert table["peak_allocated_bytes"].to_list() == [1160 * MiB, 960 * MiB]
     text = run_cli("diff", str(MEMORY_TRACE), str(_less_memory(tmp_path, 200))).stdout
     assert "cuda:0  1.13 GiB   960.00 MiB  -200.00 MiB" in text
+
+
+ASCEND_DB = "msinsight/test/data/pytorch/db/level2/rank0_ascend_pt"
+
+
+@needs_shared
+def test_ascend_db_export_memory_equals_a_query_of_its_tables():
+    import sqlite3
+
+    path = SHARED_TRACES / ASCEND_DB
+    db = sqlite3.connect(next(path.rglob("ascend_pytorch_profiler_*.db")))
+    want = dict(
+        db.execute(
+            "SELECT s.value, MAX(m.totalAllocated) FROM MEMORY_RECORD m JOIN STRING_IDS s ON s.id = m.component "
+            "GROUP BY s.value"
+        ).fetchall()
+    )
+    t = _load(path)
+    peaks = t.memory_peaks().filter(pl.col("step").is_null())
+    assert dict(peaks.select("component", "peak_allocated_bytes").iter_rows()) == want
+    pta = peaks.filter(pl.col("component") == "PTA").row(0, named=True)
+    live = defaultdict(int)
+    for name, size, alloc, release in db.execute(
+        "SELECT s.value, o.size, o.allocationTime, o.releaseTime FROM OP_MEMORY o JOIN STRING_IDS s ON s.id = o.name"
+    ):
+        if alloc <= pta["peak_ns"] and (release is None or release > pta["peak_ns"]):
+            live[name] += size
+    held = t.memory_at_peak().filter(pl.col("operator") != BEFORE_TRACE)
+    assert dict(held.select("operator", "live_bytes").iter_rows()) == dict(live)

@@ -13,8 +13,8 @@ folders are ranks). Which file feeds which canonical table, and the module that 
                                           device_tasks when kernel_details.csv is
                                           absent (Ascend Hardware + HCCL lanes)
     ascend_pytorch_profiler_<rank>.db     device_tasks, host_events, steps,         db.py
-      (only without kernel_details.csv      ranks (device_name; rank fallback)
-       and trace_view.json)
+      (only without kernel_details.csv      ranks (device_name; rank fallback),
+       and trace_view.json)                 memory_events, memory_allocations
     step_trace_time.csv                   ascend_step_trace                         reference.py
     communication.json                    ascend_communication                      reference.py
     analysis.db (DB-only export)          ascend_step_trace, ascend_communication   reference.py
@@ -86,6 +86,9 @@ def _parse(path: Path) -> ParsedRank:
         tasks, host_steps, rule = db["tasks"], db["host_steps"], "correlation"
         frames["host_events"] = db["host_events"]
         device_name, db_rank = db["device_name"], db["rank"]
+        for table in ("memory_events", "memory_allocations"):
+            if db[table] is not None:
+                frames[table] = db[table]
 
     tasks, step_rule = fill_steps(tasks, host_steps, rule, warnings)
     frames["device_tasks"] = tasks.drop("launch_ns", strict=False)

@@ -19,6 +19,8 @@ STRING_IDS(id, value); times are Int64 ns already.
   correlation = connectionId); pid/tid = globalTid >> 32 / globalTid & 0xffffffff.
 - host steps: STEP_TIME(id, startNs, endNs) = host ProfilerStep ranges (else the ProfilerStep#N
   host events); tasks get their step from the launch inside a step range (`steps.fill_steps`).
+- memory: MEMORY_RECORD -> memory_events, OP_MEMORY -> memory_allocations (as the text export's
+  memory_record.csv and operator_memory.csv; `_db_memory`).
 - meta: device_name = NPU_INFO.name (the DB records the model, e.g. Ascend910B); rank =
   RANK_DEVICE_MAP.rankId (used when there is no profiler_info file).
 On the real level-2 sample the DB tasks give Stage = 124219.742 µs and Preparing = 17894.588 µs,
@@ -107,6 +109,7 @@ def read_profiler_db(path: Path, warnings: Warnings) -> dict:
             if "STEP_TIME" in tables
             else host_step_ranges(host)
         ).sort("host_start_ns")
+        memory_events, allocations = _db_memory(con, tables)
         device_name = rank = None
         if "NPU_INFO" in tables:
             device_name = con.execute("SELECT name FROM NPU_INFO LIMIT 1").fetchone()
@@ -125,7 +128,38 @@ def read_profiler_db(path: Path, warnings: Warnings) -> dict:
         "host_steps": steps,
         "device_name": device_name[0] if device_name and device_name[0] else None,
         "rank": rank_value,
+        "memory_events": memory_events,
+        "memory_allocations": allocations,
     }
+
+
+def _db_memory(con: sqlite3.Connection, tables: set[str]) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+    """MEMORY_RECORD -> memory_events and OP_MEMORY -> memory_allocations (the DB export's
+    memory_record.csv / operator_memory.csv: bytes and ns already; component and operator names
+    via STRING_IDS; device npu:<deviceId>); None for a table the export lacks."""
+    events = allocations = None
+    if {"MEMORY_RECORD", "STRING_IDS"} <= tables:
+        events = query(
+            con,
+            "SELECT s.value, m.timestamp, m.totalAllocated, m.totalReserved, m.totalActive, m.deviceId "
+            "FROM MEMORY_RECORD m LEFT JOIN STRING_IDS s ON s.id = m.component ORDER BY m.timestamp",
+            {
+                "component": pl.String,
+                "ts_ns": pl.Int64,
+                "total_allocated_bytes": pl.Int64,
+                "total_reserved_bytes": pl.Int64,
+                "total_active_bytes": pl.Int64,
+                "device": pl.Int64,
+            },
+        ).with_columns(pl.lit("npu").alias("device_type"))
+    if {"OP_MEMORY", "STRING_IDS"} <= tables:
+        allocations = query(
+            con,
+            "SELECT s.value, o.size, o.allocationTime, o.releaseTime, o.deviceId "
+            "FROM OP_MEMORY o LEFT JOIN STRING_IDS s ON s.id = o.name",
+            {"op": pl.String, "size_bytes": pl.Int64, "alloc_ns": pl.Int64, "release_ns": pl.Int64, "device": pl.Int64},
+        ).with_columns(pl.lit("npu").alias("device_type"))
+    return events, allocations
 
 
 def _db_compute_tasks(con: sqlite3.Connection, has_pmu: bool) -> pl.DataFrame:
