@@ -7,7 +7,8 @@ The rules, in order:
   inside it is looked at again;
 - `*timeline_display_*.json` files are MindSpore timelines (`mindspore`);
 - SQLite files (`.sqlite`, `.db`, or a renamed `.json`) holding an Nsight Systems export's tables
-  are `nsys` sources, one per file;
+  are `nsys` sources, and those holding the Ascend task tables (a CANN `msprof_*.db`, a MindSpore
+  database) `msprof` sources, one per file;
 - `*.pt.trace.json[.gz]` files, and other `.json[.gz]` files whose first 64 KiB hold a Chrome
   trace object (`"traceEvents"` / `"schemaVersion"`), are Kineto traces (`kineto`);
 - such files with a temporary suffix (`.part`, `.tmp`, `.partial`) are `partial`: still being
@@ -42,6 +43,9 @@ MINDSPORE_TIMELINE = re.compile(r"timeline_display_.*\.json$")
 KINETO_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 JSON_SUFFIXES = (".json", ".json.gz", ".gz")
 SNIFF_BYTES = 64 * 1024
+#: The tables of a CANN msprof_*.db (MindSpore and torch_npu databases share them): such a file,
+#: found outside a torch_npu rank folder, is an `msprof` source.
+ASCEND_DB_TABLES = frozenset({"TASK", "COMPUTE_TASK_INFO", "STRING_IDS"})
 #: SQLite files looked into for an Nsight Systems export (`nsys export --type sqlite`).
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 #: A PyTorch memory snapshot (`torch.cuda.memory._dump_snapshot`), read when given as the path.
@@ -136,12 +140,12 @@ def classify_file(path: Path) -> Source | None:
         return Source("mindspore", path)
     if name.endswith(KINETO_SUFFIXES):
         return Source("kineto", path)
-    if (
-        name.endswith(SQLITE_SUFFIXES + JSON_SUFFIXES)
-        and peek_bytes(path, 16).startswith(SQLITE_MAGIC)
-        and is_nsys_export(sqlite_tables(path))
-    ):
-        return Source("nsys", path)
+    if name.endswith(SQLITE_SUFFIXES + JSON_SUFFIXES) and peek_bytes(path, 16).startswith(SQLITE_MAGIC):
+        tables = sqlite_tables(path)
+        if is_nsys_export(tables):
+            return Source("nsys", path)
+        if tables >= ASCEND_DB_TABLES:
+            return Source("msprof", path)
     if name.endswith(JSON_SUFFIXES):
         sniffed = _sniff_json(path)
         if sniffed == "kineto":

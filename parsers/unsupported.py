@@ -24,9 +24,8 @@ SQLITE_KINDS = (
     ("rocpd_kernel_dispatch", "a rocprofv3 rocpd database", NOT_YET),
     (
         "TASK",
-        "a CANN msprof or MindSpore profiler database",
-        "not read yet: give the *_ascend_pt / *_ascend_ms rank folder exported as text "
-        "(ASCEND_PROFILER_OUTPUT/ with kernel_details.csv and trace_view.json)",
+        "an Ascend profiler database without its task tables (COMPUTE_TASK_INFO, STRING_IDS)",
+        "re-export it, or give the *_ascend_pt / *_ascend_ms rank folder exported as text",
     ),
 )
 #: file name ending -> (what it is, what to do)

@@ -17,7 +17,10 @@ def _sqlite(path, table):
 
 
 CASES = [
-    (lambda d: _sqlite(d / "msprof_20240101.db", "TASK"), "is a CANN msprof or MindSpore profiler database"),
+    (
+        lambda d: _sqlite(d / "msprof_20240101.db", "TASK"),
+        "is an Ascend profiler database without its task tables (COMPUTE_TASK_INFO, STRING_IDS)",
+    ),
     (lambda d: _sqlite(d / "rocpd.db", "rocpd_kernel_dispatch"), "is a rocprofv3 rocpd database"),
     (lambda d: _sqlite(d / "other.db", "anything"), "is a SQLite database traceview does not know"),
     (lambda d: _write(d / "host.xplane.pb", b"\x0a\x05plane"), "is a JAX / TensorFlow XPlane protobuf"),

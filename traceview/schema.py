@@ -117,7 +117,8 @@ RANKS: dict[str, tuple[pl.DataType, str]] = {
     "world_size": (pl.Int64, "World size when recorded; null if unknown."),
     "format": (
         pl.String,
-        "kineto, ascend, mindspore, nsys (an Nsight Systems SQLite export) or snapshot (a PyTorch CUDA memory snapshot).",
+        "kineto, ascend, mindspore, msprof (a CANN msprof_*.db), nsys (an Nsight Systems SQLite export) or "
+        "snapshot (a PyTorch CUDA memory snapshot).",
     ),
     "source": (pl.String, "Path of the file or folder the rank was read from."),
     "device_name": (pl.String, "Device model (deviceProperties name); null if not recorded."),

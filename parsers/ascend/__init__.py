@@ -47,6 +47,7 @@ from traceview.parsers.ascend.reference import (
     read_analysis_communication,
     read_analysis_step_trace,
     read_communication_json,
+    read_overlap_analysis,
     read_step_trace_time,
 )
 from traceview.parsers.ascend.steps import build_steps, empty_host_steps, fill_steps
@@ -54,6 +55,35 @@ from traceview.parsers.ascend.trace_view import attach_trace_tasks, read_trace_v
 from traceview.parsers.base import ParsedRank
 from traceview.parsers.detect import is_ascend_rank_dir
 from traceview.parsers.jsonio import gc_paused
+
+
+def parse_msprof_db(path: Path) -> ParsedRank:
+    """One CANN `msprof_*.db` (or a MindSpore / torch_npu database given as a file): the tables the
+    DB export shares (`read_profiler_db`) into canonical frames, msprof's OVERLAP_ANALYSIS totals
+    as the whole-trace row of ascend_step_trace (`read_overlap_analysis`), one rank per file."""
+    path = Path(path)
+    warnings = Warnings(path)
+    with gc_paused():
+        db = read_profiler_db(path, warnings)
+        frames = {"host_events": db["host_events"]}
+        for table in ("memory_events", "memory_allocations"):
+            if db[table] is not None:
+                frames[table] = db[table]
+        tasks, step_rule = fill_steps(db["tasks"], db["host_steps"], "correlation", warnings)
+        frames["device_tasks"] = tasks.drop("launch_ns", strict=False)
+        frames["steps"] = build_steps(db["host_steps"], tasks, step_rule)
+        overlap = read_overlap_analysis(path, warnings)
+        if overlap is not None:
+            frames["ascend_step_trace"] = overlap
+    meta = {
+        "rank": db["rank"],
+        "world_size": None,
+        "format": "msprof",
+        "source": str(path),
+        "device_name": db["device_name"],
+        "device_type": "npu",
+    }
+    return ParsedRank.build(frames, meta, warnings.messages())
 
 
 def parse_ascend_rank(path: Path) -> ParsedRank:
@@ -126,6 +156,7 @@ __all__ = [
     "is_ascend_rank_dir",
     "locate_files",
     "parse_ascend_rank",
+    "parse_msprof_db",
     "read_communication_json",
     "read_kernel_details",
     "read_profiler_db",

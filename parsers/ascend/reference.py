@@ -9,6 +9,9 @@ communication.json -> ascend_communication: {"step<N>": {"collective"|"p2p": {"<
     name), comm_group the part after it (the communicator group; null without "@");
     `Start Timestamp(us)` is converted from its JSON text exactly. Some versions omit the
     collective/p2p level (group null).
+msprof_*.db OVERLAP_ANALYSIS -> ascend_step_trace, one row per device with step null (whole
+    trace): Σ of its intervals by type (0 computing, 1 communication, 2 communication not
+    overlapped, 3 free), µs; only when its status_info row says the analysis finished.
 analysis.db StepTraceTime -> ascend_step_trace; CommAnalyzerTime -> ascend_communication
     (hccl_op_name -> op_name, group_name -> comm_group, type -> group, step 'step<N>' -> step).
 """
@@ -21,6 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
+from traceview import schema
 from traceview.errors import TraceError, Warnings
 from traceview.parsers import jsonio
 from traceview.parsers.ascend.db import connect_ro, query
@@ -195,3 +199,48 @@ def read_analysis_communication(path: Path, warnings: Warnings) -> pl.DataFrame 
     if df is None:
         return None
     return communication_frame(df.to_dicts(), warnings)
+
+
+#: OVERLAP_ANALYSIS type -> ascend_step_trace column.
+OVERLAP_TYPES = {0: "computing_us", 1: "communication_us", 2: "communication_not_overlapped_us", 3: "free_us"}
+
+
+def read_overlap_analysis(path: Path, warnings: Warnings) -> pl.DataFrame | None:
+    """msprof's OVERLAP_ANALYSIS (see the module docstring) as ascend_step_trace rows, or None when
+    the DB has none or its analysis did not finish. `rank` is the device id (the loader fills the
+    rank's own when the DB records one device)."""
+    con = connect_ro(path)
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "OVERLAP_ANALYSIS" not in tables:
+            return None
+        if "status_info" in tables:
+            done = con.execute("SELECT value FROM status_info WHERE key = 'OVERLAP_ANALYSIS'").fetchone()
+            if done is not None and done[0] != "FINISH":
+                return None
+        rows = query(
+            con,
+            "SELECT deviceId, type, SUM(endNs - startNs) FROM OVERLAP_ANALYSIS GROUP BY deviceId, type",
+            {"device": pl.Int64, "type": pl.Int64, "ns": pl.Int64},
+        )
+    except sqlite3.Error as exc:
+        warnings.add(f"OVERLAP_ANALYSIS not readable ({exc}): no reference numbers", 1)
+        return None
+    finally:
+        con.close()
+    if rows.is_empty():
+        return None
+    wide = rows.with_columns(
+        pl.col("type").replace_strict(OVERLAP_TYPES, default=None, return_dtype=pl.String).alias("column")
+    ).drop_nulls("column")
+    out = wide.pivot("column", index="device", values="ns", aggregate_function="sum")
+    present = [c for c in OVERLAP_TYPES.values() if c in out.columns]
+    return schema.conform(
+        out.select(
+            pl.lit(None, pl.Int64).alias("rank"),
+            pl.lit(None, pl.Int64).alias("step"),
+            *(pl.col(c).fill_null(0).cast(pl.Float64) / 1000.0 for c in present),
+            *(pl.lit(0.0).alias(c) for c in OVERLAP_TYPES.values() if c not in present),
+        ),
+        "ascend_step_trace",
+    )

@@ -1,0 +1,53 @@
+"""CANN msprof databases (`msprof_*.db`, `parsers.ascend.parse_msprof_db`) on a real public one
+(tests/data/msprof, PROVENANCE.md): its tasks into the canonical frames, and msprof's own
+OVERLAP_ANALYSIS as the reference numbers."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+
+import polars as pl
+import pytest
+
+import traceview as tv
+from tests.conftest import DATA, run_cli
+
+MSPROF = DATA / "msprof" / "msprof_0.db"
+
+
+def test_tasks_and_launches_of_a_real_msprof_database():
+    t = tv.load(MSPROF, use_cache=False)
+    assert t.ranks.select("format", "device_name", "device_type").row(0) == ("msprof", "Ascend910B", "npu")
+    db = sqlite3.connect(MSPROF)
+    (computed,) = db.execute("SELECT COUNT(*) FROM TASK t JOIN COMPUTE_TASK_INFO c USING (globalTaskId)").fetchone()
+    assert t.device_tasks.height == computed == 11
+    assert set(t.device_tasks["device"]) == {2} and set(t.device_tasks["core_type"]) == {"AI_VECTOR_CORE"}
+    assert (
+        t.host_events.filter(pl.col("kind") == "runtime").height
+        == db.execute("SELECT COUNT(*) FROM CANN_API").fetchone()[0]
+    )
+
+
+def test_computing_reproduces_msprof_overlap_analysis():
+    """msprof's OVERLAP_ANALYSIS computing (type 0) equals traceview's computing exactly. Its free
+    (type 3) runs on to the end of the database's last task of any kind, here an HCCL task whose
+    communication op row the test database lacks (so neither side counts it as communication):
+    traceview's free stops at the last busy task, 5,640.753 µs earlier: the difference is exactly
+    that last stretch."""
+    t = tv.load(MSPROF, use_cache=False)
+    ref = t.ascend_step_trace.row(0, named=True)
+    whole = t.trace_breakdown().row(0, named=True)
+    assert ref["computing_us"] == pytest.approx(whole["computing_us"], abs=1e-3) == 663.872
+    assert ref["communication_us"] == whole["communication_us"] == 0.0
+    db = sqlite3.connect(MSPROF)
+    (last_end,) = db.execute("SELECT MAX(endNs) FROM TASK").fetchone()
+    tail_us = (last_end - whole["last_busy_ns"]) / 1000
+    assert ref["free_us"] - whole["free_us"] == pytest.approx(tail_us, abs=1e-3) == 5640.753
+
+
+def test_found_by_content_and_summarised(tmp_path):
+    shutil.copy(MSPROF, tmp_path / "renamed.db")
+    assert tv.load(tmp_path, use_cache=False).ranks["format"].to_list() == ["msprof"]
+    out = run_cli("summary", str(MSPROF))
+    assert out.returncode == 0 and "Ascend910B" in out.stdout
