@@ -2,7 +2,8 @@
 memory of each rank's device over time, as step lines (a value holds until the next record).
 
 One series per rank: the one its timeline lane shows (`traceview.analysis.memory.lane_series`).
-Values are GiB; x is ms from the first record shown. A series of more than MAX_POINTS records is
+Values are GiB; x is ms from the first record shown. Series names come from the trace (an Ascend
+component) and are entity-escaped for plotly's pseudo-HTML. A series of more than MAX_POINTS records is
 drawn from the largest allocated and reserved values of each 1/MAX_POINTS of its span, so no peak
 is lost to the thinning (the figure's note says so).
 """
@@ -15,6 +16,7 @@ import polars as pl
 from traceview.analysis import memory
 from traceview.dashboards.colors import rank_color
 from traceview.dashboards.figures import _empty, _layout
+from traceview.dashboards.timeline_page import hover_safe
 
 MAX_POINTS = 5000
 GIB = float(1 << 30)
@@ -55,7 +57,7 @@ def memory_figure(records: pl.DataFrame) -> go.Figure:
         rows, thinned = _thinned(rows)
         thinned_any |= thinned
         x = ((rows["ts_ns"] - t0) / 1e6).to_list()
-        name = f"rank {rank} {device_type}:{device}" + (f" {component}" if component else "")
+        name = hover_safe(f"rank {rank} {device_type}:{device}" + (f" {component}" if component else ""))
         relative = rows["basis"][0] == "relative"
         color = rank_color(rank)
         fig.add_trace(

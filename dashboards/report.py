@@ -20,7 +20,7 @@ import polars as pl
 
 from traceview.analysis import iteration, phases
 from traceview.analysis.breakdown import TABLE_TERMS, TERM_LABELS
-from traceview.analysis.memory import BEFORE_TRACE
+from traceview.analysis.memory import REMAINDERS
 from traceview.dashboards import figures
 from traceview.dashboards.diff_report import diff_section
 from traceview.dashboards.html_page import Page, fmt_ms, fmt_pct, header_item, heading, items, table, text
@@ -335,7 +335,7 @@ def memory_section(page: Page, trace, summary: dict) -> list[dict]:
         for m in r.get("memory") or []:
             if m["device"] is None or m["peak_allocated_bytes"] is None:
                 continue
-            held = [a for a in m["at_peak"] if a["operator"] != BEFORE_TRACE][:3]
+            held = [a for a in m["at_peak"] if a["operator"] not in REMAINDERS][:3]
             rows.append(
                 {
                     "rank": r["rank"],
@@ -354,7 +354,7 @@ def memory_section(page: Page, trace, summary: dict) -> list[dict]:
         ("series", "device", None),
         ("peak_allocated_bytes", "peak allocated", size_text),
         ("peak_reserved_bytes", "peak reserved", size_text),
-        ("peak_device_frac", "of the device (%)", fmt_pct),
+        ("peak_device_frac", "reserved, of the device (%)", fmt_pct),
         ("peak_step", "peak in step", None),
         ("held", "largest blocks held at the peak, by operator", None),
     ]

@@ -152,7 +152,7 @@ def enclosing_ops(points: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
         .with_columns(pl.col("_d").cum_sum().over(thread).alias("_depth"))
     )
     depth = marks.filter(pl.col("_o").is_not_null()).select("_o", "_depth")
-    ops = ops.join(depth, on="_o").select(*thread, "_depth", "start_ns", "name").sort("start_ns")
+    ops = ops.join(depth, on="_o").select(*thread, "_depth", "start_ns", "end_ns", "name").sort("start_ns")
     probe = marks.filter(pl.col("_p").is_not_null() & (pl.col("_depth") > 0)).select(*thread, "_depth", "_t", "_p")
     inner = probe.sort("_t").join_asof(
         ops, left_on="_t", right_on="start_ns", by=[*thread, "_depth"], check_sortedness=False
@@ -162,10 +162,11 @@ def enclosing_ops(points: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
         .sort("_t")
         .join_asof(ops, left_on="_t", right_on="start_ns", by=[*thread, "_depth"], check_sortedness=False)
     )
+    running = pl.col("end_ns") > pl.col("_t")  # operators that overlap without nesting: never one that ended
     found = (
         pl.DataFrame({"_p": pl.int_range(0, points.height, dtype=pl.UInt32, eager=True)})
-        .join(inner.select("_p", pl.col("name").alias("op")), on="_p", how="left")
-        .join(outer.select("_p", pl.col("name").alias("top_op")), on="_p", how="left")
+        .join(inner.select("_p", pl.when(running).then("name").alias("op")), on="_p", how="left")
+        .join(outer.select("_p", pl.when(running).then("name").alias("top_op")), on="_p", how="left")
         .sort("_p")
     )
     return found.select("op", "top_op")

@@ -167,6 +167,12 @@ def discover(path: str | Path) -> list[Source]:
         head = peek_bytes(path, 16)
         if not head and path.stat().st_size == 0:
             raise TraceError(path, "the file is empty", "re-export the profile")
+        if head.startswith(SQLITE_MAGIC):  # any name: an export renamed by a wrapper
+            tables = sqlite_tables(path)
+            if is_nsys_export(tables):
+                return [Source("nsys", path)]
+            if tables >= ASCEND_DB_TABLES:
+                return [Source("msprof", path)]
         if path.name.lower().endswith(SNAPSHOT_SUFFIXES) and head.startswith(b"\x80"):
             return [Source("snapshot", path)]  # a pickle: read only when given by name, never found in a folder
         kind = unsupported_kind(path)

@@ -24,7 +24,9 @@ Into the canonical frames (`traceview.schema`), per device d (device_type "cuda"
 - memory_allocations: one row per alloc entry, released by the next free_completed at its address
   (or a new alloc there, which proves it was gone; null: still allocated at the snapshot).
 A snapshot without a history (recorded without `_record_memory_history`) gives one record per
-device at time 0 with its state, and its live blocks as allocations at time 0. `op`: the innermost frame ("name (file:line)");
+device at time 0 with its state, and its live blocks as allocations at time 0; a device with
+state but no history entries (while others have some) gets its state as one record at the
+history's start. `op`: the innermost frame ("name (file:line)");
   `top_op`: the innermost frame outside PyTorch and the Python standard library, the user code
   that asked for it (null when the stack has none).
 """
@@ -66,7 +68,7 @@ def _state_only(segments: list, ends: pl.DataFrame) -> tuple[pl.DataFrame, pl.Da
         (seg["device"], *_labels(b.get("frames")), _int(b.get("size")), _int(b.get("address")))
         for seg in segments
         if isinstance(seg, dict) and _int(seg.get("device")) is not None
-        for b in seg.get("blocks") or []
+        for b in (seg.get("blocks") if isinstance(seg.get("blocks"), list) else [])
         if isinstance(b, dict) and b.get("state") != "inactive"
     ]
     allocations = pl.DataFrame(
@@ -118,10 +120,15 @@ def load_plain(path: Path):
         raise TraceError(path, f"not a readable pickle ({type(exc).__name__}: {exc})"[:300], FIX) from None
 
 
+def _plain(value) -> str:
+    """A frame field as text: only text and integers are formatted (anything else, "?")."""
+    return value if type(value) is str else str(value) if type(value) is int else "?"
+
+
 def _frame_text(frame) -> str | None:
     if not isinstance(frame, dict):
         return None
-    return f"{frame.get('name')} ({frame.get('filename')}:{frame.get('line')})"
+    return f"{_plain(frame.get('name'))} ({_plain(frame.get('filename'))}:{_plain(frame.get('line'))})"
 
 
 def _labels(frames) -> tuple[str | None, str | None]:
@@ -133,8 +140,9 @@ def _labels(frames) -> tuple[str | None, str | None]:
             f
             for f in frames
             if isinstance(f, dict)
-            and str(f.get("filename", "")).endswith(".py")
-            and not any(p in str(f.get("filename")) for p in LIBRARY_PATHS)
+            and type(f.get("filename")) is str
+            and f["filename"].endswith(".py")
+            and not any(p in f["filename"] for p in LIBRARY_PATHS)
         ),
         None,
     )
@@ -150,7 +158,7 @@ def parse_snapshot(path: Path) -> ParsedRank:
     path = Path(path)
     doc = load_plain(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("segments"), list):
-        keys = ", ".join(map(str, list(doc)[:5])) if isinstance(doc, dict) else type(doc).__name__
+        keys = ", ".join(map(_plain, list(doc)[:5])) if isinstance(doc, dict) else type(doc).__name__
         raise TraceError(path, f"not a PyTorch memory snapshot: no 'segments' list ({keys})", FIX)
     warn = Warnings(path)
     traces = doc.get("device_traces") if isinstance(doc.get("device_traces"), list) else []
@@ -161,7 +169,7 @@ def parse_snapshot(path: Path) -> ParsedRank:
             continue
         d = seg["device"]
         end_reserved[d] = end_reserved.get(d, 0) + (_int(seg.get("total_size")) or 0)
-        for block in seg.get("blocks") or []:
+        for block in seg.get("blocks") if isinstance(seg.get("blocks"), list) else []:
             if isinstance(block, dict) and block.get("state") != "inactive":
                 end_allocated[d] = end_allocated.get(d, 0) + (_int(block.get("size")) or 0)
     rows = []
@@ -245,6 +253,12 @@ def parse_snapshot(path: Path) -> ParsedRank:
     if events.is_empty() and (end_allocated or end_reserved):
         warn.add(STATE_ONLY, 1)
         events, allocations = _state_only(doc["segments"], ends)
+    else:  # a device with state but no history: its state, from the history's start
+        quiet = ends.join(events.select("device").unique(), on="device", how="anti")
+        if quiet.height:
+            start = int(events["ts_ns"].min()) if events.height else 0
+            state, _ = _state_only([], quiet)
+            events = pl.concat([events, state.with_columns(pl.lit(start, pl.Int64).alias("ts_ns"))], how="diagonal")
     meta = {
         "rank": None,
         "world_size": None,

@@ -15,7 +15,10 @@ from pathlib import Path
 from traceview.parsers.jsonio import peek_bytes
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-READ = "traceview reads torch.profiler's Chrome trace JSON and torch_npu / MindSpore Ascend rank folders"
+READ = (
+    "traceview reads torch.profiler's Chrome trace JSON, torch_npu / MindSpore Ascend rank folders, CANN msprof "
+    "databases, Nsight Systems SQLite exports and PyTorch memory snapshots (docs/formats.md)"
+)
 NOT_YET = "not read yet: " + READ
 NSYS_REPORT = "export it first: nsys export --type sqlite REPORT.nsys-rep (traceview reads the .sqlite)"
 

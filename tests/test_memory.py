@@ -55,7 +55,50 @@ def test_peaks_per_step_and_trace_and_the_share_of_the_device():
     assert peaks["device_memory_bytes"].to_list() == [4096 * MiB] * 3
     assert peaks["peak_device_frac"].to_list() == [0.5] * 3  # reserved 2 GiB of a 4 GiB device
     host = _load(MEMORY_TRACE).memory_peaks().filter(pl.col("device_type") == "cpu")
-    assert host["device"].to_list() == [None, None] and host["device_memory_bytes"].null_count() == 2
+    # whole trace, step 1, and step 2 (which starts holding the 8 bytes allocated in step 1)
+    assert host["device"].to_list() == [None] * 3 and host["device_memory_bytes"].null_count() == 3
+
+
+def test_a_step_that_only_frees_peaks_at_its_start(tmp_path):
+    doc = json.loads(MEMORY_TRACE.read_text())
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if not (e["name"] == "[memory]" and e["ts"] > 1100)]
+    free = {"Device Type": 1, "Device Id": 0, "Addr": 0xC00, "Bytes": -10 * MiB}
+    doc["traceEvents"].append(
+        {
+            "ph": "i",
+            "s": "t",
+            "name": "[memory]",
+            "pid": 10,
+            "tid": 10,
+            "ts": 1120.0,
+            "args": {**free, "Total Allocated": 1050 * MiB, "Total Reserved": 2048 * MiB},
+        }
+    )
+    path = tmp_path / "frees.json"
+    path.write_text(json.dumps(doc))
+    step2 = _load(path).memory_peaks().filter((pl.col("device_type") == "cuda") & (pl.col("step") == 2))
+    assert step2.select("records", "peak_allocated_bytes", "peak_ns").row(0) == (1, 1060 * MiB, 1_100_000)
+
+
+def test_operators_of_a_point_nest_and_never_name_one_that_has_ended():
+    """The innermost and outermost operator running at each point of a thread; operators that
+    overlap without nesting (a broken trace) never give a point an operator that has ended."""
+    from traceview.parsers.allocator import enclosing_ops
+
+    host = pl.DataFrame(
+        {
+            "pid": [1, 1, 1, 1],
+            "tid": [1, 1, 1, 2],
+            "kind": ["operator"] * 4,
+            "name": ["A", "B", "C", "other"],
+            "start_ns": [0, 10, 100, 0],
+            "end_ns": [20, 30, 200, 1000],
+        }
+    )
+    points = pl.DataFrame({"pid": [1, 1, 1, 1, 1], "tid": [1, 1, 1, 1, 1], "ts_ns": [5, 15, 25, 150, 300]})
+    found = enclosing_ops(points, host).rows()
+    assert found[0] == ("A", "A") and found[1] == ("B", "A") and found[3] == ("C", "C") and found[4] == (None, None)
+    assert "A" not in found[2]  # A ended at 20; B (overlapping A, not inside it) is the one running
 
 
 def test_what_the_peak_holds_by_outermost_operator_and_what_was_there_before():
@@ -172,10 +215,11 @@ def _reference(events: list[dict]):
         peak = max(allocated)
         peak_ns = min(_ns(e["ts"]) for e, v in zip(evs, allocated) if v == peak)
         per_step = {}
-        for step, start, end in steps:
+        for step, start, end in steps:  # what the series held as the step began counts for it
+            held = [v for e, v in zip(evs, allocated) if _ns(e["ts"]) < start][-1:]
             inside = [v for e, v in zip(evs, allocated) if start <= _ns(e["ts"]) < end]
-            if inside:
-                per_step[step] = max(inside)
+            if held or inside:
+                per_step[step] = max(held + inside)
         reserved = [e["args"].get("Total Reserved") for e in evs]
         out[key] = {
             "records": len(evs),
@@ -288,7 +332,7 @@ def test_ascend_peaks_and_blocks_equal_a_recount_of_the_csv_files(name):
         assert got["records"] == len(rows)
         assert got["peak_allocated_bytes"] == (int(max(allocated)) if allocated else None)
         assert got["peak_reserved_bytes"] == (int(max(reserved)) if reserved else None)
-    pta = peaks.filter(pl.col("component") == "PTA").row(0, named=True)
+    pta = peaks.filter(pl.col("component") == "PTA+GE").row(0, named=True)  # the series the blocks belong to
     live = defaultdict(int)
     for r in _csv_rows(out / "operator_memory.csv"):
         alloc = _ns(r["Allocation Time(us)"])
@@ -358,7 +402,7 @@ def test_ascend_db_export_memory_equals_a_query_of_its_tables():
     t = _load(path)
     peaks = t.memory_peaks().filter(pl.col("step").is_null())
     assert dict(peaks.select("component", "peak_allocated_bytes").iter_rows()) == want
-    pta = peaks.filter(pl.col("component") == "PTA").row(0, named=True)
+    pta = peaks.filter(pl.col("component") == "PTA+GE").row(0, named=True)  # the series the blocks belong to
     live = defaultdict(int)
     for name, size, alloc, release in db.execute(
         "SELECT s.value, o.size, o.allocationTime, o.releaseTime FROM OP_MEMORY o JOIN STRING_IDS s ON s.id = o.name"

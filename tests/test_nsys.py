@@ -165,3 +165,11 @@ def test_serve_answers_for_an_export_and_a_snapshot(cloverleaf, server_for):  # 
             overlays = json.load(resp)
         kinds = set(meta["lanes"]["kind"])
         assert ("device" in kinds) if path == cloverleaf else (kinds == {"memory"} and overlays["memory"]["lane"])
+
+
+def test_an_export_given_by_any_name_is_read(tmp_path):
+    path = _unpacked(tmp_path, "saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz")
+    for name in ("saxpy_export", "run.nsys-sqlite"):
+        renamed = tmp_path / name
+        shutil.copy(path, renamed)
+        assert tv.load(renamed, use_cache=False).ranks["format"].to_list() == ["nsys"]

@@ -8,11 +8,12 @@ from __future__ import annotations
 import pickle
 import shutil
 
+import polars as pl
 import pytest
 
 import traceview as tv
 from tests.conftest import DATA, run_cli
-from traceview.analysis.memory import BEFORE_TRACE
+from traceview.analysis.memory import BEFORE_TRACE, NO_OPERATOR
 from traceview.errors import TraceError
 from traceview.parsers.snapshot import NO_TIME, STATE_ONLY
 
@@ -124,3 +125,36 @@ def test_report_and_summary_of_a_snapshot(tmp_path):
     assert 'id="memory-table"' in html and "backward (/work/train.py:55)" in html
     text = run_cli("summary", str(SNAPSHOT)).stdout
     assert "memory cuda:0: peak allocated 960.00 MiB, reserved 1.50 GiB" in text
+
+
+def test_a_device_without_history_keeps_its_state_and_blocks_without_stack_are_named(tmp_path):
+    doc = pickle.loads(SNAPSHOT.read_bytes())
+    doc["segments"].append(
+        {
+            "device": 1,
+            "address": 1,
+            "total_size": 100,
+            "blocks": [{"address": 1, "size": 50, "state": "active_allocated"}],
+        }
+    )
+    for entry in doc["device_traces"][0]:
+        entry["frames"] = []  # recorded without stacks
+    path = tmp_path / "two.pickle"
+    path.write_bytes(pickle.dumps(doc))
+    t = _load(path)
+    quiet = t.memory().filter(pl.col("device") == 1)
+    assert quiet.select("ts_ns", "allocated_bytes", "reserved_bytes").rows() == [(10_000, 50, 100)]
+    held = t.memory_at_peak().filter(pl.col("device") == 0)
+    assert held.select("operator", "live_bytes").rows() == [(NO_OPERATOR, 704 * MiB), (BEFORE_TRACE, 256 * MiB)]
+    text = run_cli("summary", str(path)).stdout
+    assert f"{NO_OPERATOR} 704.00 MiB" in text
+
+
+def test_a_malformed_snapshot_is_one_line(tmp_path):
+    doc = pickle.loads(SNAPSHOT.read_bytes())
+    doc["segments"][0]["blocks"] = 5
+    doc["device_traces"][0][0]["frames"] = [{"name": ["deep"], "filename": {"x": 1}, "line": None}]
+    path = tmp_path / "odd.pickle"
+    path.write_bytes(pickle.dumps(doc))
+    t = _load(path)  # the odd values are skipped or shown as "?", never a traceback
+    assert t.memory().height == 6

@@ -126,7 +126,8 @@ def _memory(trace, top: int) -> dict[int, list[dict]]:
         peak_step = steps.filter(pl.col("peak_ns").eq_missing(whole["peak_ns"]) & pl.col("peak_ns").is_not_null())[
             "step"
         ]
-        blocks = held.filter(pl.col("operator") != memory.BEFORE_TRACE)
+        remainder = pl.col("operator").is_in(memory.REMAINDERS)
+        blocks = held.filter(~remainder)
         out.setdefault(whole["rank"], []).append(
             {
                 **{c: key[c] for c in series if c != "rank"},
@@ -140,9 +141,7 @@ def _memory(trace, top: int) -> dict[int, list[dict]]:
                 "steps": steps.select(MEMORY_STEP_COLUMNS).to_dicts(),
                 "at_peak": [
                     _rounded(r)
-                    for r in pl.concat([blocks.head(top), held.filter(pl.col("operator") == memory.BEFORE_TRACE)])
-                    .select(AT_PEAK_COLUMNS)
-                    .to_dicts()
+                    for r in pl.concat([blocks.head(top), held.filter(remainder)]).select(AT_PEAK_COLUMNS).to_dicts()
                 ],
             }
         )

@@ -14,11 +14,14 @@ PyTorch's caching allocator, component null; Ascend: each memory_record Componen
 - peak_device_frac: the series' peak reserved (its peak allocated where reserved is not recorded)
   over the device's memory (`ranks.device_memory_bytes`, given to the series with a device index,
   never to host memory); null when the device's memory is unknown.
-- memory at the peak: the blocks (memory_allocations) live at the whole-trace peak_ns of the
-  series they belong to (allocated at or before it, released after it or never), summed by
-  `operator` = the block's top_op where known (the outermost cpu_op: aten::linear rather than the
-  aten::empty inside it), else its op. What the peak holds beyond those blocks was allocated before
-  the trace started (the model's weights, typically): the row "(allocated before the trace)".
+- memory at the peak: the blocks (memory_allocations) live at the device's whole-trace peak_ns
+  (allocated at or before it, released after it or never), summed by `operator` = the block's
+  top_op where known (Kineto: the outermost cpu_op, aten::linear rather than the aten::empty
+  inside it; snapshots: the user code's frame), else its op (torch_npu: the operator that asked
+  the allocator, often aten::empty_strided), else "(no operator)". What the peak holds beyond
+  those blocks was allocated before the trace started (the model's weights, typically): the row
+  "(allocated before the trace)"; a device without any block record has one row "(not
+  attributed: no allocation records)" instead.
 
 Units: bytes (Int64), ns; shares are fractions of the series' peak allocated.
 """
@@ -29,10 +32,14 @@ import polars as pl
 
 #: The columns that name one memory series.
 SERIES = ["rank", "device_type", "device", "component"]
-#: The components whose blocks memory_allocations holds (Kineto: null; torch_npu: PTA, its caching
-#: allocator, whose blocks operator_memory.csv lists).
-BLOCK_COMPONENTS = (None, "PTA")
+#: The series whose blocks memory_allocations holds, best first (Kineto: null; torch_npu: PTA+GE,
+#: both allocators, whose blocks operator_memory.csv lists; else PTA).
+BLOCK_COMPONENTS = (None, "PTA+GE", "PTA")
 BEFORE_TRACE = "(allocated before the trace)"
+UNATTRIBUTED = "(not attributed: no allocation records)"
+NO_OPERATOR = "(no operator)"
+#: The rows of memory_at_peak that are not blocks but what the blocks leave unexplained.
+REMAINDERS = (BEFORE_TRACE, UNATTRIBUTED)
 
 TIMELINE_SCHEMA = pl.Schema(
     {
@@ -82,8 +89,11 @@ def memory_timeline(events: pl.DataFrame) -> pl.DataFrame:
 def memory_peaks(timeline: pl.DataFrame, steps: pl.DataFrame, ranks: pl.DataFrame) -> pl.DataFrame:
     """Per memory series, for the whole trace (step null) and for each step: rank, device_type,
     device, component, step, records, peak_allocated_bytes, peak_ns, peak_reserved_bytes,
-    basis, device_memory_bytes, peak_device_frac (module docstring). A step without records has no
-    row. Sorted by series, whole trace first, then steps."""
+    basis, device_memory_bytes, peak_device_frac (module docstring). A step's values include what
+    the series held as it started (its last record before the window, placed at the window's
+    start: a step that only frees memory peaks at its start); `records` counts those inside the
+    window. A step before a series' first record has no row. Sorted by series, whole trace
+    first, then steps."""
     windows = (
         steps.select(
             "rank",
@@ -99,14 +109,35 @@ def memory_peaks(timeline: pl.DataFrame, steps: pl.DataFrame, ranks: pl.DataFram
         .join_asof(windows, left_on="ts_ns", right_on="_ws", by="rank", check_sortedness=False)
         .filter(pl.col("ts_ns") < pl.col("_we"))
         .drop("_ws", "_we")
+        .with_columns(pl.lit(False).alias("_carried"))
     )
-    whole = timeline.with_columns(pl.lit(None, pl.Int64).alias("step"))
+    # what each series holds as a step starts: its last record before the window, at the window's start
+    key = pl.concat_str([pl.col(c).cast(pl.String).fill_null("-") for c in SERIES], separator="|").alias("_key")
+    carried = (
+        timeline.select(SERIES)
+        .unique()
+        .join(windows, on="rank", nulls_equal=True)
+        .with_columns(key)
+        .sort("_ws")
+        .join_asof(  # by a text key: an as-of join matches no null key (Kineto's component, host memory's device)
+            timeline.with_columns(key).drop(SERIES).sort("ts_ns"),
+            left_on="_ws",
+            right_on="ts_ns",
+            by="_key",
+            strategy="backward",
+            allow_exact_matches=False,
+            check_sortedness=False,
+        )
+        .filter(pl.col("ts_ns").is_not_null())
+        .with_columns(pl.col("_ws").alias("ts_ns"), pl.lit(True).alias("_carried"))
+    )
+    whole = timeline.with_columns(pl.lit(None, pl.Int64).alias("step"), pl.lit(False).alias("_carried"))
     allocated = pl.col("allocated_bytes")
     peaks = (
-        pl.concat([whole, stepped.select(whole.columns)])
+        pl.concat([whole, stepped.select(whole.columns), carried.select(whole.columns)])
         .group_by([*SERIES, "step"])
         .agg(
-            pl.len().alias("records"),
+            (~pl.col("_carried")).sum().alias("records"),
             allocated.max().alias("peak_allocated_bytes"),
             pl.col("ts_ns").filter(allocated == allocated.max()).min().alias("peak_ns"),
             pl.col("reserved_bytes").max().alias("peak_reserved_bytes"),
@@ -127,43 +158,65 @@ def memory_peaks(timeline: pl.DataFrame, steps: pl.DataFrame, ranks: pl.DataFram
 
 
 def memory_at_peak(peaks: pl.DataFrame, allocations: pl.DataFrame) -> pl.DataFrame:
-    """Per device's block-holding series (BLOCK_COMPONENTS, basis "recorded") at its whole-trace
-    peak: rank, device_type, device, component, peak_ns, operator, live_bytes, blocks, share_frac
-    (live_bytes / the peak allocated), the last row of a series being BEFORE_TRACE with what the
-    blocks do not explain (no row when that is zero or less). Sorted by series, then live_bytes
-    descending (BEFORE_TRACE last)."""
-    at_peak = peaks.filter(
-        pl.col("step").is_null()
-        & (pl.col("component").is_null() | pl.col("component").is_in([c for c in BLOCK_COMPONENTS if c]))
-        & (pl.col("basis") == "recorded")
-    ).select(*SERIES, "peak_ns", "peak_allocated_bytes")
+    """Per device at its whole-trace peak, the series whose blocks memory_allocations holds (the
+    first of BLOCK_COMPONENTS present with basis "recorded": PyTorch's allocator; torch_npu's
+    PTA+GE, else PTA, as operator_memory.csv lists both allocators' blocks): rank, device_type,
+    device, component, peak_ns, operator, live_bytes, blocks, share_frac (live_bytes / the peak
+    allocated). `operator` is the block's top_op where known, else its op, else NO_OPERATOR. The
+    peak's bytes no block explains are one last row: BEFORE_TRACE when the device has blocks (the
+    allocations the trace did not see begin), UNATTRIBUTED when it has none (nothing to say what
+    held the peak); no such row when nothing is left. Sorted by series, then live_bytes
+    descending, the remainder last."""
+    order = {c: i for i, c in enumerate(BLOCK_COMPONENTS) if c is not None}
+    rank_of = (
+        pl.when(pl.col("component").is_null())
+        .then(0)
+        .otherwise(pl.col("component").replace_strict(order, default=None, return_dtype=pl.Int64))
+    )
     device = ["rank", "device_type", "device"]
+    at_peak = (
+        peaks.filter(pl.col("step").is_null() & (pl.col("basis") == "recorded"))
+        .with_columns(rank_of.alias("_c"))
+        .drop_nulls("_c")
+        .sort([*device, "_c"], nulls_last=True)
+        .unique(device, keep="first", maintain_order=True)
+        .select(*SERIES, "peak_ns", "peak_allocated_bytes")
+    )
+    blocks = allocations.join(at_peak, on=device, how="inner", nulls_equal=True)
     live = (
-        allocations.join(at_peak, on=device, how="inner", nulls_equal=True)
-        .filter(
+        blocks.filter(
             (pl.col("alloc_ns") <= pl.col("peak_ns"))
             & (pl.col("release_ns").is_null() | (pl.col("release_ns") > pl.col("peak_ns")))
         )
-        .group_by([*SERIES, "peak_ns", "peak_allocated_bytes", pl.coalesce("top_op", "op").alias("operator")])
+        .group_by(
+            [
+                *SERIES,
+                "peak_ns",
+                "peak_allocated_bytes",
+                pl.coalesce("top_op", "op", pl.lit(NO_OPERATOR)).alias("operator"),
+            ]
+        )
         .agg(pl.col("size_bytes").sum().alias("live_bytes"), pl.len().cast(pl.Int64).alias("blocks"))
     )
     explained = live.group_by(SERIES).agg(pl.col("live_bytes").sum().alias("_explained"))
-    before = (
+    has_blocks = blocks.select(*SERIES).unique().with_columns(pl.lit(True).alias("_blocks"))
+    rest = (
         at_peak.join(explained, on=SERIES, how="left", nulls_equal=True)
+        .join(has_blocks, on=SERIES, how="left", nulls_equal=True)
         .with_columns((pl.col("peak_allocated_bytes") - pl.col("_explained").fill_null(0)).alias("live_bytes"))
         .filter(pl.col("live_bytes") > 0)
         .select(
             *SERIES,
             "peak_ns",
             "peak_allocated_bytes",
-            pl.lit(BEFORE_TRACE).alias("operator"),
+            pl.when(pl.col("_blocks")).then(pl.lit(BEFORE_TRACE)).otherwise(pl.lit(UNATTRIBUTED)).alias("operator"),
             "live_bytes",
             pl.lit(None, pl.Int64).alias("blocks"),
         )
     )
-    rows = pl.concat([live, before], how="vertical_relaxed").with_columns(
+    rows = pl.concat([live, rest], how="vertical_relaxed").with_columns(
         (pl.col("live_bytes") / pl.col("peak_allocated_bytes")).alias("share_frac"),
-        (pl.col("operator") == BEFORE_TRACE).alias("_last"),
+        pl.col("operator").is_in([BEFORE_TRACE, UNATTRIBUTED]).alias("_last"),
     )
     return rows.sort(
         [*SERIES, "_last", "live_bytes", "operator"],

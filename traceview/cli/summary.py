@@ -8,7 +8,7 @@ import orjson
 
 from traceview.analysis import iteration, phases
 from traceview.analysis.breakdown import TABLE_TERMS, TERM_LABELS
-from traceview.analysis.memory import BEFORE_TRACE
+from traceview.analysis.memory import REMAINDERS
 from traceview.cli.text import bullet_list, table
 from traceview.safe_text import json_text, one_line_strings
 from traceview.summary import finding_heading, headline_lines, size_text
@@ -204,8 +204,8 @@ def memory_lines(series: list[dict]) -> list[str]:
         if m["peak_device_frac"] is not None:
             line += f" ({100 * m['peak_device_frac']:.1f} % of {size_text(m['device_memory_bytes'])})"
         out.append(line)
-        shown = [a for a in m["at_peak"] if a["operator"] != BEFORE_TRACE][:MEMORY_OPS_SHOWN]
-        shown += [a for a in m["at_peak"] if a["operator"] == BEFORE_TRACE]
+        shown = [a for a in m["at_peak"] if a["operator"] not in REMAINDERS][:MEMORY_OPS_SHOWN]
+        shown += [a for a in m["at_peak"] if a["operator"] in REMAINDERS]
         held = [f"{_short(a['operator'])} {size_text(a['live_bytes'])} ({100 * a['share_frac']:.1f} %)" for a in shown]
         if held:
             out.append("    held at the peak:")
