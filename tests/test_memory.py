@@ -140,9 +140,14 @@ def test_typed_and_dict_decodes_give_the_same_memory_frames(monkeypatch):
 def test_selected_steps_keep_their_memory(tmp_path):
     t = _load(MEMORY_TRACE)
     step2 = t.select_steps([2])
-    assert step2.memory()["ts_ns"].to_list() == [1_115_000, 1_150_000]
+    # its records, and each series' last one before it (what step 2 starts with)
+    assert sorted(step2.memory()["ts_ns"].to_list()) == [1_080_000, 1_090_000, 1_115_000, 1_150_000]
+    rows = ("device_type", "records", "peak_allocated_bytes", "peak_ns", "peak_reserved_bytes")
+    assert step2.memory_peaks().filter(pl.col("step") == 2).select(rows).equals(
+        t.memory_peaks().filter(pl.col("step") == 2).select(rows)
+    )
     whole = step2.memory_peaks().filter(pl.col("device_type").eq("cuda") & pl.col("step").is_null())
-    assert whole["peak_allocated_bytes"].to_list() == [1085 * MiB]
+    assert whole["peak_allocated_bytes"].to_list() == [1085 * MiB]  # 1060 MiB carried in, then 1080, 1085
     # blocks live during step 2, wherever they were allocated (the 100 MiB one was released in step 1)
     sizes = sorted(step2.frame("memory_allocations")["size_bytes"].to_list())
     assert sizes == [8, 5 * MiB, 10 * MiB, 20 * MiB, 50 * MiB]

@@ -52,14 +52,7 @@ def select_steps(trace, steps):
     annotations = trace.device_annotations
     annotations = annotations.filter(_in_windows(annotations, device_windows, overlap=False))
 
-    memory = trace.frame("memory_events")
-    memory = memory.filter(
-        _in_windows(
-            memory.with_columns(pl.col("ts_ns").alias("start_ns"), pl.col("ts_ns").alias("end_ns")),
-            host_windows,
-            overlap=False,
-        )
-    )
+    memory = _memory_of(trace.frame("memory_events"), host_windows)
     blocks = trace.frame("memory_allocations")
     held = blocks.with_columns(
         pl.col("alloc_ns").alias("start_ns"), pl.coalesce("release_ns", pl.lit(2**63 - 1)).alias("end_ns")
@@ -80,6 +73,35 @@ def select_steps(trace, steps):
     selected = type(trace)(trace.source, trace.ranks, frames, warnings, list(trace.failures))
     selected.rules_file, selected.rules_tables = trace.rules_file, trace.rules_tables
     return selected
+
+
+def _memory_of(events: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """The memory records inside the windows, and each series' last record before each window
+    (what the step starts with), in their order."""
+    inside = _in_windows(
+        events.with_columns(pl.col("ts_ns").alias("start_ns"), pl.col("ts_ns").alias("end_ns")), windows, overlap=False
+    )
+    if events.is_empty() or windows.is_empty():
+        return events.filter(inside)
+    series = ["rank", "device_type", "device", "component"]
+    key = pl.concat_str([pl.col(c).cast(pl.String).fill_null("-") for c in series], separator="|").alias("_key")
+    rows = events.with_row_index("_r").with_columns(key)
+    before = (
+        rows.select("_key", "rank")
+        .unique()
+        .join(windows, on="rank")
+        .sort("_ws")
+        .join_asof(
+            rows.select("_key", "ts_ns", "_r").sort("ts_ns"),
+            left_on="_ws",
+            right_on="ts_ns",
+            by="_key",
+            allow_exact_matches=False,
+            check_sortedness=False,
+        )
+        .drop_nulls("_r")
+    )
+    return events.filter(inside | pl.int_range(pl.len(), dtype=pl.UInt32).is_in(before["_r"].implode()))
 
 
 def _in_windows(frame: pl.DataFrame, windows: pl.DataFrame, overlap: bool) -> pl.Series:

@@ -64,8 +64,10 @@ class Trace:
         start inside their host ProfilerStep windows (the device window where there is no host one),
         plus the launch calls of the kept device tasks; device annotations starting inside their
         device windows; `ascend_step_trace` / `ascend_communication` rows of those steps; memory events
-        recorded inside their host windows and the memory blocks allocated during them or live across
-        them (so the peak of a chosen step equals its step row in `memory_peaks`). `ranks`,
+        recorded inside their host windows, with each series' last record before each window (what
+        the step starts with), and the memory blocks allocated during them or live across them (so
+        the peak of a chosen step equals its step row in `memory_peaks`, except for traces that record
+        only changes, whose running sum restarts at the first kept record). `ranks`,
         `warnings` (plus one for steps asked for but absent) and `failures` are kept. TraceError
         when none of the steps is in the trace. See `traceview.step_selection.select_steps`."""
         from traceview.step_selection import select_steps
