@@ -143,8 +143,11 @@ def test_selected_steps_keep_their_memory(tmp_path):
     # its records, and each series' last one before it (what step 2 starts with)
     assert sorted(step2.memory()["ts_ns"].to_list()) == [1_080_000, 1_090_000, 1_115_000, 1_150_000]
     rows = ("device_type", "records", "peak_allocated_bytes", "peak_ns", "peak_reserved_bytes")
-    assert step2.memory_peaks().filter(pl.col("step") == 2).select(rows).equals(
-        t.memory_peaks().filter(pl.col("step") == 2).select(rows)
+    assert (
+        step2.memory_peaks()
+        .filter(pl.col("step") == 2)
+        .select(rows)
+        .equals(t.memory_peaks().filter(pl.col("step") == 2).select(rows))
     )
     whole = step2.memory_peaks().filter(pl.col("device_type").eq("cuda") & pl.col("step").is_null())
     assert whole["peak_allocated_bytes"].to_list() == [1085 * MiB]  # 1060 MiB carried in, then 1080, 1085
