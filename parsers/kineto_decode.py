@@ -152,6 +152,8 @@ def typed_columns(data: bytes, warn: Warnings) -> Columns:
 
 def _memory_columns(events: list, phases: list) -> pl.DataFrame | None:
     """The `[memory]` instant events of a chunk as MEMORY_COLUMNS (None when there is none)."""
+    if not any(map(phases.count, INSTANT_PHASES)):  # counted in C: most chunks hold no instant event
+        return None
     index = [i for i, ph in enumerate(phases) if ph in INSTANT_PHASES and events[i].name == MEMORY_EVENT]
     if not index:
         return None
