@@ -20,7 +20,7 @@ Hidden folders and msprof `PROF_*` raw folders are skipped. A PyTorch memory sna
 (`*.pickle`, `_dump_snapshot`) is a `snapshot` source when it is the path given, never found in
 a folder (pickles next to traces are not ranks). A file (or a folder holding no
 profile but such a file) of a kind traceview recognises without reading it (an Nsight Systems
-export, a JAX XPlane protobuf, a CANN database: `parsers.unsupported`) is a one-line error naming it.
+report, a JAX XPlane protobuf, rocprofv3 output: `parsers.unsupported`) is a one-line error naming it.
 """
 
 from __future__ import annotations
@@ -108,6 +108,19 @@ def _sniff_json(path: Path) -> str | None:
     return None
 
 
+def database_source(path: Path) -> Source | None:
+    """The source a SQLite file stands for by its tables: an Nsight Systems export (`nsys`) or an
+    Ascend task database (`msprof`); None for anything else (not SQLite, other tables)."""
+    if not peek_bytes(path, 16).startswith(SQLITE_MAGIC):
+        return None
+    tables = sqlite_tables(path)
+    if is_nsys_export(tables):
+        return Source("nsys", path)
+    if tables >= ASCEND_DB_TABLES:
+        return Source("msprof", path)
+    return None
+
+
 def classify_file(path: Path) -> Source | None:
     """The source a single file stands for, or None if it is not a profile. A profile file with a
     temporary name (`rank1.pt.trace.json.part`, `.tmp`, `.partial`: still being written, or left by
@@ -140,12 +153,8 @@ def classify_file(path: Path) -> Source | None:
         return Source("mindspore", path)
     if name.endswith(KINETO_SUFFIXES):
         return Source("kineto", path)
-    if name.endswith(SQLITE_SUFFIXES + JSON_SUFFIXES) and peek_bytes(path, 16).startswith(SQLITE_MAGIC):
-        tables = sqlite_tables(path)
-        if is_nsys_export(tables):
-            return Source("nsys", path)
-        if tables >= ASCEND_DB_TABLES:
-            return Source("msprof", path)
+    if name.endswith(SQLITE_SUFFIXES + JSON_SUFFIXES) and (database := database_source(path)) is not None:
+        return database
     if name.endswith(JSON_SUFFIXES):
         sniffed = _sniff_json(path)
         if sniffed == "kineto":
@@ -167,12 +176,9 @@ def discover(path: str | Path) -> list[Source]:
         head = peek_bytes(path, 16)
         if not head and path.stat().st_size == 0:
             raise TraceError(path, "the file is empty", "re-export the profile")
-        if head.startswith(SQLITE_MAGIC):  # any name: an export renamed by a wrapper
-            tables = sqlite_tables(path)
-            if is_nsys_export(tables):
-                return [Source("nsys", path)]
-            if tables >= ASCEND_DB_TABLES:
-                return [Source("msprof", path)]
+        database = database_source(path)  # any name: an export renamed by a wrapper
+        if database is not None:
+            return [database]
         if path.name.lower().endswith(SNAPSHOT_SUFFIXES) and head.startswith(b"\x80"):
             return [Source("snapshot", path)]  # a pickle: read only when given by name, never found in a folder
         kind = unsupported_kind(path)

@@ -115,27 +115,28 @@ def _memory(trace, top: int) -> dict[int, list[dict]]:
     peaks = trace.memory_peaks()
     if peaks.is_empty():
         return {}
-    at_peak = trace.memory_at_peak()
     series = memory.SERIES
+    # each series' steps and blocks, grouped once (a lookup per series, not a scan)
+    steps_of = peaks.filter(pl.col("step").is_not_null()).partition_by(series, as_dict=True, maintain_order=True)
+    held_of = trace.memory_at_peak().partition_by(series, as_dict=True, maintain_order=True)
+    empty_steps, empty_held = peaks.clear(), trace.memory_at_peak().clear()
+    remainder = pl.col("operator").is_in(memory.REMAINDERS)
     out: dict[int, list[dict]] = {}
     for whole in peaks.filter(pl.col("step").is_null()).to_dicts():
-        key = {c: whole[c] for c in series}
-        match = pl.all_horizontal([pl.col(c).eq_missing(whole[c]) for c in series])
-        steps = peaks.filter(match & pl.col("step").is_not_null())
-        held = at_peak.filter(match)
-        peak_step = steps.filter(pl.col("peak_ns").eq_missing(whole["peak_ns"]) & pl.col("peak_ns").is_not_null())[
-            "step"
-        ]
-        remainder = pl.col("operator").is_in(memory.REMAINDERS)
+        key = tuple(whole[c] for c in series)
+        steps, held = steps_of.get(key, empty_steps), held_of.get(key, empty_held)
+        at_peak_step = (
+            steps.filter(pl.col("peak_ns") == whole["peak_ns"])["step"] if whole["peak_ns"] is not None else []
+        )
         blocks = held.filter(~remainder)
         out.setdefault(whole["rank"], []).append(
             {
-                **{c: key[c] for c in series if c != "rank"},
+                **{c: whole[c] for c in series if c != "rank"},
                 "basis": whole["basis"],
                 "peak_allocated_bytes": whole["peak_allocated_bytes"],
                 "peak_reserved_bytes": whole["peak_reserved_bytes"],
                 "peak_ns": whole["peak_ns"],
-                "peak_step": peak_step[0] if peak_step.len() else None,
+                "peak_step": at_peak_step[0] if len(at_peak_step) else None,
                 "device_memory_bytes": whole["device_memory_bytes"],
                 "peak_device_frac": _round(whole["peak_device_frac"], 6),
                 "steps": steps.select(MEMORY_STEP_COLUMNS).to_dicts(),
