@@ -574,6 +574,11 @@ def test_cache_holds_only_parquet_and_json(tmp_path):
     assert files and {p.suffix for p in files} <= {".parquet", ".json"}, {p.suffix for p in files}
 
 
+#: The one module that may import pickle: the memory snapshot reader, whose unpickler constructs
+#: nothing but containers and scalars (tests/test_snapshot.py proves a hostile pickle is refused).
+PICKLE_READER = "parsers/snapshot.py"
+
+
 def test_no_module_imports_a_pickle_loader():
     banned = {"pickle", "cPickle", "_pickle", "dill", "cloudpickle", "marshal", "shelve", "joblib"}
     found = []
@@ -589,10 +594,33 @@ def test_no_module_imports_a_pickle_loader():
                 )
                 if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "__import__":
                     names = [getattr(node.args[0], "value", "")] if node.args else []
-                found += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in banned]
+                allowed = path.relative_to(ROOT).as_posix() == PICKLE_READER and names == ["pickle"]
+                found += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in banned and not allowed]
                 if isinstance(node, ast.Attribute) and node.attr in ("read_pickle", "to_pickle"):
                     found.append(f"{path.relative_to(ROOT)}: .{node.attr}")
     assert found == []
+
+
+def test_the_pickle_reader_never_uses_the_unrestricted_loaders():
+    """parsers/snapshot.py reads through its own Unpickler subclass only: no pickle.load/loads,
+    no Unpickler without find_class overridden."""
+    tree = ast.parse((ROOT / PICKLE_READER).read_text(encoding="utf-8"))
+    calls = [
+        node.func.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and getattr(node.func.value, "id", "") == "pickle"
+    ]
+    assert not set(calls) & {"load", "loads", "Unpickler"}, calls
+    classes = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ClassDef) and any(getattr(b, "attr", "") == "Unpickler" for b in n.bases)
+    ]
+    assert classes and all(
+        any(f.name == "find_class" for f in c.body if isinstance(f, ast.FunctionDef)) for c in classes
+    )
 
 
 def test_readers_are_parquet_json_and_csv_only():
