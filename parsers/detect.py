@@ -35,7 +35,8 @@ from pathlib import Path
 from traceview.errors import TraceError
 from traceview.parsers.jsonio import peek_bytes
 from traceview.parsers.nsys import is_nsys_export
-from traceview.parsers.unsupported import SQLITE_MAGIC, sqlite_tables, unsupported_kind
+from traceview.parsers.sqlite_ro import SQLITE_MAGIC
+from traceview.parsers.unsupported import sqlite_tables, unsupported_kind
 
 ASCEND_OUTPUT_DIR = "ASCEND_PROFILER_OUTPUT"
 ASCEND_LOOSE_FILES = ("kernel_details.csv", "trace_view.json")

@@ -31,6 +31,7 @@ import polars as pl
 from traceview.errors import TraceError, Warnings
 from traceview.parsers import kinds, steps
 from traceview.parsers.base import ParsedRank
+from traceview.parsers.sqlite_ro import connect_ro, table_names
 
 #: The tables that make a SQLite file an Nsight Systems export (any one of them).
 NSYS_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "TARGET_INFO_SESSION_START_TIME")
@@ -60,13 +61,6 @@ NO_CUDA = "export(s) with no CUDA kernel, memcpy or memset: profile with nsys --
 def is_nsys_export(tables: set[str]) -> bool:
     """Whether a SQLite file with these tables is an Nsight Systems export."""
     return any(t in tables for t in NSYS_TABLES)
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    try:
-        return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise TraceError(path, f"cannot open the SQLite export: {exc}", FIX) from None
 
 
 def _table(db: sqlite3.Connection, tables: set[str], name: str, columns: dict[str, str]) -> pl.DataFrame | None:
@@ -112,12 +106,9 @@ def parse_nsys(path: Path) -> ParsedRank:
     """The canonical frames of one Nsight Systems SQLite export (module docstring)."""
     path = Path(path)
     warn = Warnings(path)
-    db = _connect(path)
+    db = connect_ro(path, FIX)
     try:
-        try:
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-        except sqlite3.DatabaseError as exc:
-            raise TraceError(path, f"not a readable SQLite database ({exc})", FIX) from None
+        tables = table_names(db)
         if not is_nsys_export(tables):
             raise TraceError(path, "not an Nsight Systems export (no CUPTI_ACTIVITY_KIND_KERNEL table)", FIX)
         try:

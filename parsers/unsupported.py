@@ -13,8 +13,8 @@ import sqlite3
 from pathlib import Path
 
 from traceview.parsers.jsonio import peek_bytes
+from traceview.parsers.sqlite_ro import SQLITE_MAGIC, file_tables
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 READ = (
     "traceview reads torch.profiler's Chrome trace JSON, torch_npu / MindSpore Ascend rank folders, CANN msprof "
     "databases, Nsight Systems SQLite exports and PyTorch memory snapshots (docs/formats.md)"
@@ -59,22 +59,14 @@ def unsupported_kind(path: Path) -> tuple[str, str] | None:
 def sqlite_tables(path: Path) -> set[str]:
     """The table and view names of a SQLite file, opened read-only (empty when it cannot be read)."""
     try:
-        return _tables(path)
+        return file_tables(path)
     except sqlite3.Error:
         return set()
 
 
-def _tables(path: Path) -> set[str]:
-    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-    finally:
-        db.close()
-
-
 def _sqlite_kind(path: Path) -> tuple[str, str]:
     try:
-        tables = _tables(path)
+        tables = file_tables(path)
     except sqlite3.Error as exc:
         return f"a SQLite database that cannot be read ({exc}: cut short or damaged)", "copy it again or re-export it"
     for table, what, fix in SQLITE_KINDS:

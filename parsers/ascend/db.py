@@ -39,21 +39,12 @@ from traceview.errors import TraceError, Warnings
 from traceview.parsers.ascend.kinds import task_kind
 from traceview.parsers.ascend.steps import HOST_STEP_SCHEMA, host_step_ranges
 from traceview.parsers.ascend.text import texts
+from traceview.parsers.sqlite_ro import connect_ro, table_names
 from traceview.parsers.steps import STEP_NAME
 from traceview.parsers.timeconv import us_text_to_ns
 
 #: ENUM_API_TYPE name of a PYTORCH_API row -> host kind.
 DB_PYTORCH_API_KINDS: dict[str, str] = {"op": "operator", "queue": "runtime", "trace": "python", "mstx": "annotation"}
-
-
-def connect_ro(path: Path) -> sqlite3.Connection:
-    """Open an SQLite file read-only (URI mode=ro); TraceError if it is not a database."""
-    try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        con.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
-    except sqlite3.DatabaseError as exc:
-        raise TraceError(path, f"not a readable SQLite database ({exc})", "re-export the profile") from None
-    return con
 
 
 def query(con: sqlite3.Connection, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -73,15 +64,11 @@ def query(con: sqlite3.Connection, sql: str, schema: dict[str, pl.DataType]) -> 
     return pl.DataFrame(data)
 
 
-def _tables(con: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-
-
 def read_profiler_db(path: Path, warnings: Warnings) -> dict:
     """ascend_pytorch_profiler_<rank>.db -> {"tasks", "host_events", "host_steps", "device_name", "rank"}."""
     con = connect_ro(path)
     try:
-        tables = _tables(con)
+        tables = table_names(con)
         if not {"TASK", "COMPUTE_TASK_INFO", "STRING_IDS"} <= tables and "COMMUNICATION_OP" not in tables:
             raise TraceError(
                 path,

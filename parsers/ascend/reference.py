@@ -27,9 +27,10 @@ import polars as pl
 from traceview import schema
 from traceview.errors import TraceError, Warnings
 from traceview.parsers import jsonio
-from traceview.parsers.ascend.db import connect_ro, query
+from traceview.parsers.ascend.db import query
 from traceview.parsers.ascend.files import COMMUNICATION, STEP_TRACE_TIME
 from traceview.parsers.ascend.text import column, find_columns, read_text_csv, texts
+from traceview.parsers.sqlite_ro import connect_ro, table_names
 from traceview.parsers.timeconv import us_text_to_ns
 
 #: step_trace_time.csv: canonical column -> normalised header.
@@ -211,7 +212,7 @@ def read_overlap_analysis(path: Path, warnings: Warnings) -> pl.DataFrame | None
     rank's own when the DB records one device)."""
     con = connect_ro(path)
     try:
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        tables = table_names(con)
         if "OVERLAP_ANALYSIS" not in tables:
             return None
         if "status_info" in tables:

@@ -1,0 +1,39 @@
+"""SQLite files opened read-only: the one way every parser and detector opens a database.
+
+A profile database is the user's file: it is opened with the URI `mode=ro` (SQLite then refuses
+any write, and creates no journal), never for writing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from traceview.errors import TraceError
+
+#: The first bytes of every SQLite 3 database file.
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def connect_ro(path: Path, fix: str = "re-export the profile") -> sqlite3.Connection:
+    """Open an SQLite file read-only; TraceError (with `fix`) if it is not a readable database."""
+    try:
+        con = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+        con.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise TraceError(path, f"not a readable SQLite database ({exc})", fix) from None
+    return con
+
+
+def table_names(con: sqlite3.Connection) -> set[str]:
+    """The names of the tables and views of an open database."""
+    return {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+
+
+def file_tables(path: Path) -> set[str]:
+    """The table and view names of a SQLite file; sqlite3.Error when it cannot be read."""
+    con = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return table_names(con)
+    finally:
+        con.close()
