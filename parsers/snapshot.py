@@ -42,6 +42,7 @@ import polars as pl
 from traceview import schema
 from traceview.errors import TraceError, Warnings
 from traceview.parsers.base import ParsedRank
+from traceview.parsers.kineto_events import int64
 
 PICKLE_SUFFIXES = (".pickle", ".pkl")
 FIX = "pass a snapshot written by torch.cuda.memory._dump_snapshot"
@@ -65,9 +66,9 @@ def _state_only(segments: list, ends: pl.DataFrame) -> tuple[pl.DataFrame, pl.Da
         pl.col("_end_r").alias("total_reserved_bytes"),
     )
     blocks = [
-        (seg["device"], *_labels(b.get("frames")), _int(b.get("size")), _int(b.get("address")))
+        (seg["device"], *_labels(b.get("frames")), int64(b.get("size")), int64(b.get("address")))
         for seg in segments
-        if isinstance(seg, dict) and _int(seg.get("device")) is not None
+        if isinstance(seg, dict) and int64(seg.get("device")) is not None
         for b in (seg.get("blocks") if isinstance(seg.get("blocks"), list) else [])
         if isinstance(b, dict) and b.get("state") != "inactive"
     ]
@@ -149,10 +150,6 @@ def _labels(frames) -> tuple[str | None, str | None]:
     return _frame_text(frames[0]), _frame_text(user)
 
 
-def _int(value) -> int | None:
-    return value if type(value) is int and -(2**63) <= value < 2**63 else None
-
-
 def parse_snapshot(path: Path) -> ParsedRank:
     """The memory frames of one snapshot file (module docstring); TraceError if it is not one."""
     path = Path(path)
@@ -165,13 +162,13 @@ def parse_snapshot(path: Path) -> ParsedRank:
     end_allocated: dict[int, int] = {}
     end_reserved: dict[int, int] = {}
     for seg in doc["segments"]:
-        if not isinstance(seg, dict) or _int(seg.get("device")) is None:
+        if not isinstance(seg, dict) or int64(seg.get("device")) is None:
             continue
         d = seg["device"]
-        end_reserved[d] = end_reserved.get(d, 0) + (_int(seg.get("total_size")) or 0)
+        end_reserved[d] = end_reserved.get(d, 0) + (int64(seg.get("total_size")) or 0)
         for block in seg.get("blocks") if isinstance(seg.get("blocks"), list) else []:
             if isinstance(block, dict) and block.get("state") != "inactive":
-                end_allocated[d] = end_allocated.get(d, 0) + (_int(block.get("size")) or 0)
+                end_allocated[d] = end_allocated.get(d, 0) + (int64(block.get("size")) or 0)
     rows = []
     timed = True
     for d, entries in enumerate(traces):
@@ -179,11 +176,11 @@ def parse_snapshot(path: Path) -> ParsedRank:
             if not isinstance(e, dict):
                 continue
             action = e.get("action")
-            size = _int(e.get("size")) or 0
+            size = int64(e.get("size")) or 0
             t = e.get("time_us")
             timed &= type(t) is int
             op, top = _labels(e.get("frames")) if action == "alloc" else (None, None)
-            rows.append((d, k, t if type(t) is int else None, action, _int(e.get("addr")), size, op, top))
+            rows.append((d, k, t if type(t) is int else None, action, int64(e.get("addr")), size, op, top))
     frame = pl.DataFrame(
         rows,
         schema={
