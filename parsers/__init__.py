@@ -18,6 +18,7 @@ PARSERS = {
     "ascend": "traceview.parsers.ascend:parse_ascend_rank",
     "mindspore": "traceview.parsers.mindspore:parse_mindspore_timeline",
     "nsys": "traceview.parsers.nsys:parse_nsys",  # an Nsight Systems SQLite export
+    "rocprof": "traceview.parsers.rocprof:parse_rocprof",  # rocprofv3 JSON, or a CSV kernel trace and siblings
     "msprof": "traceview.parsers.ascend:parse_msprof_db",  # a CANN msprof_*.db (or another Ascend DB file)
     "snapshot": "traceview.parsers.snapshot:parse_snapshot",  # a PyTorch CUDA memory snapshot (given alone)
     "partial": "traceview.parsers.detect:parse_partial",  # a profile still being written: always a failure

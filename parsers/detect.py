@@ -6,6 +6,8 @@ The rules, in order:
   `trace_view.json` / an `ascend_pytorch_profiler*.db`) is one source of format `ascend`; nothing
   inside it is looked at again;
 - `*timeline_display_*.json` files are MindSpore timelines (`mindspore`);
+- rocprofv3 output: a JSON file whose top key is `"rocprofiler-sdk-tool"`, or a CSV
+  `*kernel_trace.csv` (read with its siblings of the same prefix) is a `rocprof` source;
 - SQLite files (`.sqlite`, `.db`, or a renamed `.json`) holding an Nsight Systems export's tables
   are `nsys` sources, and those holding the Ascend task tables (a CANN `msprof_*.db`, a MindSpore
   database) `msprof` sources, one per file;
@@ -20,7 +22,7 @@ Hidden folders and msprof `PROF_*` raw folders are skipped. A PyTorch memory sna
 (`*.pickle`, `_dump_snapshot`) is a `snapshot` source when it is the path given, never found in
 a folder (pickles next to traces are not ranks). A file (or a folder holding no
 profile but such a file) of a kind traceview recognises without reading it (an Nsight Systems
-report, a JAX XPlane protobuf, rocprofv3 output: `parsers.unsupported`) is a one-line error naming it.
+report, a JAX XPlane protobuf, a rocprofv3 rocpd database: `parsers.unsupported`) is a one-line error naming it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pathlib import Path
 from traceview.errors import TraceError
 from traceview.parsers.jsonio import peek_bytes
 from traceview.parsers.nsys import is_nsys_export
+from traceview.parsers.rocprof import KERNEL_TRACE, is_kernel_trace, is_rocprof_json, sibling_files
 from traceview.parsers.sqlite_ro import SQLITE_MAGIC
 from traceview.parsers.unsupported import sqlite_tables, unsupported_kind
 
@@ -100,10 +103,13 @@ def is_ascend_rank_dir(path: str | Path) -> bool:
 
 
 def _sniff_json(path: Path) -> str | None:
-    """'kineto' for a Chrome-trace object, 'array' for a bare JSON array, else None."""
+    """'kineto' for a Chrome-trace object, 'rocprof' for a rocprofv3 JSON output, 'array' for a
+    bare JSON array, else None."""
     head = peek_bytes(path, SNIFF_BYTES).lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith(b"{") and (b'"traceEvents"' in head or b'"schemaVersion"' in head):
         return "kineto"
+    if is_rocprof_json(head):
+        return "rocprof"
     if head.startswith(b"["):
         return "array"
     return None
@@ -160,6 +166,10 @@ def classify_file(path: Path) -> Source | None:
         sniffed = _sniff_json(path)
         if sniffed == "kineto":
             return Source("kineto", path)
+        if sniffed == "rocprof":
+            return Source("rocprof", path)
+    if name.endswith(".csv") and is_kernel_trace(path, peek_bytes(path, 4096)):
+        return Source("rocprof", path)
     return None
 
 
@@ -180,6 +190,8 @@ def discover(path: str | Path) -> list[Source]:
         database = database_source(path)  # any name: an export renamed by a wrapper
         if database is not None:
             return [database]
+        if path.name.endswith(KERNEL_TRACE):  # named like a rocprofv3 CSV kernel trace: its parser says what is off
+            return [Source("rocprof", path)]
         if path.name.lower().endswith(SNAPSHOT_SUFFIXES) and head.startswith(b"\x80"):
             return [Source("snapshot", path)]  # a pickle: read only when given by name, never found in a folder
         kind = unsupported_kind(path)
@@ -262,6 +274,8 @@ def _first_unsupported(path: Path) -> tuple[Path, tuple[str, str]] | None:
 def input_files(source: Source) -> list[Path]:
     """The files a parser reads for `source` (whose change must invalidate its cache entry; the
     memory guard sizes the load by them)."""
+    if source.format == "rocprof" and source.path.is_file():
+        return sorted([source.path, *sibling_files(source.path).values()])
     if source.path.is_file():
         return [source.path]
     files = [p for p in source.path.iterdir() if p.is_file()]

@@ -11,6 +11,12 @@ Tables read (those the export holds; any may be absent), times in ns on the sess
                                  annotation; marks without an end are skipped); a range named like a
                                  step (STEP_RANGE: `ProfilerStep#3`, `step 3`, `iteration 3`) is
                                  the host range of that step
+    CUDA_GPU_MEMORY_USAGE_EVENTS memory_events (`nsys --cuda-memory-usage=true`): each allocation
+                                 (+bytes) and free (-bytes) of device memory (memKind Device,
+                                 Array, Device Static; host and managed memory left out), series
+                                 component `cudaMalloc`; total_reserved_bytes is their running sum
+                                 per device from the capture's start (memory allocated before it
+                                 is not in it)
     TARGET_INFO_GPU              the device name and memory (`totalMemory`)
     StringIds                    the text behind every *Id column
 The thread of a host event: pid = globalTid >> 24 & 0xFFFFFF, tid = globalTid & 0xFFFFFF (the
@@ -18,7 +24,9 @@ export's encoding). Steps follow the Kineto rules (`parsers.steps.kineto_steps`)
 launched inside a step's host range belong to it (window rule "correlation").
 
 What an export lacks: PyTorch operator names (unless NVTX ranges carry them, as
-`torch.autograd.profiler.emit_nvtx` writes), the rank (null: numbered by the loader), memory.
+`torch.autograd.profiler.emit_nvtx` writes), the rank (null: numbered by the loader), PyTorch's
+allocator (what it hands out inside the memory it reserved: no allocated bytes, no blocks by
+operator).
 """
 
 from __future__ import annotations
@@ -29,14 +37,13 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import TraceError, Warnings
-from traceview.parsers import kinds, steps
+from traceview.parsers import kinds
+from traceview.parsers.activity import activity_rank, task_columns, used_devices
 from traceview.parsers.base import ParsedRank
 from traceview.parsers.sqlite_ro import connect_ro, table_names
 
 #: The tables that make a SQLite file an Nsight Systems export (any one of them).
 NSYS_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "TARGET_INFO_SESSION_START_TIME")
-#: An NVTX range naming a step (case-insensitive): its number is the step.
-STEP_RANGE = r"(?i)^\s*(?:ProfilerStep#|step[\s_#:-]*|iteration[\s_#:-]*|iter[\s_#:-]*)(\d+)\s*$"
 #: copyKind (CUpti_ActivityMemcpyKind) -> the Kineto-style memcpy name.
 COPY_KINDS = {
     1: "HtoD",
@@ -50,6 +57,10 @@ COPY_KINDS = {
     9: "HtoH",
     10: "PtoP",
 }
+#: CUDA_MEMOPR_MEMORY_KIND values of device memory (Device, Array, Device Static).
+DEVICE_MEMORY_KINDS = (2, 3, 5)
+#: The memory series of CUDA memory usage events.
+CUDA_MALLOC = "cudaMalloc"
 #: NVTX eventType values of ranges (push/pop, start/end); marks (34) have no end.
 NVTX_RANGES = (59, 60)
 FIX = "re-export it with nsys export --type sqlite"
@@ -86,22 +97,6 @@ def _thread(col: str) -> list[pl.Expr]:
     return [((g // (1 << 24)) % (1 << 24)).alias("pid"), (g % (1 << 24)).alias("tid")]
 
 
-def _tasks(frame: pl.DataFrame, kind: pl.Expr, name: pl.Expr, grid: pl.Expr, block: pl.Expr, size: pl.Expr):
-    """Device task columns of one CUPTI activity table."""
-    return frame.select(
-        "start_ns",
-        "end_ns",
-        "device",
-        "stream",
-        "correlation",
-        kind.alias("kind"),
-        name.alias("name"),
-        grid.alias("grid"),
-        block.alias("block"),
-        size.cast(pl.Int64).alias("bytes"),
-    )
-
-
 def parse_nsys(path: Path) -> ParsedRank:
     """The canonical frames of one Nsight Systems SQLite export (module docstring)."""
     path = Path(path)
@@ -117,7 +112,7 @@ def parse_nsys(path: Path) -> ParsedRank:
             raise TraceError(path, f"cannot read the SQLite export: {exc}", FIX) from None
     finally:
         db.close()
-    strings, kernels, copies, sets, runtime, nvtx, gpus = frames
+    strings, kernels, copies, sets, runtime, nvtx, gpus, memory = frames
     name_of = dict(zip(strings["id"].to_list(), strings["value"].to_list())) if strings is not None else {}
 
     def text(col: str) -> pl.Expr:
@@ -127,7 +122,7 @@ def parse_nsys(path: Path) -> ParsedRank:
     copy_kind = pl.col("copy_kind").replace_strict(COPY_KINDS, default=None, return_dtype=pl.String)
     no_text = pl.lit(None, pl.String)
     tasks = [
-        _tasks(frame, kind, task_name, grid, block, size)
+        task_columns(frame, kind, task_name, grid, block, size)
         for frame, kind, task_name, grid, block, size in (
             (
                 kernels,
@@ -149,13 +144,6 @@ def parse_nsys(path: Path) -> ParsedRank:
         )
         if frame is not None
     ]
-    device_tasks = (
-        pl.concat([t.cast({"bytes": pl.Int64}) for t in tasks], how="vertical_relaxed")
-        .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
-        .sort("start_ns", maintain_order=True)
-        if tasks
-        else None
-    )
     host = []
     if runtime is not None:
         host.append(
@@ -182,35 +170,7 @@ def parse_nsys(path: Path) -> ParsedRank:
                 pl.lit(None, pl.Int64).alias("correlation"),
             )
         )
-    host_events = (
-        pl.concat(host, how="vertical_relaxed")
-        .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
-        .sort("start_ns", maintain_order=True)
-        if host
-        else None
-    )
-    frames = {}
-    if device_tasks is not None:
-        frames["device_tasks"] = device_tasks
-    if host_events is not None:
-        frames["host_events"] = host_events
-    if device_tasks is not None and host_events is not None:
-        # an NVTX range named like a step is that step's host range (kineto_steps reads ProfilerStep#N)
-        named = host_events.with_columns(
-            pl.when(pl.col("kind") == "annotation")
-            .then(pl.format("ProfilerStep#{}", pl.col("name").str.extract(STEP_RANGE, 1)))
-            .alias("name")
-        )
-        step_frame, tasks_with_steps = steps.kineto_steps(
-            device_tasks.with_columns(pl.lit(None, pl.Int64).alias("step")),
-            named,
-            pl.DataFrame(schema={"name": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64}),
-            warn,
-        )
-        frames["device_tasks"], frames["steps"] = tasks_with_steps, step_frame
-    if device_tasks is None:
-        warn.add(NO_CUDA, 1)
-    used = device_tasks["device"].drop_nulls().unique().sort().to_list() if device_tasks is not None else []
+    used = used_devices(tasks)
     gpu = gpus.filter(pl.col("id").is_in(used)) if gpus is not None and used else gpus
     gpu_row = gpu.row(0, named=True) if gpu is not None and gpu.height else {}
     meta = {
@@ -219,15 +179,34 @@ def parse_nsys(path: Path) -> ParsedRank:
         "format": "nsys",
         "source": str(path),
         "device_name": gpu_row.get("name"),
-        "device_type": "gpu" if device_tasks is not None and device_tasks.height else "cpu",
         "device_memory_bytes": gpu_row.get("total_memory"),
     }
-    return ParsedRank.build(frames, meta, warn.messages())
+    extra = {"memory_events": _memory_events(memory)} if memory is not None else {}
+    return activity_rank(path, warn, tasks, host, meta, NO_CUDA, extra)
+
+
+def _memory_events(memory: pl.DataFrame) -> pl.DataFrame:
+    """CUDA_GPU_MEMORY_USAGE_EVENTS rows of device memory -> memory_events: signed bytes and
+    their running sum per device as total_reserved_bytes."""
+    signed = pl.when(pl.col("operation") == 1).then(-pl.col("bytes")).otherwise(pl.col("bytes"))
+    return (
+        memory.filter(pl.col("mem_kind").is_in(DEVICE_MEMORY_KINDS) & pl.col("start_ns").is_not_null())
+        .sort("start_ns", maintain_order=True)
+        .select(
+            pl.lit("cuda").alias("device_type"),
+            "device",
+            pl.lit(CUDA_MALLOC).alias("component"),
+            pl.col("start_ns").alias("ts_ns"),
+            signed.alias("bytes"),
+            pl.col("address").alias("addr"),
+            signed.cum_sum().over("device").alias("total_reserved_bytes"),
+        )
+    )
 
 
 def _read(db: sqlite3.Connection, tables: set[str]):
     """The raw tables (polars frames, None where absent): strings, kernels, memcpy, memset,
-    runtime calls, NVTX events, GPUs."""
+    runtime calls, NVTX events, GPUs, CUDA memory usage events."""
     timed = {"start_ns": ("start", "start"), "end_ns": ("end", '"end"')}
     task = {
         **timed,
@@ -283,4 +262,17 @@ def _read(db: sqlite3.Connection, tables: set[str]):
     )
     gpu = {"id": ("id", "id"), "name": ("name", "name"), "total_memory": ("totalMemory", "totalMemory")}
     gpus = _table(db, tables, "TARGET_INFO_GPU", gpu)
-    return strings, kernels, copies, sets, runtime, nvtx, gpus
+    memory = _table(
+        db,
+        tables,
+        "CUDA_GPU_MEMORY_USAGE_EVENTS",
+        {
+            "start_ns": ("start", "start"),
+            "device": ("deviceId", "deviceId"),
+            "address": ("address", "address"),
+            "bytes": ("bytes", "bytes"),
+            "mem_kind": ("memKind", "memKind"),
+            "operation": ("memoryOperationType", "memoryOperationType"),
+        },
+    )
+    return strings, kernels, copies, sets, runtime, nvtx, gpus, memory

@@ -3,8 +3,8 @@ and what to do, instead of "invalid JSON at byte 0".
 
 Recognised by content first (wrappers rename files), then by name: SQLite databases (by their
 tables: CANN msprof and MindSpore databases, rocprofv3's rocpd), JAX / TensorFlow XPlane
-protobufs, Perfetto protobuf traces, Nsight Systems reports (to be exported to SQLite, which
-traceview reads: `parsers/nsys.py`), and rocprofv3's JSON.
+protobufs, Perfetto protobuf traces (rocprofv3's `--output-format pftrace` too), and Nsight
+Systems reports (to be exported to SQLite, which traceview reads: `parsers/nsys.py`).
 """
 
 from __future__ import annotations
@@ -17,14 +17,18 @@ from traceview.parsers.sqlite_ro import SQLITE_MAGIC, file_tables
 
 READ = (
     "traceview reads torch.profiler's Chrome trace JSON, torch_npu / MindSpore Ascend rank folders, CANN msprof "
-    "databases, Nsight Systems SQLite exports and PyTorch memory snapshots (docs/formats.md)"
+    "databases, Nsight Systems SQLite exports, rocprofv3 JSON / CSV output and PyTorch memory snapshots "
+    "(docs/formats.md)"
 )
-NOT_YET = "not read yet: " + READ
 NSYS_REPORT = "export it first: nsys export --type sqlite REPORT.nsys-rep (traceview reads the .sqlite)"
 
 #: (a table whose presence names the database, what it is, what to do)
 SQLITE_KINDS = (
-    ("rocpd_kernel_dispatch", "a rocprofv3 rocpd database", NOT_YET),
+    (
+        "rocpd_kernel_dispatch",
+        "a rocprofv3 rocpd database",
+        "not read yet: re-run rocprofv3 with --output-format json or csv, which traceview reads",
+    ),
     (
         "TASK",
         "an Ascend profiler database without its task tables (COMPUTE_TASK_INFO, STRING_IDS)",
@@ -51,8 +55,6 @@ def unsupported_kind(path: Path) -> tuple[str, str] | None:
     for suffix, what, fix in NAME_KINDS:
         if name.endswith(suffix) or name.endswith(suffix + ".gz"):
             return what, fix
-    if head.lstrip().startswith(b"{") and b'"rocprofiler-sdk-tool"' in head:
-        return "a rocprofv3 JSON output", NOT_YET
     return None
 
 

@@ -152,6 +152,8 @@ CASES: dict[str, Fatal | Loads | Partial] = {
     "snapshot_truncated.pickle": Fatal("not a readable pickle"),
     "nsys_truncated.sqlite": Fatal("a SQLite database that cannot be read"),
     "snapshot_refused.pickle": Fatal("refused without running it: it refers to builtins.print"),
+    "rocprof_truncated.json": Fatal("truncated JSON: the text ends at byte 7,294"),
+    "rocprof_renamed_kernel_trace.csv": Fatal("not a rocprofv3 kernel trace (no Kernel_Name column)"),
     "being_written": Partial("rank1.pt.trace.json", ("truncated JSON", "still being written")),
     "partial_name": Partial("rank1.pt.trace.json.part", ("still being written", ".part")),
 }

@@ -93,6 +93,19 @@ def server_for():
         proc.wait(timeout=10)
 
 
+def serve_answers(base: str) -> tuple[dict, dict]:
+    """The pages and the timeline's data of a running server answer: (meta, overlays of the whole span)."""
+    import json
+
+    for page in ("/", "/timeline"):
+        with urllib.request.urlopen(base + page, timeout=30) as resp:
+            assert resp.status == 200
+    with urllib.request.urlopen(base + "/api/timeline/meta", timeout=60) as resp:
+        meta = json.load(resp)
+    with urllib.request.urlopen(base + f"/api/timeline/overlays?start=0&end={meta['end']}", timeout=60) as resp:
+        return meta, json.load(resp)
+
+
 @pytest.fixture(scope="module")
 def browser():
     with sync_playwright() as p:

@@ -15,7 +15,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, run_cli
-from tests.test_browser import server_for  # noqa: F401 - fixture
+from tests.test_browser import serve_answers, server_for  # noqa: F401 - fixture
 from traceview.parsers.nsys import NO_CUDA
 
 NSYS = DATA / "nsys"
@@ -151,18 +151,8 @@ def test_an_export_in_a_folder_is_found_by_content(tmp_path):
 @pytest.mark.integration
 def test_serve_answers_for_an_export_and_a_snapshot(cloverleaf, server_for):  # noqa: F811
     """`traceview serve` on each new format: the pages and the timeline's data answer."""
-    import json
-    import urllib.request
-
     for path in (cloverleaf, DATA / "snapshot" / "memory_snapshot.pickle"):
-        base = server_for(path)
-        for page in ("/", "/timeline"):
-            with urllib.request.urlopen(base + page, timeout=30) as resp:
-                assert resp.status == 200
-        with urllib.request.urlopen(base + "/api/timeline/meta", timeout=60) as resp:
-            meta = json.load(resp)
-        with urllib.request.urlopen(base + f"/api/timeline/overlays?start=0&end={meta['end']}", timeout=60) as resp:
-            overlays = json.load(resp)
+        meta, overlays = serve_answers(server_for(path))
         kinds = set(meta["lanes"]["kind"])
         assert ("device" in kinds) if path == cloverleaf else (kinds == {"memory"} and overlays["memory"]["lane"])
 
@@ -173,3 +163,47 @@ def test_an_export_given_by_any_name_is_read(tmp_path):
         renamed = tmp_path / name
         shutil.copy(path, renamed)
         assert tv.load(renamed, use_cache=False).ranks["format"].to_list() == ["nsys"]
+
+
+def test_cuda_memory_usage_events_are_the_device_memory_series(tmp_path):
+    """`nsys --cuda-memory-usage=true` rows (built from the export's documented schema: the real
+    exports here were recorded without it): device allocations and frees, their running sum as
+    reserved memory, against the GPU's totalMemory."""
+    mib = 1 << 20
+    path = _tiny_export(tmp_path / "mem.sqlite", [("step 3", 1000, 2000), ("step 4", 2000, 3000)])
+    db = sqlite3.connect(path)
+    db.executescript(
+        """
+        CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INT, globalPid INT, deviceId INT, contextId INT,
+            address INT, pc INT, bytes INT, memKind INT, memoryOperationType INT, name TEXT, correlationId INT);
+        CREATE TABLE TARGET_INFO_GPU (id INT, name TEXT, totalMemory INT);
+        INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA H100 80GB HBM3', 167772160);
+        """
+    )
+    rows = [
+        (1100, 0x1000, 100 * mib, 2, 0),  # device memory: allocated
+        (1500, 0x2000, 50 * mib, 2, 0),
+        (1600, 0x9000, 10 * mib, 1, 0),  # pinned host memory: not the device's
+        (2500, 0x1000, 100 * mib, 2, 1),  # freed
+    ]
+    for start, addr, size, kind, op in rows:
+        db.execute(
+            "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (?, 1, 0, 1, ?, 0, ?, ?, ?, NULL, NULL)",
+            (start, addr, size, kind, op),
+        )
+    db.commit()
+    db.close()
+    t = tv.load(path, use_cache=False)
+    assert t.memory().select("ts_ns", "reserved_bytes").rows() == [
+        (1100, 100 * mib),
+        (1500, 150 * mib),
+        (2500, 50 * mib),
+    ]
+    peaks = t.memory_peaks().select("component", "step", "peak_reserved_bytes", "peak_device_frac").rows()
+    assert peaks == [
+        ("cudaMalloc", None, 150 * mib, 150 / 160),
+        ("cudaMalloc", 3, 150 * mib, 150 / 160),
+        ("cudaMalloc", 4, 150 * mib, 150 / 160),  # a step counts what it starts with
+    ]
+    found = t.findings().filter(pl.col("rule") == "memory_near_capacity")
+    assert found.select("rank", "severity").rows() == [(0, "warning")]

@@ -26,7 +26,6 @@ CASES = [
     (lambda d: _write(d / "host.xplane.pb", b"\x0a\x05plane"), "is a JAX / TensorFlow XPlane protobuf"),
     (lambda d: _write(d / "run.pftrace", b"\x0a\x02\x08\x01"), "is a Perfetto protobuf trace"),
     (lambda d: _write(d / "run.nsys-rep", b"\x00" * 64), "is an Nsight Systems report"),
-    (lambda d: _write(d / "out_results.json", b'{"rocprofiler-sdk-tool": [{}]}'), "is a rocprofv3 JSON output"),
 ]
 
 

@@ -117,8 +117,8 @@ RANKS: dict[str, tuple[pl.DataType, str]] = {
     "world_size": (pl.Int64, "World size when recorded; null if unknown."),
     "format": (
         pl.String,
-        "kineto, ascend, mindspore, msprof (a CANN msprof_*.db), nsys (an Nsight Systems SQLite export) or "
-        "snapshot (a PyTorch CUDA memory snapshot).",
+        "kineto, ascend, mindspore, msprof (a CANN msprof_*.db), nsys (an Nsight Systems SQLite export), "
+        "rocprof (rocprofv3 JSON or CSV output) or snapshot (a PyTorch CUDA memory snapshot).",
     ),
     "source": (pl.String, "Path of the file or folder the rank was read from."),
     "device_name": (pl.String, "Device model (deviceProperties name); null if not recorded."),
@@ -143,7 +143,9 @@ MEMORY_EVENTS: dict[str, tuple[pl.DataType, str]] = {
     "component": (
         pl.String,
         "Ascend memory_record Component (PTA: torch_npu's caching allocator, GE: the graph engine, PTA+GE: both, "
-        "APP: the whole process, reserved only); null for Kineto (PyTorch's caching allocator).",
+        "APP: the whole process, reserved only); `module <NAME>` for a CANN module of npu_module_mem.csv (reserved "
+        "only); `cudaMalloc` for an Nsight export's CUDA memory usage events (the device memory the process "
+        "allocated, counted as reserved from the capture start); null for Kineto (PyTorch's caching allocator).",
     ),
     "ts_ns": (pl.Int64, "When the allocator recorded it, on the rank's clock, ns."),
     "pid": (pl.Int64, "Process of the allocating thread (Kineto); null if not recorded."),

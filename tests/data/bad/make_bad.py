@@ -98,6 +98,10 @@ CASES: list[tuple[str, str, str]] = [
      "fatal: a SQLite database that cannot be read"),
     ("snapshot_refused.pickle", "a pickle that asks to call builtins.print while loading",
      "fatal: refused without running it"),
+    ("rocprof_truncated.json", "the first half of the rocprofv3 JSON output in tests/data/rocprof/built",
+     "fatal: truncated JSON"),
+    ("rocprof_renamed_kernel_trace.csv", "a rocprofv3 CSV kernel trace whose Kernel_Name column is renamed",
+     "fatal: not a rocprofv3 kernel trace (no Kernel_Name column)"),
 ]
 
 # ------------------------------------------------------------------------------------------------
@@ -252,6 +256,11 @@ def kineto_cases() -> dict[str, bytes]:
     ]))
     saxpy = HERE.parent / "nsys" / "saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz"
     files["nsys_truncated.sqlite"] = gzip.decompress(saxpy.read_bytes())[:8_192]
+    rocprof = HERE.parent / "rocprof"
+    built = (rocprof / "built" / "omp_results.json").read_bytes()
+    files["rocprof_truncated.json"] = built[: len(built) // 2]
+    trace = (rocprof / "omp_output" / "omp_kernel_trace.csv").read_bytes()
+    files["rocprof_renamed_kernel_trace.csv"] = trace.replace(b'"Kernel_Name"', b'"KernelName"', 1)
     # a pickle cut short, and one whose loading would call builtins.print (harmless, and refused)
     files["snapshot_truncated.pickle"] = pickle.dumps({"segments": [], "device_traces": [[]]}, protocol=4)[:-5]
     files["snapshot_refused.pickle"] = (
