@@ -1,4 +1,5 @@
-"""The seeds of bench/fuzz_parsers.py and how it damages them: byte mutators, JSON and CSV mutators, Ascend folder cases."""
+"""The seeds of bench/fuzz_parsers.py and how it damages them: byte mutators, JSON and CSV mutators, Ascend
+folder cases, and the other formats (rocprofv3 JSON and CSV, Nsight and msprof SQLite, memory snapshots)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,14 @@ from traceview.parsers.kineto_events import ARG_KEYS_READ, EVENT_KEYS_READ
 
 ROOT = Path(__file__).resolve().parents[1]
 ASCEND_SEED = ROOT / "sample_traces/ascend_2rank/rank0_ascend_pt"
+#: Seeds of the other formats: (file name the case is written as, source file; .gz is unpacked).
+FORMAT_SEEDS = (
+    ("omp_results.json", ROOT / "tests/data/rocprof/built/omp_results.json"),
+    ("omp_kernel_trace.csv", ROOT / "tests/data/rocprof/omp_output/omp_kernel_trace.csv"),
+    ("saxpy.sqlite", ROOT / "tests/data/nsys/saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz"),
+    ("msprof_0.db", ROOT / "tests/data/msprof/msprof_0.db"),
+    ("memory_snapshot.pickle", ROOT / "tests/data/snapshot/memory_snapshot.pickle"),
+)
 
 # ---------------------------------------------------------------------------------------------
 # Seeds.
@@ -342,9 +351,28 @@ def json_mutate_list(rnd, doc) -> bytes:
 # The loop.
 
 
+def format_case(rnd: random.Random, dest: Path) -> tuple[Path, str]:
+    """One of the other formats (FORMAT_SEEDS) damaged by a byte mutator, or for the CSV kernel
+    trace by the CSV mutator; the rocprofv3 CSV keeps its agent_info sibling."""
+    name, source = rnd.choice(FORMAT_SEEDS)
+    data = source.read_bytes()
+    if source.name.endswith(".gz"):
+        data = gzip.decompress(data)
+    if name.endswith(".csv"):
+        shutil.copy(source.with_name("omp_agent_info.csv"), dest / "omp_agent_info.csv")
+        if rnd.random() < 0.6:
+            (dest / name).write_text(csv_mutate(rnd, data.decode("utf-8", "replace")), encoding="utf-8")
+            return dest / name, f"{name}:csv"
+    m = rnd.choice(BYTE_MUTATORS)
+    (dest / name).write_bytes(m(rnd, data, data))
+    return dest / name, f"{name}:{m.__name__}"
+
+
 def make_case(rnd: random.Random, seeds, parsed, dest: Path) -> tuple[Path, str]:
     if rnd.random() < 0.15:
         return dest / "rank0_ascend_pt", ascend_case(rnd, dest)
+    if rnd.random() < 0.2:
+        return format_case(rnd, dest)
     name, data = rnd.choice(seeds)
     other = rnd.choice(seeds)[1]
     if rnd.random() < 0.5:

@@ -115,6 +115,7 @@ def load_plain(path: Path):
         IndexError,
         KeyError,
         AttributeError,
+        OverflowError,
         MemoryError,
         RecursionError,
     ) as exc:

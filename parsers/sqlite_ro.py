@@ -19,10 +19,17 @@ def connect_ro(path: Path, fix: str = "re-export the profile") -> sqlite3.Connec
     """Open an SQLite file read-only; TraceError (with `fix`) if it is not a readable database."""
     try:
         con = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+        con.text_factory = _lenient_text
         con.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
     except sqlite3.DatabaseError as exc:
         raise TraceError(path, f"not a readable SQLite database ({exc})", fix) from None
     return con
+
+
+def _lenient_text(raw: bytes) -> str:
+    """A TEXT value as str; bytes that are not UTF-8 (a damaged or foreign string) become U+FFFD
+    instead of failing the whole query."""
+    return raw.decode("utf-8", errors="replace")
 
 
 def table_names(con: sqlite3.Connection) -> set[str]:

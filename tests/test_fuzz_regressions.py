@@ -273,3 +273,42 @@ def test_input_dims_nested_deeper_than_orjson_dumps(tmp_path):
         finally:
             kineto.TYPED_DECODE = saved
     assert shapes[0] == shapes[1] and shapes[0][0].startswith("[[")  # one tensor-list input, its lists as text
+
+
+# --- other formats (bench/fuzz_mutators.py FORMAT_SEEDS) ---------------------------------------
+
+
+def test_a_pickle_frame_longer_than_memory_is_a_trace_error(tmp_path):
+    """A FRAME opcode announcing 2**64 - 1 bytes (a byte inserted into a snapshot) raised OverflowError."""
+    path = tmp_path / "memory_snapshot.pickle"
+    path.write_bytes(b"\x80\x04\x95" + b"\xff" * 8 + b"}.")
+    with pytest.raises(TraceError, match="not a readable pickle"):
+        tv.load(path, use_cache=False)
+
+
+def test_a_library_message_spanning_lines_is_folded_to_one():
+    """SQLite quotes a damaged schema line by line; the TraceError quoting it stays one line."""
+    err = TraceError("x.sqlite", 'malformed database schema (T) - unrecognized token: "`a INT,\n    b INT\n)"', "a\nb")
+    assert "\n" not in str(err) and 'token: "`a INT, b INT )"' in str(err) and str(err).endswith("(a b)")
+    assert len(TraceError("x", "y" * 5000).problem) == 400
+
+
+def test_text_that_is_not_utf8_in_an_nsys_export_is_replaced(tmp_path):
+    """A bit flip inside a StringIds value made the whole export unreadable ('Could not decode to UTF-8')."""
+    import sqlite3
+
+    path = tmp_path / "flipped.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(
+        """
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, streamId INT,
+            correlationId INT, demangledName INT);
+        INSERT INTO StringIds VALUES (1, CAST(X'67656d6dff' AS TEXT));
+        INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (100, 200, 0, 7, 1, 1);
+        """
+    )
+    db.commit()
+    db.close()
+    t = tv.load(path, use_cache=False)
+    assert t.device_tasks["name"].to_list() == ["gemm\ufffd"]

@@ -12,17 +12,30 @@ from pathlib import Path
 
 from traceview.safe_text import path_text
 
+#: The longest problem (or fix) text a TraceError keeps; a longer one is cut with an ellipsis.
+PROBLEM_CHARS = 400
+
+
+def _one_line(text: str) -> str:
+    """`text` with every run of whitespace holding a line break folded to one space, cut to
+    PROBLEM_CHARS characters."""
+    if "\n" in text or "\r" in text:
+        text = " ".join(text.split())
+    return text if len(text) <= PROBLEM_CHARS else text[: PROBLEM_CHARS - 1] + "…"
+
 
 class TraceError(Exception):
     """A profile (or one file of it) cannot be read.
 
-    The message is one line: which file, what is wrong, and what to do about it.
+    The message is one line: which file, what is wrong, and what to do about it. A problem or fix
+    quoting a library's message (SQLite quotes a damaged schema, lines and all) is folded to one
+    line of at most PROBLEM_CHARS characters.
     """
 
     def __init__(self, path: str | Path | None, problem: str, fix: str | None = None):
         self.path = path_text(path) if path is not None else None
-        self.problem = path_text(problem)
-        self.fix = path_text(fix) if fix is not None else None
+        self.problem = _one_line(path_text(problem))
+        self.fix = _one_line(path_text(fix)) if fix is not None else None
         where = f"cannot read {self.path}: " if self.path else ""
         tail = f" ({self.fix})" if fix else ""
         super().__init__(f"{where}{self.problem}{tail}")
