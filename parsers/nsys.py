@@ -186,8 +186,10 @@ def parse_nsys(path: Path) -> ParsedRank:
 
 
 def _memory_events(memory: pl.DataFrame) -> pl.DataFrame:
-    """CUDA_GPU_MEMORY_USAGE_EVENTS rows of device memory -> memory_events: signed bytes and
-    their running sum per device as total_reserved_bytes."""
+    """CUDA_GPU_MEMORY_USAGE_EVENTS rows of device memory -> memory_events: the running sum per
+    device of allocations (+bytes) and frees (-bytes) as total_reserved_bytes. `bytes` stays null:
+    a change there would make the timeline count it as allocated (PyTorch's sense), which these
+    driver allocations are not."""
     signed = pl.when(pl.col("operation") == 1).then(-pl.col("bytes")).otherwise(pl.col("bytes"))
     return (
         memory.filter(pl.col("mem_kind").is_in(DEVICE_MEMORY_KINDS) & pl.col("start_ns").is_not_null())
@@ -197,7 +199,6 @@ def _memory_events(memory: pl.DataFrame) -> pl.DataFrame:
             "device",
             pl.lit(CUDA_MALLOC).alias("component"),
             pl.col("start_ns").alias("ts_ns"),
-            signed.alias("bytes"),
             pl.col("address").alias("addr"),
             signed.cum_sum().over("device").alias("total_reserved_bytes"),
         )

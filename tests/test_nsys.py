@@ -205,5 +205,11 @@ def test_cuda_memory_usage_events_are_the_device_memory_series(tmp_path):
         ("cudaMalloc", 3, 150 * mib, 150 / 160),
         ("cudaMalloc", 4, 150 * mib, 150 / 160),  # a step counts what it starts with
     ]
+    assert t.memory_peaks()["peak_allocated_bytes"].null_count() == 3  # driver allocations are reserved memory
     found = t.findings().filter(pl.col("rule") == "memory_near_capacity")
     assert found.select("rank", "severity").rows() == [(0, "warning")]
+    from traceview.analysis.memory import lane_series
+
+    assert lane_series(t.memory_peaks())["component"].to_list() == ["cudaMalloc"]  # the timeline's memory lane
+    text = run_cli("summary", str(path)).stdout
+    assert "memory cuda:0 peak reserved: cudaMalloc 150.00 MiB (93.8 % of 160.00 MiB)" in text
