@@ -333,7 +333,7 @@ def memory_section(page: Page, trace, summary: dict) -> list[dict]:
     rows = []
     for r in summary["ranks"]:
         for m in r.get("memory") or []:
-            if m["device"] is None or m["peak_allocated_bytes"] is None:
+            if m["device"] is None or (m["peak_allocated_bytes"] is None and m["peak_reserved_bytes"] is None):
                 continue
             held = [a for a in m["at_peak"] if a["operator"] not in REMAINDERS][:3]
             rows.append(

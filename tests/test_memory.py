@@ -349,6 +349,14 @@ def test_ascend_peaks_and_blocks_equal_a_recount_of_the_csv_files(name):
             live[r["Name"]] += int(Decimal(r["Size(KB)"]) * 1024)
     held = t.memory_at_peak().filter(pl.col("operator") != BEFORE_TRACE)
     assert dict(held.select("operator", "live_bytes").iter_rows()) == dict(live)
+    # npu_module_mem.csv: each CANN module that holds memory is a `module <NAME>` series
+    modules = defaultdict(list)
+    for r in _csv_rows(out / "npu_module_mem.csv"):
+        modules[r["Component"]].append(Decimal(r["Total Reserved(MB)"]) * MiB)
+    want = {f"module {m}": (len(v), int(max(v))) for m, v in modules.items() if max(v) > 0}
+    got = peaks.filter(pl.col("component").str.starts_with("module "))
+    assert {r[0]: (r[1], r[2]) for r in got.select("component", "records", "peak_reserved_bytes").iter_rows()} == want
+    assert got["peak_allocated_bytes"].null_count() == got.height and len(want) >= 3
 
 
 def test_the_finding_fires_when_the_peak_nears_the_device_memory(tmp_path):
@@ -409,7 +417,16 @@ def test_ascend_db_export_memory_equals_a_query_of_its_tables():
     )
     t = _load(path)
     peaks = t.memory_peaks().filter(pl.col("step").is_null())
-    assert dict(peaks.select("component", "peak_allocated_bytes").iter_rows()) == want
+    modules = peaks.filter(pl.col("component").str.starts_with("module "))
+    assert (
+        dict(peaks.join(modules, on="component", how="anti").select("component", "peak_allocated_bytes").iter_rows())
+        == want
+    )
+    held_by_module = db.execute(
+        "SELECT 'module ' || e.name, MAX(m.totalReserved) FROM NPU_MODULE_MEM m JOIN ENUM_MODULE e ON e.id = m.moduleId "
+        "GROUP BY e.name HAVING MAX(m.totalReserved) > 0"
+    ).fetchall()
+    assert dict(modules.select("component", "peak_reserved_bytes").iter_rows()) == dict(held_by_module)
     pta = peaks.filter(pl.col("component") == "PTA+GE").row(0, named=True)  # the series the blocks belong to
     live = defaultdict(int)
     for name, size, alloc, release in db.execute(

@@ -42,7 +42,7 @@ from traceview.parsers.ascend.db import read_profiler_db
 from traceview.parsers.ascend.files import RankFiles, locate_files, read_rank, read_world_size
 from traceview.parsers.ascend.kernel_details import read_kernel_details
 from traceview.parsers.ascend.kinds import TASK_KIND_RULES, task_kind
-from traceview.parsers.ascend.memory import read_memory_record, read_operator_memory
+from traceview.parsers.ascend.memory import read_memory_record, read_npu_module_mem, read_operator_memory
 from traceview.parsers.ascend.reference import (
     read_analysis_communication,
     read_analysis_step_trace,
@@ -133,8 +133,13 @@ def _parse(path: Path) -> ParsedRank:
     elif files.analysis_db and not text_export:
         frames["ascend_communication"] = read_analysis_communication(files.analysis_db, warnings)
 
-    if files.memory_record:
-        frames["memory_events"] = read_memory_record(files.memory_record, warnings)
+    memory = [
+        read(f, warnings)
+        for f, read in ((files.memory_record, read_memory_record), (files.npu_module_mem, read_npu_module_mem))
+        if f
+    ]
+    if memory:
+        frames["memory_events"] = pl.concat(memory, how="vertical") if len(memory) > 1 else memory[0]
     if files.operator_memory:
         frames["memory_allocations"] = read_operator_memory(files.operator_memory, warnings)
 

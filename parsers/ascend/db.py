@@ -37,6 +37,7 @@ import polars as pl
 
 from traceview.errors import TraceError, Warnings
 from traceview.parsers.ascend.kinds import task_kind
+from traceview.parsers.ascend.memory import MODULE_PREFIX, holding_modules
 from traceview.parsers.ascend.steps import HOST_STEP_SCHEMA, host_step_ranges
 from traceview.parsers.ascend.text import texts
 from traceview.parsers.sqlite_ro import connect_ro, table_names
@@ -123,7 +124,9 @@ def read_profiler_db(path: Path, warnings: Warnings) -> dict:
 def _db_memory(con: sqlite3.Connection, tables: set[str]) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
     """MEMORY_RECORD -> memory_events and OP_MEMORY -> memory_allocations (the DB export's
     memory_record.csv / operator_memory.csv: bytes and ns already; component and operator names
-    via STRING_IDS; device npu:<deviceId>); None for a table the export lacks."""
+    via STRING_IDS; device npu:<deviceId>), with NPU_MODULE_MEM's modules that hold memory
+    (npu_module_mem.csv: names via ENUM_MODULE, `module <NAME>` series); None for a table the
+    export lacks."""
     events = allocations = None
     if {"MEMORY_RECORD", "STRING_IDS"} <= tables:
         events = query(
@@ -139,6 +142,17 @@ def _db_memory(con: sqlite3.Connection, tables: set[str]) -> tuple[pl.DataFrame 
                 "device": pl.Int64,
             },
         ).with_columns(pl.lit("npu").alias("device_type"))
+    if {"NPU_MODULE_MEM", "ENUM_MODULE"} <= tables:
+        modules = query(
+            con,
+            "SELECT e.name, m.timestampNs, m.totalReserved, m.deviceId "
+            "FROM NPU_MODULE_MEM m LEFT JOIN ENUM_MODULE e ON e.id = m.moduleId ORDER BY m.timestampNs",
+            {"component": pl.String, "ts_ns": pl.Int64, "total_reserved_bytes": pl.Int64, "device": pl.Int64},
+        ).with_columns(
+            (MODULE_PREFIX + pl.col("component").fill_null("?")).alias("component"), pl.lit("npu").alias("device_type")
+        )
+        modules = holding_modules(modules)
+        events = modules if events is None else pl.concat([events, modules], how="diagonal_relaxed")
     if {"OP_MEMORY", "STRING_IDS"} <= tables:
         allocations = query(
             con,

@@ -9,7 +9,8 @@ Layout (torch_npu `tensorboard_trace_handler`, MindSpore 2.x likewise):
         ASCEND_PROFILER_OUTPUT/               kernel_details.csv, trace_view.json,
                                               step_trace_time.csv, communication.json,
                                               ascend_pytorch_profiler_<rank>.db, analysis.db,
-                                              memory_record.csv, operator_memory.csv
+                                              memory_record.csv, operator_memory.csv,
+                                              npu_module_mem.csv
 A loose folder holding the output files directly, or ASCEND_PROFILER_OUTPUT/ itself, is read the
 same way. Which folders count as ranks is `parsers.detect.is_ascend_rank_dir` (discovery's rule).
 """
@@ -32,6 +33,7 @@ COMMUNICATION = "communication.json"
 ANALYSIS_DB = "analysis.db"
 MEMORY_RECORD = "memory_record.csv"
 OPERATOR_MEMORY = "operator_memory.csv"
+NPU_MODULE_MEM = "npu_module_mem.csv"
 
 
 @dataclass
@@ -50,6 +52,7 @@ class RankFiles:
     profiler_metadata: Path | None
     memory_record: Path | None = None
     operator_memory: Path | None = None
+    npu_module_mem: Path | None = None
 
 
 def _file(folder: Path, name: str) -> Path | None:
@@ -85,6 +88,7 @@ def locate_files(path: Path) -> RankFiles:
         analysis_db=_file(output, ANALYSIS_DB),
         memory_record=_file(output, MEMORY_RECORD),
         operator_memory=_file(output, OPERATOR_MEMORY),
+        npu_module_mem=_file(output, NPU_MODULE_MEM),
         profiler_info=sorted(p for p in root.glob("profiler_info*.json") if p.is_file()),
         profiler_metadata=_file(root, "profiler_metadata.json"),
     )

@@ -6,6 +6,11 @@ memory_record.csv (profile_memory=True): one row per change of a component's mem
     engine), PTA+GE (both), APP (the whole process, reserved only).
 operator_memory.csv: one row per block an operator allocated: Name, Size(KB), Allocation Time(us),
     Release Time(us) (empty: not released in the trace), ..., Device Type.
+npu_module_mem.csv: each CANN module's memory on the device over time: Component (the module:
+    APP, HCCL, RUNTIME, GE, ...), Timestamp(us), Total Reserved(MB), Device. A module's series is
+    named `module <NAME>` (MODULE_PREFIX): the module APP is not memory_record's APP (the module
+    counts what the application's own module reserved, memory_record's APP the whole process). A
+    module that holds nothing at every record (most of the ~78 listed) is left out.
 MB are MiB (torch_npu divides bytes by 2^20) and KB KiB: both are converted back to bytes exactly
 (the values are multiples of 2^-20 MiB, exact in float64). Times are decimal µs text, converted
 exactly. `Device Type` is `NPU:<id>`.
@@ -37,6 +42,14 @@ OPERATOR_MEMORY_COLUMNS = {
     "release": ("releasetime(us)",),
     "device": ("devicetype", "device"),
 }
+NPU_MODULE_MEM_COLUMNS = {
+    "component": ("component",),
+    "ts": ("timestamp(us)",),
+    "reserved": ("totalreserved(mb)",),
+    "device": ("device", "devicetype"),
+}
+#: The component name of a CANN module's memory series (`module HCCL`).
+MODULE_PREFIX = "module "
 NO_TIME = (
     "memory rows whose time is not decimal microseconds dropped (empty, or rounded by a spreadsheet to a "
     "form such as 1.69512E+15)"
@@ -85,3 +98,24 @@ def read_operator_memory(path: Path, warnings: Warnings) -> pl.DataFrame:
     )
     warnings.add(NO_TIME, out["alloc_ns"].null_count())
     return schema.conform(out.drop_nulls("alloc_ns"), "memory_allocations")
+
+
+def holding_modules(events: pl.DataFrame) -> pl.DataFrame:
+    """Module memory records of the modules that hold memory at some record (the others dropped)."""
+    holds = pl.col("total_reserved_bytes").fill_null(0).max().over("device_type", "device", "component") > 0
+    return events.filter(holds)
+
+
+def read_npu_module_mem(path: Path, warnings: Warnings) -> pl.DataFrame:
+    """npu_module_mem.csv -> memory_events of the modules that hold memory (reserved only)."""
+    df = read_text_csv(path)
+    cols = find_columns(df, NPU_MODULE_MEM_COLUMNS)
+    out = df.select(
+        *_device(column(cols, "device")),
+        (MODULE_PREFIX + column(cols, "component").str.strip_chars()).alias("component"),
+        us_text_to_ns(column(cols, "ts")).alias("ts_ns"),
+        _scaled(column(cols, "reserved"), 1 << 20).alias("total_reserved_bytes"),
+    )
+    warnings.add(NO_TIME, out["ts_ns"].null_count())
+    out = holding_modules(out.drop_nulls("ts_ns"))
+    return schema.conform(out.sort("ts_ns", maintain_order=True), "memory_events")

@@ -225,23 +225,24 @@ def memory_at_peak(peaks: pl.DataFrame, allocations: pl.DataFrame) -> pl.DataFra
     ).select(*SERIES, "peak_ns", "operator", "live_bytes", "blocks", "share_frac")
 
 
-#: The component a rank's memory lane shows, best first (Kineto's allocator is component null).
-LANE_COMPONENTS = (None, "PTA+GE", "PTA", "GE")
+#: The component a rank's memory lane shows, best first (Kineto's allocator is component null; an
+#: Nsight export's device memory, reserved only, is `cudaMalloc`).
+LANE_COMPONENTS = (None, "PTA+GE", "PTA", "GE", "cudaMalloc")
 
 
 def lane_series(peaks: pl.DataFrame) -> pl.DataFrame:
     """Per rank, the one memory series its timeline lane shows: a device's (not host memory) with
-    allocated values, the first of LANE_COMPONENTS present, the device with the highest peak among
-    those. Columns: rank, device_type, device, component, peak_allocated_bytes, peak_reserved_bytes."""
+    values, the first of LANE_COMPONENTS present, the device with the highest peak (allocated,
+    else reserved) among those. Columns: rank, device_type, device, component,
+    peak_allocated_bytes, peak_reserved_bytes."""
     order = {c: i for i, c in enumerate(LANE_COMPONENTS) if c is not None}
     rank_of = pl.col("component").replace_strict(order, default=len(LANE_COMPONENTS), return_dtype=pl.Int64)
+    peak = pl.coalesce("peak_allocated_bytes", "peak_reserved_bytes")
     return (
-        peaks.filter(
-            pl.col("step").is_null() & pl.col("device").is_not_null() & pl.col("peak_allocated_bytes").is_not_null()
-        )
-        .with_columns(pl.when(pl.col("component").is_null()).then(0).otherwise(rank_of).alias("_c"))
+        peaks.filter(pl.col("step").is_null() & pl.col("device").is_not_null() & peak.is_not_null())
+        .with_columns(pl.when(pl.col("component").is_null()).then(0).otherwise(rank_of).alias("_c"), peak.alias("_p"))
         .filter(pl.col("_c") < len(LANE_COMPONENTS))
-        .sort(["rank", "_c", "peak_allocated_bytes", "device"], descending=[False, False, True, False])
+        .sort(["rank", "_c", "_p", "device"], descending=[False, False, True, False])
         .group_by("rank", maintain_order=True)
         .first()
         .select(*SERIES, "peak_allocated_bytes", "peak_reserved_bytes")

@@ -189,10 +189,17 @@ MEMORY_OPS_SHOWN = 5
 
 def memory_lines(series: list[dict]) -> list[str]:
     """A rank's memory section (`doc["ranks"][i]["memory"]`) in words: per device allocator, its
-    peak allocated (and reserved, and the share of the device) and what held the peak."""
+    peak allocated (and reserved, and the share of the device) and what held the peak; then per
+    device one line of the series that record reserved memory only (APP, CANN modules, cudaMalloc)."""
     out = []
+    reserved_only: dict[str, list[str]] = {}
     for m in series:
-        if m["device"] is None or m["peak_allocated_bytes"] is None:  # host memory; APP (reserved only)
+        if m["device"] is not None and m["peak_allocated_bytes"] is None and m["peak_reserved_bytes"] is not None:
+            item = f"{m['component'] or 'allocator'} {size_text(m['peak_reserved_bytes'])}"
+            if m["peak_device_frac"] is not None:
+                item += f" ({100 * m['peak_device_frac']:.1f} % of {size_text(m['device_memory_bytes'])})"
+            reserved_only.setdefault(f"{m['device_type']}:{m['device']}", []).append(item)
+        if m["device"] is None or m["peak_allocated_bytes"] is None:  # host memory; reserved only: below
             continue
         where = f"{m['device_type']}:{m['device']}" + (f" {m['component']}" if m["component"] else "")
         relative = " (since the trace started)" if m["basis"] == "relative" else ""
@@ -208,14 +215,21 @@ def memory_lines(series: list[dict]) -> list[str]:
         shown += [a for a in m["at_peak"] if a["operator"] in REMAINDERS]
         held = [f"{_short(a['operator'])} {size_text(a['live_bytes'])} ({100 * a['share_frac']:.1f} %)" for a in shown]
         if held:
-            out.append("    held at the peak:")
-            for item in held:  # whole items per line
-                if len(out[-1]) + len(item) + 2 > 110:
-                    out[-1] += ","
-                    out.append("      " + item)
-                else:
-                    out[-1] += (" " if out[-1].endswith(":") else ", ") + item
+            _wrapped(out, "    held at the peak:", held)
+    for device, items in reserved_only.items():  # APP, CANN modules, cudaMalloc: reserved memory only
+        _wrapped(out, f"  memory {device} peak reserved:", items)
     return ["", *out] if out else []
+
+
+def _wrapped(out: list[str], head: str, items: list[str], width: int = 110) -> None:
+    """Append `head` and the comma-separated items to `out`, whole items per line of `width`."""
+    out.append(head)
+    for item in items:
+        if len(out[-1]) + len(item) + 2 > width:
+            out[-1] += ","
+            out.append("      " + item)
+        else:
+            out[-1] += (" " if out[-1].endswith(":") else ", ") + item
 
 
 SKEW_COLUMNS = [
