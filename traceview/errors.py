@@ -12,8 +12,8 @@ from pathlib import Path
 
 from traceview.safe_text import path_text
 
-#: The longest problem (or fix) text a TraceError keeps; a longer one is cut with an ellipsis.
-PROBLEM_CHARS = 400
+#: The longest problem (or fix) text a TraceError keeps (room for a long path); a longer one is cut with an ellipsis.
+PROBLEM_CHARS = 2000
 
 
 def _one_line(text: str) -> str:
