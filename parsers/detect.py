@@ -3,7 +3,8 @@
 A path may be one file, one rank folder, or a folder holding many ranks, even of mixed formats.
 The rules, in order:
 - an Ascend rank folder (it holds `ASCEND_PROFILER_OUTPUT/`, or directly `kernel_details.csv` /
-  `trace_view.json` / an `ascend_pytorch_profiler*.db`) is one source of format `ascend`; nothing
+  `trace_view.json` / an `ascend_pytorch_profiler*.db` or MindSpore `ascend_mindspore_profiler*.db`)
+  is one source of format `ascend`; nothing
   inside it is looked at again;
 - `*timeline_display_*.json` files are MindSpore timelines (`mindspore`);
 - rocprofv3 output: a JSON file whose top key is `"rocprofiler-sdk-tool"`, or a CSV
@@ -72,8 +73,16 @@ class Source:
     task_kinds: str = ""
 
 
-#: torch_npu's DB export (export_type db), in ASCEND_PROFILER_OUTPUT/ or a loose folder.
-ASCEND_DB_GLOB = "ascend_pytorch_profiler*.db"
+#: The DB export (export_type db) of torch_npu and of MindSpore 2.x, in ASCEND_PROFILER_OUTPUT/ or a
+#: loose folder: the same tables (parsers/ascend/db.py reads both).
+ASCEND_DB_GLOBS = ("ascend_pytorch_profiler*.db", "ascend_mindspore_profiler*.db")
+#: The name prefixes of those files.
+ASCEND_DB_PREFIXES = tuple(g.split("*")[0] for g in ASCEND_DB_GLOBS)
+
+
+def ascend_db_files(folder: Path) -> list[Path]:
+    """The DB export files directly in `folder` (torch_npu's, then MindSpore's), sorted."""
+    return sorted(p for glob in ASCEND_DB_GLOBS for p in folder.glob(glob) if p.is_file())
 
 
 def is_regular(path: Path) -> bool:
@@ -88,7 +97,7 @@ def is_ascend_rank_dir(path: str | Path) -> bool:
     """True if `path` is an Ascend rank folder (torch_npu `*_ascend_pt`, MindSpore `*_ascend_ms`),
     its ASCEND_PROFILER_OUTPUT/ given directly, or a loose folder of Ascend output files: it holds
     ASCEND_PROFILER_OUTPUT/, or directly kernel_details.csv / trace_view.json / an
-    ascend_pytorch_profiler*.db. Cheap (stats only); the one rule for discovery and parsers.ascend."""
+    ascend_pytorch_profiler*.db / ascend_mindspore_profiler*.db. Cheap (stats only); the one rule for discovery and parsers.ascend."""
     path = Path(path)
     try:
         if not path.is_dir():
@@ -97,7 +106,7 @@ def is_ascend_rank_dir(path: str | Path) -> bool:
             return True
         if any((path / name).exists() for name in ASCEND_LOOSE_FILES):
             return True
-        return any(p.exists() for p in path.glob(ASCEND_DB_GLOB))
+        return any(p.exists() for glob in ASCEND_DB_GLOBS for p in path.glob(glob))
     except OSError:  # cannot look inside: `discover` reports the folder as unreadable
         return False
 
@@ -151,7 +160,7 @@ def classify_file(path: Path) -> Source | None:
             ):
                 return Source("partial", path)
             return None
-    if name in ASCEND_LOOSE_FILES or (name.startswith("ascend_pytorch_profiler") and name.endswith(".db")):
+    if name in ASCEND_LOOSE_FILES or (name.startswith(ASCEND_DB_PREFIXES) and name.endswith(".db")):
         folder = path.parent
         if folder.name == ASCEND_OUTPUT_DIR:
             folder = folder.parent

@@ -112,7 +112,7 @@ CASES: dict[str, Fatal | Loads | Partial] = {
         "required column 'Duration(us)' is missing", "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv"
     ),
     "ascend_no_data": Fatal(
-        "no kernel_details.csv, trace_view.json or ascend_pytorch_profiler_*.db found",
+        "no kernel_details.csv, trace_view.json, ascend_pytorch_profiler_*.db or ascend_mindspore_profiler_*.db found",
         "rank0_ascend_pt/ASCEND_PROFILER_OUTPUT",
     ),
     "clean": Loads("clean"),

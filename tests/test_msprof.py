@@ -51,3 +51,18 @@ def test_found_by_content_and_summarised(tmp_path):
     assert tv.load(tmp_path, use_cache=False).ranks["format"].to_list() == ["msprof"]
     out = run_cli("summary", str(MSPROF))
     assert out.returncode == 0 and "Ascend910B" in out.stdout
+
+
+def test_a_mindspore_rank_folder_with_only_its_database_is_read(tmp_path):
+    """MindSpore 2.x writes `*_ascend_ms/ASCEND_PROFILER_OUTPUT/ascend_mindspore_profiler_<rank>.db`
+    with msprof's tables (no public one exists: the real msprof database stands in for it, under
+    MindSpore's name). It used to be 'no kernel_details.csv ... found'."""
+    out = tmp_path / "worker0_ascend_ms" / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(parents=True)
+    shutil.copy(MSPROF, out / "ascend_mindspore_profiler_0.db")
+    folder = tv.load(tmp_path, use_cache=False)
+    direct = tv.load(MSPROF, use_cache=False)
+    assert folder.ranks["format"].to_list() == ["ascend"]
+    columns = ["name", "kind", "start_ns", "end_ns", "stream"]
+    assert folder.device_tasks.select(columns).equals(direct.device_tasks.select(columns))
+    assert folder.device_tasks.height > 0

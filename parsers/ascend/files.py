@@ -8,7 +8,8 @@ Layout (torch_npu `tensorboard_trace_handler`, MindSpore 2.x likewise):
                                                  key, any nesting), else null
         ASCEND_PROFILER_OUTPUT/               kernel_details.csv, trace_view.json,
                                               step_trace_time.csv, communication.json,
-                                              ascend_pytorch_profiler_<rank>.db, analysis.db,
+                                              ascend_pytorch_profiler_<rank>.db (MindSpore:
+                                              ascend_mindspore_profiler_<rank>.db), analysis.db,
                                               memory_record.csv, operator_memory.csv,
                                               npu_module_mem.csv
 A loose folder holding the output files directly, or ASCEND_PROFILER_OUTPUT/ itself, is read the
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traceview.errors import TraceError, Warnings
-from traceview.parsers.detect import ASCEND_DB_GLOB
+from traceview.parsers.detect import ascend_db_files
 from traceview.parsers.detect import ASCEND_OUTPUT_DIR as OUTPUT_DIR
 
 KERNEL_DETAILS = "kernel_details.csv"
@@ -61,7 +62,7 @@ def _file(folder: Path, name: str) -> Path | None:
 
 
 def _db_file(folder: Path) -> Path | None:
-    found = sorted(p for p in folder.glob(ASCEND_DB_GLOB) if p.is_file())
+    found = ascend_db_files(folder)
     return found[0] if found else None
 
 
@@ -95,7 +96,7 @@ def locate_files(path: Path) -> RankFiles:
     if not (files.kernel_details or files.trace_view or files.db):
         raise TraceError(
             output,
-            "no kernel_details.csv, trace_view.json or ascend_pytorch_profiler_*.db found",
+            "no kernel_details.csv, trace_view.json, ascend_pytorch_profiler_*.db or ascend_mindspore_profiler_*.db found",
             "give a torch_npu *_ascend_pt folder whose analysis finished (it writes ASCEND_PROFILER_OUTPUT/)",
         )
     return files

@@ -86,7 +86,7 @@ CASES: list[tuple[str, str, str]] = [
     ("ascend_no_kernel_details/", "a rank folder with trace_view.json but no kernel_details.csv",
      "loads the tasks from trace_view.json (this one has no launch links: steps unknown, counted)"),
     ("ascend_no_data/", "a rank folder whose ASCEND_PROFILER_OUTPUT/ holds only step_trace_time.csv",
-     "fatal: no kernel_details.csv, trace_view.json or ascend_pytorch_profiler_*.db found"),
+     "fatal: no kernel_details.csv, trace_view.json, ascend_pytorch_profiler_*.db or ascend_mindspore_profiler_*.db found"),
     ("mixed/", "clean Kineto rank 0 + an Ascend rank folder (rank 1) side by side", "loads both ranks, no warning"),
     ("memory_odd.json", "clean rank 0 + [memory] events: one good, one without ts, one with a list for Bytes, one "
      "with an Addr beyond Int64 and a text Device Type", "loads, same numbers; 1 memory event dropped and 1 nested "
