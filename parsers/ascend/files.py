@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traceview.errors import TraceError, Warnings
-from traceview.parsers.detect import ascend_db_files
 from traceview.parsers.detect import ASCEND_OUTPUT_DIR as OUTPUT_DIR
+from traceview.parsers.detect import ascend_db_files
 
 KERNEL_DETAILS = "kernel_details.csv"
 TRACE_VIEW = "trace_view.json"
