@@ -1,7 +1,9 @@
 """SQLite files opened read-only: the one way every parser and detector opens a database.
 
-A profile database is the user's file: it is opened with the URI `mode=ro` (SQLite then refuses
-any write, and creates no journal), never for writing.
+A profile database is the user's file: it is opened with the URI `mode=ro&immutable=1` (RO_URI):
+SQLite refuses any write and, for a database in WAL mode (msprof's), creates no `-wal` / `-shm`
+file beside it, which `mode=ro` alone does. `immutable` also means a WAL file left beside an
+export still being written is not read: a finished export has none.
 """
 
 from __future__ import annotations
@@ -15,10 +17,18 @@ from traceview.errors import TraceError
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+#: The URI query every database is opened with (module docstring).
+RO_URI = "?mode=ro&immutable=1"
+
+
+def _uri(path: Path) -> str:
+    return Path(path).resolve().as_uri() + RO_URI
+
+
 def connect_ro(path: Path, fix: str = "re-export the profile") -> sqlite3.Connection:
     """Open an SQLite file read-only; TraceError (with `fix`) if it is not a readable database."""
     try:
-        con = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+        con = sqlite3.connect(_uri(path), uri=True)
         con.text_factory = _lenient_text
         con.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
     except sqlite3.DatabaseError as exc:
@@ -39,7 +49,7 @@ def table_names(con: sqlite3.Connection) -> set[str]:
 
 def file_tables(path: Path) -> set[str]:
     """The table and view names of a SQLite file; sqlite3.Error when it cannot be read."""
-    con = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    con = sqlite3.connect(_uri(path), uri=True)
     try:
         return table_names(con)
     finally:

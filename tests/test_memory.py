@@ -408,7 +408,7 @@ def test_ascend_db_export_memory_equals_a_query_of_its_tables():
     import sqlite3
 
     path = SHARED_TRACES / ASCEND_DB
-    db = sqlite3.connect(next(path.rglob("ascend_pytorch_profiler_*.db")))
+    db = sqlite3.connect(f"file:{next(path.rglob('ascend_pytorch_profiler_*.db'))}?mode=ro", uri=True)
     want = dict(
         db.execute(
             "SELECT s.value, MAX(m.totalAllocated) FROM MEMORY_RECORD m JOIN STRING_IDS s ON s.id = m.component "

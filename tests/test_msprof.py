@@ -19,7 +19,7 @@ MSPROF = DATA / "msprof" / "msprof_0.db"
 def test_tasks_and_launches_of_a_real_msprof_database():
     t = tv.load(MSPROF, use_cache=False)
     assert t.ranks.select("format", "device_name", "device_type").row(0) == ("msprof", "Ascend910B", "npu")
-    db = sqlite3.connect(MSPROF)
+    db = sqlite3.connect(f"file:{MSPROF}?mode=ro&immutable=1", uri=True)
     (computed,) = db.execute("SELECT COUNT(*) FROM TASK t JOIN COMPUTE_TASK_INFO c USING (globalTaskId)").fetchone()
     assert t.device_tasks.height == computed == 11
     assert set(t.device_tasks["device"]) == {2} and set(t.device_tasks["core_type"]) == {"AI_VECTOR_CORE"}
@@ -40,7 +40,7 @@ def test_computing_reproduces_msprof_overlap_analysis():
     whole = t.trace_breakdown().row(0, named=True)
     assert ref["computing_us"] == pytest.approx(whole["computing_us"], abs=1e-3) == 663.872
     assert ref["communication_us"] == whole["communication_us"] == 0.0
-    db = sqlite3.connect(MSPROF)
+    db = sqlite3.connect(f"file:{MSPROF}?mode=ro&immutable=1", uri=True)
     (last_end,) = db.execute("SELECT MAX(endNs) FROM TASK").fetchone()
     tail_us = (last_end - whole["last_busy_ns"]) / 1000
     assert ref["free_us"] - whole["free_us"] == pytest.approx(tail_us, abs=1e-3) == 5640.753
@@ -66,3 +66,26 @@ def test_a_mindspore_rank_folder_with_only_its_database_is_read(tmp_path):
     columns = ["name", "kind", "start_ns", "end_ns", "stream"]
     assert folder.device_tasks.select(columns).equals(direct.device_tasks.select(columns))
     assert folder.device_tasks.height > 0
+
+
+def test_reading_a_wal_database_writes_nothing_beside_it(tmp_path):
+    """msprof's database is in WAL mode: SQLite opened with mode=ro alone creates -wal and -shm
+    files beside it (in the user's folder); traceview opens it immutable and leaves the folder as
+    it was, a read-only folder included."""
+    import os
+    import stat
+
+    folder = tmp_path / "prof"
+    folder.mkdir()
+    shutil.copy(MSPROF, folder / "msprof_0.db")
+    header = (folder / "msprof_0.db").read_bytes()[:20]
+    assert header[18:20] == b"\x02\x02"  # file format read/write version 2: WAL mode
+    before = sorted(os.listdir(folder))
+    t = tv.load(folder / "msprof_0.db", use_cache=False)
+    assert t.device_tasks.height == 11 and sorted(os.listdir(folder)) == before
+    folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        assert tv.load(folder, use_cache=False).device_tasks.height == 11
+        assert sorted(os.listdir(folder)) == before
+    finally:
+        folder.chmod(stat.S_IRWXU)
