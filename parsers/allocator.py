@@ -13,6 +13,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview import schema
+from traceview.op_stack import running_ops
 
 #: c10::DeviceType codes (torch/c10/core/DeviceType.h) -> the device_type text of memory_events.
 DEVICE_TYPES = {
@@ -95,78 +96,11 @@ def kineto_memory(memory: pl.DataFrame, host: pl.DataFrame) -> tuple[pl.DataFram
 
 def enclosing_ops(points: pl.DataFrame, host: pl.DataFrame) -> pl.DataFrame:
     """Per row of `points` (pid, tid, ts_ns), in order: `op`, the innermost host operator (kind
-    "operator") of that thread running at ts_ns, and `top_op`, the outermost; null where none.
-
-    Vectorised: the operators' starts (+1) and ends (-1) and the points are sorted per thread
-    (ends before starts before points at one instant; a parent before a child starting with it),
-    so the running sum is each operator's nesting depth and each point's depth. Operators of one
-    depth on a thread never overlap, so the innermost one running at a point of depth d is the
-    last operator of depth d to start before it (one as-of join), and the outermost is the last
-    of depth 1."""
-    ops = host.filter(
-        (pl.col("kind") == "operator")
-        & (pl.col("end_ns") > pl.col("start_ns"))
-        & pl.col("pid").is_not_null()
-        & pl.col("tid").is_not_null()
-    ).select("pid", "tid", "start_ns", "end_ns", "name")
-    out = pl.DataFrame({"op": pl.Series([None] * points.height, dtype=pl.String)})
-    out = out.with_columns(pl.col("op").alias("top_op"))
-    if ops.is_empty() or points.is_empty():
-        return out
-    thread = ["pid", "tid"]
-    ops = ops.with_row_index("_o")
-    marks = pl.concat(
-        [
-            ops.select(
-                *thread,
-                pl.col("end_ns").alias("_t"),
-                pl.lit(0).alias("_order"),
-                pl.lit(-1).alias("_d"),
-                pl.lit(0, pl.Int64).alias("_len"),
-                pl.lit(None, pl.UInt32).alias("_o"),
-                pl.lit(None, pl.UInt32).alias("_p"),
-            ),
-            ops.select(
-                *thread,
-                pl.col("start_ns").alias("_t"),
-                pl.lit(1).alias("_order"),
-                pl.lit(1).alias("_d"),
-                (pl.col("start_ns") - pl.col("end_ns")).alias("_len"),
-                "_o",
-                pl.lit(None, pl.UInt32).alias("_p"),
-            ),
-            points.with_row_index("_p").select(
-                *thread,
-                pl.col("ts_ns").alias("_t"),
-                pl.lit(2).alias("_order"),
-                pl.lit(0).alias("_d"),
-                pl.lit(0, pl.Int64).alias("_len"),
-                pl.lit(None, pl.UInt32).alias("_o"),
-                "_p",
-            ),
-        ]
-    )
-    marks = (
-        marks.drop_nulls(thread)
-        .sort([*thread, "_t", "_order", "_len"])  # a longer op starting at the same instant opens first
-        .with_columns(pl.col("_d").cum_sum().over(thread).alias("_depth"))
-    )
-    depth = marks.filter(pl.col("_o").is_not_null()).select("_o", "_depth")
-    ops = ops.join(depth, on="_o").select(*thread, "_depth", "start_ns", "end_ns", "name").sort("start_ns")
-    probe = marks.filter(pl.col("_p").is_not_null() & (pl.col("_depth") > 0)).select(*thread, "_depth", "_t", "_p")
-    inner = probe.sort("_t").join_asof(
-        ops, left_on="_t", right_on="start_ns", by=[*thread, "_depth"], check_sortedness=False
-    )
-    outer = (
-        probe.with_columns(pl.lit(1, pl.Int64).alias("_depth").cast(probe.schema["_depth"]))
-        .sort("_t")
-        .join_asof(ops, left_on="_t", right_on="start_ns", by=[*thread, "_depth"], check_sortedness=False)
-    )
-    running = pl.col("end_ns") > pl.col("_t")  # operators that overlap without nesting: never one that ended
-    found = (
-        pl.DataFrame({"_p": pl.int_range(0, points.height, dtype=pl.UInt32, eager=True)})
-        .join(inner.select("_p", pl.when(running).then("name").alias("op")), on="_p", how="left")
-        .join(outer.select("_p", pl.when(running).then("name").alias("top_op")), on="_p", how="left")
-        .sort("_p")
-    )
-    return found.select("op", "top_op")
+    "operator") of that thread running at ts_ns, and `top_op`, the outermost; null where none
+    (`traceview.op_stack.running_ops`)."""
+    ops = host.filter(pl.col("kind") == "operator").select("pid", "tid", "start_ns", "end_ns", "name")
+    found = running_ops(points, ops).with_row_index("_p")
+    names = ops.select("name").with_row_index("_i")
+    for col, out in (("inner", "op"), ("outer", "top_op")):
+        found = found.join(names.rename({"_i": col, "name": out}), on=col, how="left")
+    return found.sort("_p").select("op", "top_op")
