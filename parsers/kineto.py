@@ -199,6 +199,7 @@ def _joined(parts) -> dict[str, pl.DataFrame]:
         out[name] = out[name].sort("start_ns", maintain_order=True)
     out["memory"] = out["memory"].sort("ts_ns", maintain_order=True)
     out["tasks"] = with_input_shapes(out["tasks"], out.pop("op_shapes"))
+    out["op_inputs"] = out["op_inputs"].unique("external_id", keep="first", maintain_order=True)
     return out
 
 
@@ -213,7 +214,7 @@ def _build(path: Path, doc: dict, frames: dict[str, pl.DataFrame], warn: Warning
             NOT_A_TRACE_FIX,
         )
     device_tasks = finish_comm(frames["tasks"], frames["host"], frames["collective_ops"])
-    host_events, annotations = frames["host"], frames["annotations"]
+    host_events, annotations, op_inputs = frames["host"], frames["annotations"], frames["op_inputs"]
     memory_events, allocations = kineto_memory(frames["memory"], host_events)
     frames.clear()
     step_frame, device_tasks = steps.kineto_steps(device_tasks, host_events, annotations, warn)
@@ -228,6 +229,7 @@ def _build(path: Path, doc: dict, frames: dict[str, pl.DataFrame], warn: Warning
             "steps": step_frame,
             "memory_events": memory_events,
             "memory_allocations": allocations,
+            "op_inputs": op_inputs,
         },
         meta,
         warn.messages(),

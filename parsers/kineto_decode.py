@@ -46,6 +46,7 @@ from traceview.parsers.kineto_events import (
     UNKNOWN_PHASE,
     Columns,
     chunk_frames,
+    items_text,
     shapes_text,
 )
 
@@ -62,7 +63,8 @@ class Untyped(Exception):
 
 
 class Args(msgspec.Struct, gc=False, frozen=True):
-    """The args keys read (ARG_FIELDS, COMM_ARGS, grid/block, and `Input Dims` raw)."""
+    """The args keys read (ARG_FIELDS, COMM_ARGS, grid/block, and `Input Dims`, `Input type`,
+    `Concrete Inputs` raw)."""
 
     correlation: int | str | None = None
     external_id: int | str | None = msgspec.field(default=None, name="External id")
@@ -79,6 +81,8 @@ class Args(msgspec.Struct, gc=False, frozen=True):
     grid: list[int] | str | None = None  # text on triton cpu_ops: "grid(100,)"
     block: list[int] | str | None = None
     input_dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")
+    input_types: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input type")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Concrete Inputs")
     # `[memory]` instant events (profile_memory=True): MEMORY_ARGS
     device_type: int | str | None = msgspec.field(default=None, name="Device Type")
     device_id: int | str | None = msgspec.field(default=None, name="Device Id")
@@ -259,6 +263,20 @@ class TypedArgs:
                 if type(d) is not list:
                     continue
                 t = rendered[key] = shapes_text(d)
+            out[k] = t
+        return out
+
+    def items(self, positions: list[int], key: str, rendered: dict) -> list:
+        out: list = [None] * len(positions)
+        for k, raw in enumerate(self._values(positions, ARG_ATTRS[key])):
+            if not raw:
+                continue
+            raw_key = b"items:" + bytes(raw)
+            if (t := rendered.get(raw_key)) is None:
+                v = _json(bytes(raw))
+                if type(v) is not list:
+                    continue
+                t = rendered[raw_key] = items_text(v)
             out[k] = t
         return out
 

@@ -29,6 +29,7 @@ from traceview.parsers.kineto_events import (
     Columns,
     dims_text,
     int64,
+    rendered_items,
     rendered_shapes,
     scalar,
 )
@@ -144,3 +145,6 @@ class DictArgs:
 
     def shapes(self, positions: list[int], rendered: dict) -> list:
         return [rendered_shapes(d, rendered) if type(d) is list else None for d in self._get(positions, "Input Dims")]
+
+    def items(self, positions: list[int], key: str, rendered: dict) -> list:
+        return [rendered_items(v, rendered) if type(v) is list else None for v in self._get(positions, key)]

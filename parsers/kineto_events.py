@@ -19,6 +19,7 @@ from typing import Protocol
 import orjson
 import polars as pl
 
+from traceview import rules as rule_tables
 from traceview.errors import Warnings
 from traceview.parsers import kinds
 from traceview.parsers.kineto_comm import COLLECTIVE_OP, COMM_ARGS, COMM_COLUMNS
@@ -65,7 +66,9 @@ MEMORY_ARGS = pl.Schema(
 #: Every key the parser reads from an event (`args` holds the rest) and every arg it reads from
 #: `args`: what the fuzzers (bench/fuzz_mutators.py, tests/test_properties.py) set to odd values.
 EVENT_KEYS_READ = (*EVENT_FIELDS, "args")
-ARG_KEYS_READ = (*ARG_FIELDS, *COMM_ARGS, "grid", "block", "Input Dims", *MEMORY_ARGS)
+#: The list args read as text for the operators the roofline covers (`op_inputs`).
+ITEM_ARGS = ("Input type", "Concrete Inputs")
+ARG_KEYS_READ = (*ARG_FIELDS, *COMM_ARGS, "grid", "block", "Input Dims", *ITEM_ARGS, *MEMORY_ARGS)
 
 
 #: Every phase (`ph`) of the Chrome trace event format. Only complete events ('X') carry what the
@@ -132,6 +135,10 @@ class ArgReader(Protocol):
         """`Input Dims` as Ascend's `Input Shapes` text (`shapes_text`); `rendered` memoises the
         text per distinct dims value across chunks."""
 
+    def items(self, positions: list[int], key: str, rendered: dict) -> list:
+        """A list arg (`Input type`, `Concrete Inputs`) as `items_text`, None where the arg is not
+        a list; `rendered` memoises the texts."""
+
 
 @dataclass
 class Columns:
@@ -158,8 +165,9 @@ def chunk_frames(cols: Columns, warn: Warnings, rendered: dict) -> dict[str, pl.
     """One chunk's complete events split into the frames the rank is built from:
     `tasks` (device tasks with kind, grid/block and collective args), `host` (host events),
     `annotations` (GPU-side user annotations), `collective_ops` (host ops that may carry collective
-    metadata, with it) and `op_shapes` (external_id, input_shapes of the first `cpu_op` per External
-    id); `_i` = the event's index in the chunk. Two polars collects: the kept rows (converted once)
+    metadata, with it), `op_shapes` (external_id, input_shapes of the first `cpu_op` per External
+    id) and `op_inputs` (those of the operators the roofline covers, with their input_types and
+    concrete_inputs: `traceview.rules.op_flops_names`); `_i` = the event's index in the chunk. Two polars collects: the kept rows (converted once)
     with every count, then all five tables in one `collect_all`; then only the rows that need more
     (kernels, collective ops, cpu_ops) have args read. `rendered` caches shape and launch-dimension
     texts across chunks."""
@@ -192,7 +200,7 @@ def chunk_frames(cols: Columns, warn: Warnings, rendered: dict) -> dict[str, pl.
     host = host.with_columns(pl.col("cat_lc").replace_strict(kinds.HOST_CATEGORIES, default="other").alias("kind"))
     ops = (  # the cpu_ops (2021: `Operator`) whose `Input Dims` become kernels' input shapes
         host.filter(pl.col("cat_lc").is_in(("cpu_op", "operator")) & pl.col("external_id").is_not_null())
-        .select("_a", "external_id")
+        .select("_a", "external_id", "name")
         .unique("external_id", keep="first", maintain_order=True)
     )
     tasks, host, annotations, collective_ops, ops = pl.collect_all(
@@ -208,7 +216,10 @@ def chunk_frames(cols: Columns, warn: Warnings, rendered: dict) -> dict[str, pl.
     )
     for what, n in counts.row(0, named=True).items():
         warn.add(what, n)
-    shapes = cols.args.shapes(ops["_a"].to_list(), rendered)
+    shapes = pl.Series("input_shapes", cols.args.shapes(ops["_a"].to_list(), rendered), dtype=pl.String)
+    listed = ops.with_columns(shapes).filter(pl.col("name").is_in(rule_tables.op_flops_names()))
+    listed = listed.filter(pl.col("input_shapes").is_not_null())
+    positions = listed["_a"].to_list()
     kernels, comm = _rows(tasks["_kernel"]), _rows(tasks["_comm"])
     return {
         "tasks": tasks.with_columns(
@@ -221,7 +232,11 @@ def chunk_frames(cols: Columns, warn: Warnings, rendered: dict) -> dict[str, pl.
         "collective_ops": collective_ops.with_columns(*_comm_columns(cols.args, collective_ops["_a"].to_list())).drop(
             "_a"
         ),
-        "op_shapes": ops.select("external_id").with_columns(pl.Series("input_shapes", shapes, dtype=pl.String)),
+        "op_shapes": ops.select("external_id").with_columns(shapes),
+        "op_inputs": listed.select("external_id", "name", "input_shapes").with_columns(
+            pl.Series("input_types", cols.args.items(positions, "Input type", rendered), dtype=pl.String),
+            pl.Series("concrete_inputs", cols.args.items(positions, "Concrete Inputs", rendered), dtype=pl.String),
+        ),
         "memory": _memory_frame(cols.memory, warn),
     }
 
@@ -311,6 +326,35 @@ def rendered_shapes(dims: list, rendered: dict) -> str:
         return shapes_text(dims)
     if (t := rendered.get(key)) is None:
         t = rendered[key] = shapes_text(dims)
+    return t
+
+
+def items_text(items: list) -> str:
+    """A list arg (["c10::BFloat16", "Scalar"], ["", "[16, 16]", "False"]) as one text: its items
+    joined by ';' (text as written, with any ';' in it made ','; a number, bool or list as its
+    JSON; null as the empty entry)."""
+    out = []
+    for v in items:
+        if type(v) is str:
+            out.append(v.replace(";", ","))
+        elif v is None:
+            out.append("")
+        else:
+            try:
+                out.append(orjson.dumps(v).decode().replace(";", ","))
+            except TypeError:  # nested deeper than orjson writes
+                out.append("")
+    return ";".join(out)
+
+
+def rendered_items(items: list, rendered: dict) -> str:
+    """`items_text(items)`, memoised in `rendered` by the items' JSON."""
+    try:
+        key = b"items:" + orjson.dumps(items)
+    except TypeError:
+        return items_text(items)
+    if (t := rendered.get(key)) is None:
+        t = rendered[key] = items_text(items)
     return t
 
 

@@ -228,6 +228,22 @@ ASCEND_COMMUNICATION: dict[str, tuple[pl.DataType, str]] = {
     "idle_ms": (pl.Float64, "Idle Time(ms)."),
 }
 
+OP_INPUTS: dict[str, tuple[pl.DataType, str]] = {
+    "rank": (pl.Int64, "Rank."),
+    "external_id": (pl.Int64, "Kineto 'External id' of the operator call (host_events.external_id)."),
+    "name": (pl.String, "Operator name (one listed in traceview/rules/op_flops.toml)."),
+    "input_shapes": (pl.String, "Its `Input Dims`, as device_tasks.input_shapes writes them ('141,512;512,512;')."),
+    "input_types": (
+        pl.String,
+        "Its `Input type`, one ';'-separated entry per input ('c10::BFloat16;c10::BFloat16;Scalar').",
+    ),
+    "concrete_inputs": (
+        pl.String,
+        "Its `Concrete Inputs` (the values of scalar and list arguments; empty for a tensor), one ';'-separated "
+        "entry per input (';;;[16, 16];[0, 0];[1, 1];False;[0, 0];1' for a convolution).",
+    ),
+}
+
 TABLES: dict[str, dict[str, tuple[pl.DataType, str]]] = {
     "device_tasks": DEVICE_TASKS,
     "host_events": HOST_EVENTS,
@@ -238,6 +254,7 @@ TABLES: dict[str, dict[str, tuple[pl.DataType, str]]] = {
     "ascend_communication": ASCEND_COMMUNICATION,
     "memory_events": MEMORY_EVENTS,
     "memory_allocations": MEMORY_ALLOCATIONS,
+    "op_inputs": OP_INPUTS,
 }
 
 

@@ -27,7 +27,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 RULES_DIR = Path(__file__).resolve().parent
-TABLES = ("task_kinds", "compute_classes", "findings", "device_peaks", "phases")
+TABLES = ("task_kinds", "compute_classes", "findings", "device_peaks", "phases", "op_flops")
 
 
 class RulesError(ValueError):
@@ -55,6 +55,13 @@ def shipped(table: str) -> dict:
     if table not in TABLES:
         raise KeyError(f"no rule table {table!r}: one of {', '.join(TABLES)}")
     return read(shipped_path(table))
+
+
+@functools.cache
+def op_flops_names() -> tuple[str, ...]:
+    """The operators `op_flops.toml` lists (whose input types and concrete inputs the Kineto
+    reader keeps for the roofline)."""
+    return tuple(r["name"] for r in shipped("op_flops").get("rule", []) if isinstance(r.get("name"), str))
 
 
 def shipped_path(table: str) -> Path:
