@@ -120,14 +120,31 @@ OTHER_NAMES = {
     "NVIDIA H100 NVL": None,  # neither the SXM nor the PCIe number
     "NVIDIA H200": ("NVIDIA H200", 989.0),
     "NVIDIA H800": ("NVIDIA H100 SXM", 989.0),
-    "NVIDIA A100-SXM4-80GB": ("NVIDIA A100", 312.0),
-    "NVIDIA A100 80GB PCIe": ("NVIDIA A100", 312.0),
+    "NVIDIA A100-SXM4-80GB": ("NVIDIA A100 80GB SXM", 312.0),
+    "NVIDIA A100 80GB PCIe": ("NVIDIA A100 80GB PCIe", 312.0),
+    "NVIDIA A100-SXM4-40GB": ("NVIDIA A100", 312.0),
+    "AMD Instinct MI355X": ("AMD Instinct MI355X", 2516.6),
     "Tesla V100-PCIE-32GB": ("NVIDIA V100 PCIe", 112.0),
     "Tesla V100S-PCIE-32GB": ("NVIDIA V100S PCIe", 130.0),
     "NVIDIA GB200": None,
     "AMD Instinct MI250X": ("AMD Instinct MI250X", 191.5),  # 383 per package of 2 GCDs
     "Ascend910B3": ("Huawei Ascend 910B", 313.0),
 }
+
+
+@pytest.mark.parametrize(
+    "name, tbps",
+    [
+        ("NVIDIA A100-SXM4-40GB", 1.555),
+        ("NVIDIA A100-SXM4-80GB", 2.039),
+        ("NVIDIA A100 80GB PCIe", 1.935),
+        ("NVIDIA H100 80GB HBM3", 3.35),
+        ("NVIDIA H200", 4.8),
+        ("AMD Instinct MI250X", 3.2768),  # per package (the roofline divides by devices_per_package)
+    ],
+)
+def test_the_memory_bandwidth_of_each_variant(name, tbps):
+    assert device_peak(name)["memory_tbps"] == tbps
 
 
 @pytest.mark.parametrize("name", sorted({**REAL_NAMES, **OTHER_NAMES}))

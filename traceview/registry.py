@@ -41,6 +41,7 @@ from traceview.analysis import (
     memory,
     phases,
     platform,
+    roofline,
     throughput,
 )
 from traceview.analysis import classes as cls
@@ -405,6 +406,20 @@ _ROWS = [
         "traceview.analysis.throughput",
         defaults=ANY_KEYWORDS,
         keys=("step",),
+        rule_params={"rules": "device_peaks"},
+    ),
+    Analysis(
+        "op_calls",
+        lambda t: roofline.op_calls(t.device_tasks, t.host_events, t.frame("op_inputs")),
+        "traceview.analysis.roofline",
+        keys=("rank", "op", "start_ns"),
+    ),
+    Analysis(
+        "op_roofline",
+        lambda t, rules: roofline.op_roofline(t.run("op_calls"), roofline.device_limits(t.ranks, rules)),
+        "traceview.analysis.roofline",
+        defaults={"rules": None},
+        keys=("rank", "op", "input_dims", "dtype"),
         rule_params={"rules": "device_peaks"},
     ),
     Analysis(

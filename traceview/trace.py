@@ -228,6 +228,18 @@ class Trace:
         peak, and what was allocated before the trace. See `traceview.analysis.memory.memory_at_peak`."""
         return self.run("memory_at_peak")
 
+    def op_roofline(self, rules=None) -> pl.DataFrame:
+        """Per rank, operator, input dims and dtype: calls, GFLOP and bytes per call (from the
+        recorded shapes: record_shapes=True), device time, achieved TFLOP/s and TB/s, the device's
+        peak for the dtype, peak_frac, the roofline's expected time and bound (`rules`: extra
+        device table entries). See `traceview.analysis.roofline.op_roofline` and docs/roofline.md."""
+        return self.run("op_roofline", rules=rules)
+
+    def op_calls(self) -> pl.DataFrame:
+        """One row per operator call the roofline covers: its kernels, device time (their union),
+        FLOPs and bytes. See `traceview.analysis.roofline.op_calls`."""
+        return self.run("op_calls")
+
     def launch_delays(self) -> pl.DataFrame:
         """Per rank: launch delay (task start − launch call end) statistics, µs."""
         return self.run("launch_delays")

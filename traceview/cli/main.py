@@ -101,6 +101,38 @@ def info(path: Path, fmt: str, load: LoadOptions) -> None:
 
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "csv"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+@click.option("--top", type=click.IntRange(min=1), default=25, show_default=True, help="Rows in the text table.")
+@click.option(
+    "--device-rules",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A rules file with [[device_peaks.rule]] entries for a device not in the shipped table.",
+)
+@LoadOptions.options
+@handle_errors
+def roofline(path: Path, fmt: str, top: int, device_rules, load: LoadOptions) -> None:
+    """How far each operator is from the device's limit: FLOPs and bytes from the recorded shapes,
+    achieved TFLOP/s and TB/s, the share of the peak and of the roofline, the bound (definitions:
+    docs/roofline.md). Needs a profile recorded with record_shapes=True."""
+    from traceview.cli.roofline import render_roofline
+
+    trace = load.load(path)
+    echo(render_roofline(trace, fmt, top, rules=str(device_rules) if device_rules else None))
+    _warn_on_stderr(trace.warnings, trace.failures, fmt)
+    if trace.failures:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
 @click.option("--step", type=int, default=None, help="Only this step (ProfilerStep#N / Step Id).")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Kernels listed per rank.")

@@ -1,0 +1,312 @@
+"""The per-operator roofline (`traceview/analysis/roofline.py`): every formula on a small trace
+whose numbers are worked out by hand here, the ownership of kernels by nested operators, the
+command, and on the TraceLens profiles in ../shared every row of TraceLens' own GEMM, SDPA_fwd,
+CONV_fwd and elementwise reports that traceview covers."""
+
+from __future__ import annotations
+
+import ast
+import collections
+import csv
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import traceview as tv
+from tests.conftest import SHARED_TRACES, needs_shared, run_cli
+from traceview.op_stack import op_parents
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+class _Trace:
+    """A Kineto trace built op by op: each op's kernels are launched from inside it."""
+
+    def __init__(self):
+        self.events = []
+        self.next_id = 1
+
+    def op(self, name, ts, dur, dims, types, concrete, tid=1):
+        ext = self.next_id
+        self.next_id += 1
+        args = {"External id": ext, "Input Dims": dims, "Input type": types, "Concrete Inputs": concrete}
+        self.events.append(
+            {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+        )
+        return ext
+
+    def kernel(self, ext, launch_ts, start, dur, stream=7, tid=1, name="k"):
+        corr = 1000 + len(self.events)
+        self.events.append(
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": tid, "ts": launch_ts,
+             "dur": 0.5, "args": {"correlation": corr, "External id": ext}}
+        )  # fmt: skip
+        self.events.append(
+            {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": start, "dur": dur,
+             "args": {"correlation": corr, "External id": ext, "device": 0, "stream": stream}}
+        )  # fmt: skip
+
+    def write(self, path: Path) -> Path:
+        doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": H100}], "traceEvents": self.events}
+        path.write_text(json.dumps(doc))
+        return path
+
+
+BF16, F32 = "c10::BFloat16", "float"
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    b = _Trace()
+    # addmm: bias [64], A [32, 128], B [128, 64], bf16, inside an aten::linear (a wrapper, not listed)
+    b.op("aten::linear", 100, 40, [[32, 128], [64, 128], [64]], [BF16] * 3, ["", "", ""])
+    mm = b.op(
+        "aten::addmm",
+        105,
+        30,
+        [[64], [32, 128], [128, 64], [], []],
+        [BF16] * 3 + ["Scalar"] * 2,
+        ["", "", "", "1", "1"],
+    )
+    b.kernel(mm, 110, 1000, 10)
+    # convolution 2x3x8x8 * 4x3x3x3, stride 1, padding 1: its bias add_ (listed) inside, with its own kernel
+    conv = b.op(
+        "aten::convolution", 200, 60, [[2, 3, 8, 8], [4, 3, 3, 3], [4], [], [], [], [], [], []], [F32] * 3 + ["ScalarList"] * 3 + ["Scalar", "ScalarList", "Scalar"],
+        ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"],
+    )  # fmt: skip
+    b.kernel(conv, 210, 2000, 5)
+    add = b.op("aten::add_", 230, 20, [[2, 4, 8, 8], [1, 4, 1, 1], []], [F32, F32, "Scalar"], ["", "", "1"])
+    b.kernel(add, 235, 2006, 1)
+    # causal flash attention: q, k, v [1, 2, 16, 8] bf16
+    sdpa = b.op(
+        "aten::_scaled_dot_product_flash_attention", 300, 20, [[1, 2, 16, 8]] * 3 + [[], [], [], []], [BF16] * 3 + ["Scalar"] * 4,
+        ["", "", "", "0.", "True", "False", ""],
+    )  # fmt: skip
+    b.kernel(sdpa, 305, 3000, 4)
+    # broadcast add [4, 1, 8] + [1, 6, 8] fp32
+    badd = b.op("aten::add", 400, 10, [[4, 1, 8], [1, 6, 8], []], [F32, F32, "Scalar"], ["", "", "1"])
+    b.kernel(badd, 402, 4000, 2)
+    # nearest upsample of [1, 2, 4, 4] bf16 to 8 x 8
+    up = b.op(
+        "aten::upsample_nearest2d",
+        500,
+        10,
+        [[1, 2, 4, 4], [], [], []],
+        [BF16, "ScalarList", "", ""],
+        ["", "[8, 8]", "", ""],
+    )
+    b.kernel(up, 502, 5000, 3)
+    # mm whose two kernels overlap on two streams: its device time is their union (6 us, not 8)
+    two = b.op("aten::mm", 600, 20, [[16, 16], [16, 16]], [BF16, BF16], ["", ""])
+    b.kernel(two, 602, 6000, 4, stream=7)
+    b.kernel(two, 604, 6002, 4, stream=8)
+    # an operator that is not listed: no row
+    other = b.op("aten::topk", 700, 10, [[8, 8]], [F32], [""])
+    b.kernel(other, 702, 7000, 1)
+    return tv.load(b.write(tmp_path_factory.mktemp("roofline") / "small.json"), use_cache=False)
+
+
+def _row(t, op: str) -> dict:
+    rows = t.op_roofline().filter(pl.col("op") == op)
+    assert rows.height == 1, rows
+    return rows.row(0, named=True)
+
+
+@pytest.mark.parametrize(
+    "op, gflop, data, device_us",
+    [
+        ("aten::addmm", (2 * 32 * 64 * 128 + 32 * 64) / 1e9, (32 * 128 + 128 * 64 + 32 * 64 + 64) * 2, 10),
+        ("aten::convolution", 2 * 2 * 4 * (8 * 8) * 3 * 9 / 1e9, (2 * 3 * 64 + 4 * 3 * 9 + 2 * 4 * 64) * 4, 6),
+        ("aten::add_", 2 * 4 * 64 / 1e9, (2 * 4 * 64 + 4 + 2 * 4 * 64) * 4, 1),
+        ("aten::_scaled_dot_product_flash_attention", 2 * (2 * 16) * 16 * (8 + 8) * 0.5 / 1e9, (3 * 256 + 256) * 2, 4),
+        ("aten::add", 4 * 6 * 8 / 1e9, (32 + 48 + 4 * 6 * 8) * 4, 2),
+        ("aten::upsample_nearest2d", 2 * 64 / 1e9, (32 + 128) * 2, 3),
+        ("aten::mm", 2 * 16 * 16 * 16 / 1e9, 3 * 256 * 2, 6),
+    ],
+)
+def test_each_formula_on_a_worked_example(small, op, gflop, data, device_us):
+    row = _row(small, op)
+    assert row["gflop"] == pytest.approx(gflop, rel=1e-12)
+    assert row["bytes"] == pytest.approx(data, rel=1e-12)
+    assert row["device_time_us"] == pytest.approx(device_us)
+    assert row["achieved_tflops_per_s"] == pytest.approx(gflop * 1e9 / (device_us * 1e-6) / 1e12)
+
+
+def test_nested_operators_and_what_is_not_listed(small):
+    calls = small.op_calls()
+    assert set(calls["op"]) == {
+        "aten::addmm",
+        "aten::convolution",
+        "aten::add_",
+        "aten::_scaled_dot_product_flash_attention",
+        "aten::add",
+        "aten::upsample_nearest2d",
+        "aten::mm",
+    }  # not aten::linear (a wrapper) nor aten::topk (not listed)
+    nested = dict(calls.select("op", "nested").iter_rows())
+    assert nested["aten::add_"] and not nested["aten::convolution"]
+    conv = calls.filter(pl.col("op") == "aten::convolution").row(0, named=True)
+    assert conv["kernels"] == 2  # its own and the bias add_'s
+
+
+def test_limits_peak_share_and_bound_on_an_h100(small):
+    row = _row(small, "aten::addmm")
+    assert (row["peak_tflops"], row["memory_tbps"], row["dtype"]) == (989.0, 3.35, "bf16")
+    flop, data = row["gflop"] * 1e9, row["bytes"]
+    expected_us = max(flop / 989e12, data / 3.35e12) * 1e6
+    assert row["expected_us"] == pytest.approx(expected_us)
+    assert row["roofline_frac"] == pytest.approx(expected_us / 10)
+    assert row["bound"] == ("compute" if flop / 989e12 >= data / 3.35e12 else "memory")
+    assert row["peak_frac"] == pytest.approx(row["achieved_tflops_per_s"] / 989.0)
+    conv = _row(small, "aten::convolution")  # fp32: the fp32 rate of the table
+    assert conv["dtype"] == "fp32" and conv["peak_tflops"] == 67.0
+
+
+def test_a_trace_without_shapes_has_no_rows_and_the_command_says_why(tmp_path):
+    from tests.conftest import DATA
+
+    t = tv.load(DATA / "kineto_minimal.json", use_cache=False)
+    assert t.op_roofline().is_empty() and t.op_calls().is_empty()
+    out = run_cli("roofline", str(DATA / "kineto_minimal.json"))
+    assert out.returncode == 0 and "record_shapes=True" in out.stdout
+
+
+def test_the_command_in_every_format(small, tmp_path):
+    path = Path(small.source)
+    text = run_cli("roofline", str(path))
+    assert text.returncode == 0, text.stderr
+    assert "aten::addmm" in text.stdout and "bound" in text.stdout
+    doc = json.loads(run_cli("roofline", str(path), "--format", "json").stdout)
+    assert {r["op"] for r in doc["operators"]} >= {"aten::addmm", "aten::convolution"}
+    rows = list(csv.DictReader(run_cli("roofline", str(path), "--format", "csv").stdout.splitlines()))
+    assert len(rows) == 7 and {"gflop", "achieved_tflops_per_s", "peak_frac", "bound"} <= set(rows[0])
+
+
+def test_op_parents_nest_by_time():
+    ops = pl.DataFrame(
+        {
+            "pid": [1] * 6,
+            "tid": [1] * 6,
+            "start_ns": [0, 10, 10, 60, 200, 80],
+            "end_ns": [100, 50, 20, 70, 210, 80],
+        }
+    )
+    assert op_parents(ops).to_list() == [None, 0, 1, 0, None, None]
+
+
+# --- TraceLens' own reports ----------------------------------------------------------------------
+
+TRACELENS = SHARED_TRACES / "tracelens" / "tests" / "traces"
+REPORTS = ("GEMM", "SDPA_fwd", "CONV_fwd", "UnaryElementwise", "BinaryElementwise")
+#: TraceLens rows of operators traceview does not list (op_flops.toml), and why.
+NOT_LISTED = {
+    "sgl_kernel::silu_and_mul": "SGLang's fused kernel op: its FLOPs per element are TraceLens' own convention",
+    "aiter::fmha_v3_fwd": "AITER attention with its own argument layout",
+}
+
+
+def _shapes_text(dims_literal: str) -> str:
+    from traceview.parsers.kineto_events import shapes_text
+
+    return shapes_text(ast.literal_eval(dims_literal))
+
+
+def _paired_reports():
+    """(trace, its TraceLens report folder): the `<name>_perf_report_csvs` beside `<name>.json.gz`
+    (the inference folders' perf_csvs are built from several capture traces: not one trace's)."""
+    for folder in sorted(TRACELENS.rglob("*_perf_report_csvs")):
+        trace = folder.with_name(folder.name.removesuffix("_perf_report_csvs") + ".json.gz")
+        if trace.exists():
+            yield trace, folder
+
+
+@needs_shared
+@pytest.mark.corpus
+def test_flops_bytes_and_achieved_tflops_match_tracelens():
+    """Every TraceLens row with device time, of an operator traceview lists: GFLOP and bytes per
+    call within 1 % of GFLOPS_first and Data Moved_first, achieved TFLOP/s within 2 %, the same
+    calls. Rows TraceLens splits by strides are summed per (operator, dims) first; achieved
+    TFLOP/s on both sides is all calls' FLOPs over all calls' device time (TraceLens'
+    TFLOPS/s_mean averages per-call ratios instead, which weighs a 2 us call like a 2 ms one)."""
+    compared, skipped, wrong, names = 0, collections.Counter(), [], set()
+    pairs = list(_paired_reports())
+    assert len(pairs) >= 10
+    for trace_path, folder in pairs:
+        ref: dict = collections.defaultdict(lambda: {"count": 0, "time": 0.0, "gflop": None, "mb": None, "cpu": 0})
+        for report in REPORTS:
+            f = folder / f"{report}.csv"
+            if not f.exists():
+                continue
+            for r in csv.DictReader(open(f, encoding="utf-8")):
+                key = (r["name"], _shapes_text(r["Input Dims_first"]))
+                time = float(r["Kernel Time (µs)_sum"] or 0)
+                if time == 0:  # a call that ran on the host (a CPU tensor): no device work to measure
+                    ref[key]["cpu"] += int(r["name_count"])
+                    continue
+                v = ref[key]
+                v["count"] += int(r["name_count"])
+                v["time"] += time
+                v["gflop"] = float(r["GFLOPS_first"])
+                # bytes are compared where every row of the shape has one dtype for all its tensors
+                # (rows of one shape but other dtypes are summed here; their bytes differ)
+                tensor_types = tuple(
+                    sorted(
+                        {x for x in ast.literal_eval(r["Input type_first"]) if x not in ("", "Scalar", "ScalarList")}
+                    )
+                )
+                v["dtypes"] = v.get("dtypes", set()) | {tensor_types}
+                mb = r["Data Moved (MB)_first"]
+                v["mb"] = float(mb) if mb and len(v["dtypes"]) == 1 and len(tensor_types) == 1 else None
+                v["some_on_host"] = v.get("some_on_host") or float(r["Kernel Time (µs)_min"] or 0) == 0
+        t = tv.load(trace_path, use_cache=False)
+        ours = (
+            t.op_roofline()
+            .group_by("op", "input_dims")
+            .agg(
+                pl.col("count").sum(), pl.col("gflop").first(), pl.col("bytes").first(), pl.col("device_time_us").sum()
+            )
+        )
+        by_key = {(r["op"], r["input_dims"]): r for r in ours.iter_rows(named=True)}
+        for (name, dims), v in ref.items():
+            if name in NOT_LISTED:
+                skipped[name] += 1
+                continue
+            if v["gflop"] is None:  # only host calls: traceview has no row for them
+                assert (name, dims) not in by_key or by_key[(name, dims)]["count"] == 0, (trace_path.name, name, dims)
+                skipped["host-only calls"] += 1
+                continue
+            got = by_key.get((name, dims))
+            where = f"{trace_path.parent.name}/{trace_path.name} {name} [{dims}]"
+            if got is None:
+                wrong.append(f"{where}: no row")
+                continue
+            compared += 1
+            names.add(name)
+            achieved = got["gflop"] * got["count"] / got["device_time_us"] * 1e-3
+            reference = v["gflop"] * v["count"] / v["time"] * 1e-3
+            checks = [("GFLOP", got["gflop"], v["gflop"], 0.01), ("TFLOP/s", achieved, reference, 0.02)]
+            if v["mb"] is not None:  # TraceLens leaves it empty for some copies
+                checks.append(("MB", got["bytes"] / 2**20, v["mb"], 0.01))
+            for what, a, b, tol in checks:
+                if abs(a - b) > tol * abs(b):
+                    wrong.append(f"{where}: {what} {a:.6g} vs TraceLens {b:.6g}")
+            # TraceLens counts calls that launched nothing (a copy_ between CPU tensors) in a row
+            # that also has device work: traceview counts calls with device work only
+            if got["count"] != v["count"] and not (v.get("some_on_host") and got["count"] < v["count"]):
+                wrong.append(f"{where}: {got['count']} calls vs TraceLens {v['count']}")
+    assert not wrong, "\n".join(wrong[:30])
+    assert compared >= 250, (compared, skipped)
+    assert {
+        "aten::mm",
+        "aten::addmm",
+        "aten::bmm",
+        "aten::_scaled_dot_product_flash_attention",
+        "aten::convolution",
+        "aten::add",
+        "aten::mul",
+        "aten::copy_",
+        "aten::silu",
+        "aten::upsample_nearest1d",
+    } <= names, names

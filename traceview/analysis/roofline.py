@@ -1,0 +1,460 @@
+"""How far each operator is from the device's limit: FLOPs and bytes from its input shapes, its
+device time, achieved TFLOP/s and TB/s, and the roofline bound.
+
+Definitions (units: FLOP, bytes, ns; formulas per family in docs/roofline.md):
+- an operator call counted here is a host operator listed in `traceview/rules/op_flops.toml`
+  whose inputs were recorded (`op_inputs`: Kineto `record_shapes=True`);
+- its device tasks (kernels, and the memsets and copies it launched): those launched (the runtime
+  call with the task's correlation id) on its thread while it ran, as TraceLens counts an
+  operator's kernels: a convolution's bias add counts with the convolution. A listed operator
+  inside another (the add_ of that bias, a copy_ inside a matmul) is a call too, with its own
+  tasks, and is `nested`: sum device time over calls that are not nested, FLOPs over all calls
+  (each formula counts only its own operator's work). A task counts for every listed operator
+  running on its thread at its launch;
+- device_ns: the union of its tasks' [start, end) intervals (tasks of one call that overlap
+  count once);
+- flop, bytes: from the shapes and dtypes of its inputs (family formulas); dtype: the dtype of
+  its first tensor role (a, q, input, x, src) as bf16, fp16, fp32, fp64, fp8, ...;
+- achieved TFLOP/s = flop / device_ns / 1e3; TB/s = bytes / device_ns / 1e3; intensity =
+  flop / bytes (FLOP/byte);
+- with the device's peak for the dtype (matrix families: the tensor peak; elementwise: the fp32
+  vector peak) and its memory bandwidth (`traceview/rules/device_peaks.toml`):
+  expected_ns = max(flop / peak, bytes / bandwidth), bound = "compute" when the first term is the
+  larger, else "memory"; peak_frac = achieved TFLOP/s / peak; roofline_frac = expected_ns /
+  device_ns (1.0: the call runs at its roofline).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import polars as pl
+
+from traceview import rules as rule_tables
+from traceview.analysis.intervals import union_length
+from traceview.op_stack import op_parents, running_ops
+
+#: Bytes per element of the dtypes Kineto records in `Input type`.
+DTYPE_BYTES = {
+    "c10::BFloat16": 2,
+    "c10::Half": 2,
+    "float": 4,
+    "double": 8,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+    "c10::Float8_e4m3fnuz": 1,
+    "c10::Float8_e5m2fnuz": 1,
+    "long int": 8,
+    "int": 4,
+    "short int": 2,
+    "signed char": 1,
+    "unsigned char": 1,
+    "bool": 1,
+    "c10::complex<float>": 8,
+    "c10::complex<double>": 16,
+}
+#: The short name of each dtype (the key of the device table's peaks).
+DTYPE_NAMES = {
+    "c10::BFloat16": "bf16",
+    "c10::Half": "fp16",
+    "float": "fp32",
+    "double": "fp64",
+    "c10::Float8_e4m3fn": "fp8",
+    "c10::Float8_e5m2": "fp8",
+    "c10::Float8_e4m3fnuz": "fp8",
+    "c10::Float8_e5m2fnuz": "fp8",
+    "long int": "int64",
+    "int": "int32",
+    "short int": "int16",
+    "signed char": "int8",
+    "unsigned char": "uint8",
+    "bool": "bool",
+}
+#: The families whose work runs on the matrix (tensor) units; the others on the vector units.
+MATRIX_FAMILIES = ("gemm", "sdpa", "sdpa_bwd", "conv", "conv_bwd")
+#: The tensor roles a family reads, in the order its dtype is taken from.
+ROLES = (
+    "a",
+    "b",
+    "w",
+    "bias",
+    "q",
+    "k",
+    "v",
+    "out",
+    "grad_out",
+    "input",
+    "weight",
+    "grad_output",
+    "x",
+    "y",
+    "dst",
+    "src",
+)
+DTYPE_ROLE = ("a", "q", "grad_output", "input", "src", "x")
+#: How many listed operators deep a task's owners are looked for (PyTorch nests them 2-3 deep).
+MAX_NESTING = 16
+#: The concrete-input positions a rule may give (op_flops.toml).
+PARAM_ARGS = ("causal_arg", "stride_arg", "padding_arg", "dilation_arg", "transposed_arg", "size_arg")
+
+CALL_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int64,
+        "step": pl.Int64,
+        "op": pl.String,
+        "family": pl.String,
+        "input_dims": pl.String,
+        "dtype": pl.String,
+        "start_ns": pl.Int64,
+        "kernels": pl.UInt32,
+        "nested": pl.Boolean,
+        "device_ns": pl.Int64,
+        "flop": pl.Float64,
+        "bytes": pl.Float64,
+    }
+)
+
+
+@functools.cache
+def op_table() -> pl.DataFrame:
+    """The shipped op_flops.toml as a frame: op, family, the input position of each role
+    (`pos_<role>`, null when the op has none) and the PARAM_ARGS positions."""
+    rows = []
+    for rule in rule_tables.entries(rule_tables.shipped("op_flops"), rule_tables.shipped_path("op_flops")):
+        args = list(rule.get("args", []))
+        row = {"op": rule["name"], "family": rule["family"]}
+        row |= {f"pos_{r}": (args.index(r) if r in args else None) for r in ROLES}
+        for key in PARAM_ARGS:
+            row[key] = rule.get(key)
+        rows.append(row)
+    schema = {"op": pl.String, "family": pl.String} | {f"pos_{r}": pl.Int64 for r in ROLES}
+    schema |= dict.fromkeys(PARAM_ARGS, pl.Int64)
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def op_names() -> list[str]:
+    """The operators the roofline covers (op_flops.toml)."""
+    return op_table()["op"].to_list()
+
+
+# --- expressions over one call's inputs ---------------------------------------------------------
+
+
+def _dims(role: str) -> pl.Expr:
+    """The dims of a role's input as List(Int64) (empty for a scalar; null when the op has no such role)."""
+    entry = pl.col("_shapes").list.get(pl.col(f"pos_{role}"), null_on_oob=True)
+    return entry.str.split(",").list.eval(pl.element().cast(pl.Int64, strict=False)).list.drop_nulls()
+
+
+def _numel(dims: pl.Expr) -> pl.Expr:
+    return dims.list.eval(pl.element().product()).list.first().cast(pl.Float64)
+
+
+def _last(dims: pl.Expr, i: int) -> pl.Expr:
+    return dims.list.get(-i, null_on_oob=True).cast(pl.Float64)
+
+
+def _bpe(role: str) -> pl.Expr:
+    """Bytes per element of a role's input (null when its dtype is not a known tensor dtype)."""
+    dtype = pl.col("_types").list.get(pl.col(f"pos_{role}"), null_on_oob=True)
+    return dtype.replace_strict(DTYPE_BYTES, default=None, return_dtype=pl.Float64)
+
+
+def _concrete_ints(arg: str) -> pl.Expr:
+    """The integers of a concrete input given as a list ("[16, 16]") at position `arg`."""
+    text = pl.col("_concrete").list.get(pl.col(arg), null_on_oob=True)
+    return text.str.extract_all(r"-?\d+").list.eval(pl.element().cast(pl.Int64))
+
+
+def _gemm() -> tuple[pl.Expr, pl.Expr]:
+    a, bias = _dims("a"), _dims("bias")
+    b_numel = pl.coalesce(_numel(_dims("b")), _numel(_dims("w")))
+    n = pl.coalesce(_last(_dims("b"), 1), _last(_dims("w"), 2))
+    k = _last(a, 1)
+    rows = _numel(a) / k  # M over every batch
+    bias_n = _numel(bias).fill_null(0)
+    flop = 2 * rows * n * k + pl.when(bias_n > 0).then(rows * n).otherwise(0)
+    data = (_numel(a) + b_numel + rows * n + bias_n) * _bpe("a")
+    return flop, data
+
+
+def _sdpa(backward: bool) -> tuple[pl.Expr, pl.Expr]:
+    q, k, v = _dims("q"), _dims("k"), _dims("v")
+    rows = _numel(q) / _last(q, 1)  # B * H * Nq
+    n_kv = _last(k, 2)
+    causal = pl.col("_concrete").list.get(pl.col("causal_arg"), null_on_oob=True) == "True"
+    flop = 2 * rows * n_kv * (_last(q, 1) + _last(v, 1)) * pl.when(causal).then(0.5).otherwise(1.0)
+    elements = _numel(q) + _numel(k) + _numel(v) + rows * _last(v, 1)
+    if backward:
+        return 2.5 * flop, 2 * elements * _bpe("q")
+    return flop, elements * _bpe("q")
+
+
+def _spatial(dims: pl.Expr, i: int) -> pl.Expr:
+    """Spatial dim i (0-based, after N and C) of a conv tensor; null when the tensor has fewer."""
+    return dims.list.get(2 + i, null_on_oob=True).cast(pl.Float64)
+
+
+def _conv(backward: bool) -> tuple[pl.Expr, pl.Expr]:
+    x, w = _dims("input"), _dims("weight")
+    kernel = pl.lit(1.0)
+    for i in range(3):
+        kernel = kernel * _spatial(w, i).fill_null(1.0)
+    per_output = 2 * w.list.get(1, null_on_oob=True).cast(pl.Float64) * kernel  # FLOPs per output element
+    if backward:
+        out = _numel(_dims("grad_output"))
+        return 2 * out * per_output, (out + 2 * _numel(x) + 2 * _numel(w)) * _bpe("input")
+    stride, padding, dilation = (
+        _concrete_ints("stride_arg"),
+        _concrete_ints("padding_arg"),
+        _concrete_ints("dilation_arg"),
+    )
+    out = x.list.get(0, null_on_oob=True).cast(pl.Float64) * w.list.get(0, null_on_oob=True).cast(pl.Float64)
+    for i in range(3):
+        size = _spatial(x, i)
+        k = _spatial(w, i)
+        s = stride.list.get(i, null_on_oob=True).fill_null(1)
+        p = padding.list.get(i, null_on_oob=True).fill_null(0)
+        d = dilation.list.get(i, null_on_oob=True).fill_null(1)
+        o = ((size + 2 * p - d * (k - 1) - 1) // s + 1).cast(pl.Float64)
+        out = out * pl.when(size.is_null()).then(1.0).otherwise(o)
+    transposed = pl.col("_concrete").list.get(pl.col("transposed_arg"), null_on_oob=True) == "True"
+    flop = pl.when(transposed).then(None).otherwise(out * per_output)
+    return flop, (_numel(x) + _numel(w) + out) * _bpe("input")
+
+
+def _unary() -> tuple[pl.Expr, pl.Expr]:
+    src = pl.when(pl.col("pos_src").is_not_null()).then(_numel(_dims("src"))).otherwise(_numel(_dims("x")))
+    bpe_in = pl.coalesce(_bpe("src"), _bpe("x"))
+    bpe_out = pl.coalesce(_bpe("dst"), bpe_in)
+    return src, src * (bpe_in + bpe_out)
+
+
+#: Dims compared from the right when broadcasting two inputs (a tensor of more dims is exact up
+#: to this many trailing dims).
+BROADCAST_DIMS = 8
+
+
+def _binary() -> tuple[pl.Expr, pl.Expr]:
+    x, y = _dims("x"), _dims("y")
+    out = pl.lit(1.0)
+    for i in range(1, BROADCAST_DIMS + 1):
+        out = out * pl.max_horizontal(_last(x, i).fill_null(1.0), _last(y, i).fill_null(1.0))
+    bpe_x = _bpe("x")
+    data = _numel(x) * bpe_x + (_numel(y) * _bpe("y")).fill_null(0.0) + out * bpe_x
+    return out, data
+
+
+def _resize() -> tuple[pl.Expr, pl.Expr]:
+    x = _dims("x")
+    size = _concrete_ints("size_arg")
+    size_numel = size.list.eval(pl.element().product()).list.first().cast(pl.Float64)
+    out = x.list.get(0, null_on_oob=True).cast(pl.Float64) * x.list.get(1, null_on_oob=True).cast(pl.Float64)
+    out = pl.when(size.list.len() > 0).then(out * size_numel)
+    return out, (_numel(x) + out) * _bpe("x")
+
+
+def _family_exprs() -> tuple[pl.Expr, pl.Expr]:
+    """flop and bytes of a call, by its family."""
+    formulas = {
+        "gemm": _gemm(),
+        "sdpa": _sdpa(backward=False),
+        "sdpa_bwd": _sdpa(backward=True),
+        "conv": _conv(backward=False),
+        "conv_bwd": _conv(backward=True),
+        "unary": _unary(),
+        "binary": _binary(),
+        "resize": _resize(),
+    }
+    flop = pl.lit(None, pl.Float64)
+    data = pl.lit(None, pl.Float64)
+    for family, (f, b) in formulas.items():
+        flop = pl.when(pl.col("family") == family).then(f).otherwise(flop)
+        data = pl.when(pl.col("family") == family).then(b).otherwise(data)
+    return flop, data
+
+
+# --- the calls -----------------------------------------------------------------------------------
+
+
+def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -> pl.DataFrame:
+    """One row per listed operator call whose inputs were recorded and that launched device tasks
+    (CALL_SCHEMA): their count
+    (`kernels`), `nested` (inside another listed call), device_ns (their union), step (its first
+    task's), input_dims (the recorded shapes text),
+    dtype, flop and bytes (null where the formula cannot apply: a transposed convolution, a dtype
+    or dim not recorded)."""
+    table = op_table()
+    ops = (
+        host.filter((pl.col("kind") == "operator") & pl.col("name").is_in(table["op"].implode()))
+        .select("rank", "pid", "tid", "start_ns", "end_ns", "name", "external_id")
+        .with_row_index("_call")
+    )
+    launched = tasks.filter(pl.col("correlation").is_not_null())
+    launches = host.filter(pl.col("kind") == "runtime").select(
+        "rank", "pid", "tid", pl.col("start_ns").alias("ts_ns"), "correlation"
+    )
+    points = launched.select("rank", "correlation", "step", "start_ns", "end_ns").join(
+        launches, on=["rank", "correlation"], how="inner"
+    )
+    if ops.is_empty() or points.is_empty():
+        return pl.DataFrame(schema=CALL_SCHEMA)
+    inner = running_ops(points.select("rank", "pid", "tid", "ts_ns"), ops, by=["rank", "pid", "tid"])["inner"]
+    parent = pl.DataFrame({"_call": pl.int_range(0, ops.height, dtype=pl.UInt32, eager=True)}).with_columns(
+        op_parents(ops, by=["rank", "pid", "tid"]).alias("_parent")
+    )
+    level = points.with_columns(inner.alias("_call")).drop_nulls("_call")
+    owned = [level]
+    for _ in range(MAX_NESTING):  # a task also belongs to every listed operator around its innermost one
+        level = level.join(parent, on="_call").drop("_call").rename({"_parent": "_call"}).drop_nulls("_call")
+        if level.is_empty():
+            break
+        owned.append(level)
+    owned = pl.concat(owned)
+    nested = parent.filter(pl.col("_parent").is_not_null())["_call"]
+    per_call = (
+        owned.group_by("_call")
+        .agg(
+            pl.len().cast(pl.UInt32).alias("kernels"),
+            pl.col("step").sort_by("start_ns").first().alias("step"),
+        )
+        .with_columns(pl.col("_call").is_in(nested.implode()).alias("nested"))
+    )
+    device = union_length(owned.select("_call", "start_ns", "end_ns"), ["_call"]).rename({"union_ns": "device_ns"})
+    calls = (
+        ops.join(per_call, on="_call")
+        .join(device, on="_call", how="left")
+        .join(
+            op_inputs.select("rank", "external_id", "input_shapes", "input_types", "concrete_inputs"),
+            on=["rank", "external_id"],
+        )
+        .join(table, left_on="name", right_on="op")
+        .with_columns(
+            pl.col("input_shapes").str.split(";").alias("_shapes"),
+            pl.col("input_types").str.split(";").alias("_types"),
+            pl.col("concrete_inputs").str.split(";").alias("_concrete"),
+        )
+    )
+    flop, data = _family_exprs()
+    dtype_text = pl.coalesce(*(pl.col("_types").list.get(pl.col(f"pos_{r}"), null_on_oob=True) for r in DTYPE_ROLE))
+    return calls.select(
+        "rank",
+        "step",
+        pl.col("name").alias("op"),
+        "family",
+        pl.col("input_shapes").alias("input_dims"),
+        dtype_text.replace_strict(DTYPE_NAMES, default=dtype_text).alias("dtype"),
+        "start_ns",
+        "kernels",
+        "nested",
+        pl.col("device_ns").cast(pl.Int64),
+        flop.alias("flop"),
+        data.alias("bytes"),
+    ).sort("rank", "start_ns")
+
+
+ROOFLINE_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int64,
+        "op": pl.String,
+        "family": pl.String,
+        "input_dims": pl.String,
+        "dtype": pl.String,
+        "count": pl.UInt32,
+        "gflop": pl.Float64,
+        "bytes": pl.Float64,
+        "intensity_flop_per_byte": pl.Float64,
+        "device_time_us": pl.Float64,
+        "achieved_tflops_per_s": pl.Float64,
+        "achieved_tbps": pl.Float64,
+        "peak_tflops": pl.Float64,
+        "memory_tbps": pl.Float64,
+        "peak_frac": pl.Float64,
+        "expected_us": pl.Float64,
+        "roofline_frac": pl.Float64,
+        "bound": pl.String,
+    }
+)
+
+
+def op_roofline(calls: pl.DataFrame, limits: pl.DataFrame) -> pl.DataFrame:
+    """Per rank, operator, input dims and dtype (ROOFLINE_SCHEMA), longest device time first:
+    count of calls, gflop and bytes per call, device_time_us (all calls), achieved TFLOP/s and TB/s
+    (all calls' FLOPs and bytes over their device time), and against `limits` (rank, dtype,
+    matrix_tflops, vector_tflops, memory_tbps: `device_limits`) the peak used, peak_frac,
+    expected_us (all calls) = max(flop / peak, bytes / bandwidth), roofline_frac = expected_us /
+    device_time_us and the bound."""
+    if calls.is_empty():
+        return pl.DataFrame(schema=ROOFLINE_SCHEMA)
+    grouped = calls.group_by("rank", "op", "family", "input_dims", "dtype").agg(
+        pl.len().cast(pl.UInt32).alias("count"),
+        (pl.col("flop").first() / 1e9).alias("gflop"),
+        pl.col("bytes").first().alias("bytes"),
+        (pl.col("device_ns").sum() / 1e3).alias("device_time_us"),
+    )
+    matrix = pl.col("family").is_in(MATRIX_FAMILIES)
+    total_flop = pl.col("gflop") * 1e9 * pl.col("count")
+    total_bytes = pl.col("bytes") * pl.col("count")
+    out = grouped.join(limits, on=["rank", "dtype"], how="left").with_columns(
+        pl.when(matrix).then("matrix_tflops").otherwise("vector_tflops").alias("peak_tflops"),
+        (pl.col("gflop") * 1e9 / pl.col("bytes")).alias("intensity_flop_per_byte"),
+        (total_flop / (pl.col("device_time_us") * 1e6)).alias("achieved_tflops_per_s"),
+        (total_bytes / (pl.col("device_time_us") * 1e6)).alias("achieved_tbps"),
+    )
+    compute_us = total_flop / (pl.col("peak_tflops") * 1e6)
+    memory_us = total_bytes / (pl.col("memory_tbps") * 1e6)
+    out = out.with_columns(
+        (pl.col("achieved_tflops_per_s") / pl.col("peak_tflops")).alias("peak_frac"),
+        pl.max_horizontal(compute_us, memory_us).alias("expected_us"),
+        pl.when(compute_us.is_null() | memory_us.is_null())
+        .then(None)
+        .when(compute_us >= memory_us)
+        .then(pl.lit("compute"))
+        .otherwise(pl.lit("memory"))
+        .alias("bound"),
+    ).with_columns((pl.col("expected_us") / pl.col("device_time_us")).alias("roofline_frac"))
+    return out.select(ROOFLINE_SCHEMA.names()).sort(["device_time_us", "rank", "op"], descending=[True, False, False])
+
+
+LIMITS_SCHEMA = pl.Schema(
+    {
+        "rank": pl.Int64,
+        "dtype": pl.String,
+        "matrix_tflops": pl.Float64,
+        "vector_tflops": pl.Float64,
+        "memory_tbps": pl.Float64,
+        "device_entry": pl.String,
+    }
+)
+
+
+def device_limits(ranks: pl.DataFrame, rules=None) -> pl.DataFrame:
+    """Per rank and dtype, the device's limits from the device table (`device_peaks.toml`, a
+    user's `[[device_peaks.rule]]` entries first): matrix_tflops = its dense peak for the dtype
+    (bf16, fp16, fp8; fp32 -> the table's tf32 is not assumed: fp32 work is measured against the
+    fp32 rate), vector_tflops = its fp32 rate (elementwise work), memory_tbps; per device (a
+    package's figures / devices_per_package); device_entry names the table entry. No row for a
+    rank whose device matches no entry."""
+    from traceview.analysis.throughput import device_peak
+
+    rows = []
+    for rank, name in ranks.select("rank", "device_name").iter_rows():
+        entry = device_peak(name, rules)
+        if entry is None or not isinstance(entry.get("tflops"), dict):
+            continue
+        per = int(entry.get("devices_per_package", 1))
+        peaks = {k: float(v) / per for k, v in entry["tflops"].items() if isinstance(v, (int, float))}
+        bandwidth = entry.get("memory_tbps")
+        label = entry["name"] + (" (approximate)" if entry.get("approximate") else "")
+        for dtype, tflops in peaks.items():
+            rows.append(
+                {
+                    "rank": rank,
+                    "dtype": dtype,
+                    "matrix_tflops": tflops,
+                    "vector_tflops": peaks.get("fp32"),
+                    "memory_tbps": float(bandwidth) / per if isinstance(bandwidth, (int, float)) else None,
+                    "device_entry": label,
+                }
+            )
+    return pl.DataFrame(rows, schema=LIMITS_SCHEMA, orient="row")
