@@ -117,6 +117,18 @@ class TracePlots:
 
         return memory_figure(lane_records(self._trace, self._ranks(ranks)))
 
+    def roofline(self, ranks=None, rules=None) -> go.Figure:
+        """Each operator (rank, operator, dims, dtype) at its arithmetic intensity and achieved
+        TFLOP/s over the device's roofline per dtype, log scales (`trace.op_roofline()` rows;
+        `roofline_figure`). Needs a profile recorded with record_shapes=True (docs/roofline.md)."""
+        from traceview.dashboards.roofline_figure import roofline_figure
+
+        rows = self._trace.op_roofline(rules=rules)
+        wanted = self._ranks(ranks)
+        if wanted is not None:
+            rows = rows.filter(pl.col("rank").is_in(wanted))
+        return roofline_figure(rows)
+
     def kernels(self, top: int = 10, ranks=None, classes: str | None = None) -> go.Figure:
         """The `top` kernels by total device time (ms) over the selected ranks (all by default),
         one horizontal bar each, largest first, coloured by compute class; count, mean and share

@@ -364,6 +364,62 @@ def memory_section(page: Page, trace, summary: dict) -> list[dict]:
     ]
 
 
+def roofline_section(page: Page, trace, summary: dict) -> list[dict]:
+    """The operators against the roofline, the FLOPs traced per step and their anatomy (the
+    summary's roofline; docs/roofline.md)."""
+    from traceview.dashboards.roofline_figure import roofline_figure
+
+    ranks = [r for r in summary["ranks"] if r.get("roofline")]
+    if not ranks:
+        return [text("No operator with recorded shapes: record the profile with torch.profiler(record_shapes=True).")]
+    steps = [{"rank": r["rank"], **s} for r in ranks for s in r["roofline"]["steps"]]
+    anatomy = [{"rank": r["rank"], **a} for r in ranks for a in r["roofline"]["anatomy"]]
+    operators = [{"rank": r["rank"], **o} for r in ranks for o in r["roofline"]["operators"]]
+    return [
+        page.figure(roofline_figure(trace.op_roofline())),
+        table(
+            operators,
+            [
+                ("rank", "rank", None),
+                ("op", "operator", None),
+                ("input_dims", "input dims", None),
+                ("dtype", "dtype", None),
+                ("count", "calls", None),
+                ("device_time_us", "device ms", fmt_ms),
+                ("achieved_tflops_per_s", "TFLOP/s", None),
+                ("peak_frac", "% of peak", fmt_pct),
+                ("roofline_frac", "% of roofline", fmt_pct),
+                ("bound", "bound", None),
+            ],
+            "roofline-table",
+            text_columns=("op", "input_dims", "bound"),
+        ),
+        table(
+            steps,
+            [
+                ("rank", "rank", None),
+                ("step", "step", None),
+                ("traced_flops", "traced TFLOP", lambda v: None if v is None else f"{v / 1e12:,.3f}"),
+                ("traced_tflops_per_device", "TFLOP/s per device", None),
+                ("traced_mfu_frac", "MFU (%)", fmt_pct),
+                ("peak_dtype", "peak of", None),
+            ],
+            "traced-flops-table",
+        ),
+        table(
+            anatomy,
+            [
+                ("rank", "rank", None),
+                ("family", "operator family", None),
+                ("flops_frac", "share of FLOPs (%)", fmt_pct),
+                ("device_time_frac", "share of device time (%)", fmt_pct),
+            ],
+            "anatomy-table",
+            text_columns=("family",),
+        ),
+    ]
+
+
 def throughput_section(summary: dict) -> list[dict]:
     rows = summary.get("throughput") or []
     cols = [
@@ -397,6 +453,7 @@ def report_html(trace, summary: dict, diff: dict | None = None) -> str:
     page.add("timeline", "Timeline", timeline_section(page, trace, summary))
     page.add("cross-rank", "Cross-rank", cross_rank_section(summary))
     page.add("memory", "Device memory", memory_section(page, trace, summary))
+    page.add("roofline", "Operators against the roofline", roofline_section(page, trace, summary))
     if diff is not None:
         page.add("diff", "Compared with the baseline", diff_section(diff))
     return page.html(_header(summary), {"traceview-summary": summary})

@@ -310,3 +310,106 @@ def test_flops_bytes_and_achieved_tflops_match_tracelens():
         "aten::silu",
         "aten::upsample_nearest1d",
     } <= names, names
+
+
+# --- FLOPs and MFU from the trace ------------------------------------------------------------------
+
+
+def _transformer_step(path: Path, layers=2, hidden=1024, ffn=4096, batch=4, seq=128, heads=8) -> tuple[Path, dict]:
+    """One training step of a transformer whose every matmul is recorded with its shapes: per layer
+    the QKV, output and two MLP projections forward (x @ W) and backward (dX = dY @ W^T, dW = X^T @ dY),
+    and flash attention forward and backward. Kernels run 80 % of the step."""
+    b = _Trace()
+    tokens = batch * seq
+    weights = [(hidden, 3 * hidden), (hidden, hidden), (hidden, ffn), (ffn, hidden)]
+    head_dim = hidden // heads
+    qkv = [[batch, heads, seq, head_dim]] * 3
+    ts, gpu = 1000.0, 1000.0
+
+    def call(name, dims, concrete=None):
+        nonlocal ts, gpu
+        types = [BF16 if d else "Scalar" for d in dims]
+        ext = b.op(name, ts, 8, dims, types, concrete or [""] * len(dims))
+        b.kernel(ext, ts + 1, gpu, 8)
+        ts += 10
+        gpu += 10
+
+    for _ in range(layers):
+        for k_in, k_out in weights:
+            call("aten::mm", [[tokens, k_in], [k_in, k_out]])
+        call(
+            "aten::_scaled_dot_product_flash_attention",
+            qkv + [[], [], [], []],
+            ["", "", "", "0.", "False", "False", ""],
+        )
+    for _ in range(layers):
+        call(
+            "aten::_scaled_dot_product_flash_attention_backward",
+            [[batch, heads, seq, head_dim]] * 5 + [[]] * 10,
+            [""] * 11 + ["False"] + [""] * 3,
+        )
+        for k_in, k_out in reversed(weights):
+            call("aten::mm", [[tokens, k_out], [k_out, k_in]])  # dX
+            call("aten::mm", [[k_in, tokens], [tokens, k_out]])  # dW
+    b.events.insert(
+        0,
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#1",
+            "pid": 1,
+            "tid": 1,
+            "ts": 990,
+            "dur": ts - 990 + 5,
+        },
+    )
+    params = layers * sum(i * o for i, o in weights)
+    attention = layers * 4 * batch * heads * seq * seq * head_dim * 3.5  # forward 4·B·H·s²·d, backward 2.5x
+    return b.write(path), {"params": params, "tokens": tokens, "attention": attention, "step_us": ts - 990 + 5}
+
+
+def test_mfu_from_the_trace_equals_six_params_tokens_within_5_percent(tmp_path):
+    path, model = _transformer_step(tmp_path / "step.json")
+    t = tv.load(path, use_cache=False)
+    row = t.traced_flops().row(0, named=True)
+    six_pt = 6 * model["params"] * model["tokens"]
+    assert row["traced_flops"] == pytest.approx(six_pt + model["attention"], rel=1e-12)  # every matmul, summed
+    assert abs(row["traced_flops"] / six_pt - 1) < 0.05  # attention is the rest: 2.4 % here
+    assert row["peak_dtype"] == "bf16" and row["peak_tflops"] == 989.0
+    step_s = row["step_time_us"] / 1e6
+    assert row["traced_tflops_per_device"] == pytest.approx(row["traced_flops"] / step_s / 1e12)
+    assert row["traced_mfu_frac"] == pytest.approx(row["traced_tflops_per_device"] / 989.0)
+    mfu_6pt = t.throughput(tokens_per_step=model["tokens"], params=model["params"], devices=1)["mfu_frac"][0]
+    assert abs(row["traced_mfu_frac"] / mfu_6pt - 1) < 0.05
+    anatomy = {r["family"]: r for r in t.flops_anatomy().iter_rows(named=True)}
+    assert anatomy["gemm"]["flops_frac"] == pytest.approx(six_pt / row["traced_flops"])
+    assert sum(r["device_time_frac"] for r in anatomy.values()) == pytest.approx(1.0)
+
+
+def test_summary_report_and_figure_show_the_roofline(tmp_path):
+    path, model = _transformer_step(tmp_path / "step.json")
+    doc = json.loads(run_cli("summary", str(path), "--format", "json").stdout)
+    section = doc["ranks"][0]["roofline"]
+    expected = 6 * model["params"] * model["tokens"] + model["attention"]
+    assert section["steps"][0]["step"] == 1
+    assert section["steps"][0]["traced_flops"] == pytest.approx(expected)
+    assert {a["family"] for a in section["anatomy"]} == {"gemm", "sdpa", "sdpa_bwd", "(not covered)"}
+    assert section["operators"][0]["op"] == "aten::mm"
+    text = run_cli("summary", str(path)).stdout
+    assert f"traced FLOPs, step 1: {expected / 1e12:,.3f} TFLOP from recorded shapes" in text
+    out = run_cli("report", str(path), "-o", str(tmp_path / "r.html"))
+    assert out.returncode == 0, out.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "roofline-table" in html and "anatomy-table" in html and "traced-flops-table" in html
+    t = tv.load(path, use_cache=False)
+    names = [d.name for d in t.plot.roofline().data]
+    assert names[:2] == ["gemm", "sdpa"] and "roofline, bf16 matrix: 989 TFLOP/s, 3.35 TB/s" in names
+
+
+def test_without_shapes_the_summary_has_no_roofline_and_the_report_says_why(tmp_path):
+    from tests.conftest import DATA
+
+    doc = json.loads(run_cli("summary", str(DATA / "kineto_minimal.json"), "--format", "json").stdout)
+    assert "roofline" not in doc["ranks"][0]
+    run_cli("report", str(DATA / "kineto_minimal.json"), "-o", str(tmp_path / "r.html"))
+    assert "record the profile with torch.profiler(record_shapes=True)" in (tmp_path / "r.html").read_text()

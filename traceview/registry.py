@@ -136,16 +136,27 @@ def _clock_notes(t) -> list[str]:
     return [] if offsets is None else [f"{t.source}: {collectives.clock_warning(offsets)}"]
 
 
+def _step_times(t) -> pl.DataFrame:
+    """Per rank and step, its wall time as throughput counts it: the iteration (host included), the
+    device window where a step has no iteration. Columns rank, step, step_time_us."""
+    lived = t.run("iteration_breakdown").select("rank", "step", pl.col("iteration_us").alias("step_time_us"))
+    device = t.run("step_breakdown").select("rank", "step", pl.col("duration_us").alias("step_time_us"))
+    return pl.concat([lived, device.join(lived, on=["rank", "step"], how="anti")])
+
+
+def _traced_flops(t, rules) -> pl.DataFrame:
+    calls = t.run("op_calls")
+    if calls.is_empty():  # recorded without shapes: no step times to compute
+        return roofline.traced_flops(calls, pl.DataFrame(), pl.DataFrame())
+    return roofline.traced_flops(calls, _step_times(t), roofline.device_limits(t.ranks, rules))
+
+
 def _throughput(t, **kwargs) -> pl.DataFrame:
     world = t.ranks["world_size"].drop_nulls()
     kwargs.setdefault("devices", int(world.max()) if world.len() else t.ranks.height)
     names = t.ranks["device_name"].drop_nulls()
     kwargs.setdefault("device_name", names[0] if names.len() else None)
-    # a step's time is its wall time: the iteration (host included), the device window where a
-    # step has no iteration
-    lived = t.run("iteration_breakdown").select("rank", "step", pl.col("iteration_us").alias("duration_us"))
-    device = t.run("step_breakdown").select("rank", "step", "duration_us")
-    durations = pl.concat([lived, device.join(lived, on=["rank", "step"], how="anti")])
+    durations = _step_times(t).rename({"step_time_us": "duration_us"})
     return throughput.throughput(durations, **kwargs)
 
 
@@ -421,6 +432,20 @@ _ROWS = [
         defaults={"rules": None},
         keys=("rank", "op", "input_dims", "dtype"),
         rule_params={"rules": "device_peaks"},
+    ),
+    Analysis(
+        "traced_flops",
+        _traced_flops,
+        "traceview.analysis.roofline",
+        defaults={"rules": None},
+        keys=("rank", "step"),
+        rule_params={"rules": "device_peaks"},
+    ),
+    Analysis(
+        "flops_anatomy",
+        lambda t: roofline.flops_anatomy(t.run("op_calls"), t.device_tasks),
+        "traceview.analysis.roofline",
+        keys=("rank", "family"),
     ),
     Analysis(
         "findings",

@@ -22,6 +22,12 @@ the dashboard and the reports render, so they always agree. Shape:
                                            "peak_step", "device_memory_bytes", "peak_device_frac",
                                            "steps": [{step, peak_allocated_bytes, peak_reserved_bytes}],
                                            "at_peak": [{operator, live_bytes, blocks, share_frac}]}],
+                               "roofline": {"steps": [{step, traced_flops, traced_tflops_per_device,
+                                                       traced_mfu_frac, peak_tflops, peak_dtype, ...}],
+                                            "anatomy": [{family, flops_frac, device_time_frac, ...}],
+                                            "operators": [{op, input_dims, dtype, count, gflop,
+                                                           achieved_tflops_per_s, peak_frac, bound, ...}]}
+                                           (only for profiles recorded with shapes; docs/roofline.md),
                                ...}],
      "kernels": [{"name", "short_name", "class", "ranks", "count", "total_us", "share", "mean_us",
                   "rank_min_us", "rank_median_us", "rank_max_us", "max_rank"}] (over all ranks),
@@ -227,6 +233,7 @@ def build_summary(
     rules = dict(steps.group_by("rank").agg(pl.col("window_rule").first()).iter_rows())
     device_phases = _per_rank(trace.device_phases())
     memory_series = _memory(trace, top)
+    roofline = _roofline(trace, step, top)
     ranks = []
     for meta in trace.ranks.to_dicts():
         rank = meta["rank"]
@@ -248,6 +255,7 @@ def build_summary(
                 "launch_delay": launch.get(rank),
                 "long_steps": long.get(rank, []),
                 "memory": memory_series.get(rank, []),
+                **({"roofline": roofline[rank]} if rank in roofline else {}),
             }
         )
     first = _rounded(trace.run("headline", step=step).row(0, named=True))
@@ -282,6 +290,25 @@ def build_summary(
         "warnings": list(trace.warnings) + checks,
         "failures": list(trace.failures),
     }
+
+
+def _roofline(trace, step: int | None, top: int) -> dict[int, dict]:
+    """Per rank with recorded shapes: its traced FLOPs and MFU per step, the FLOPs anatomy and its
+    `top` operators by device time against the roofline (docs/roofline.md); {} without shapes."""
+    traced = trace.traced_flops()
+    if traced.is_empty():
+        return {}
+    if step is not None:
+        traced = traced.filter(pl.col("step") == step)
+    out: dict[int, dict] = {}
+    for name, frame in (
+        ("steps", traced),
+        ("anatomy", trace.flops_anatomy()),
+        ("operators", trace.op_roofline().group_by("rank", maintain_order=True).head(max(top, 1))),
+    ):
+        for row in frame.to_dicts():
+            out.setdefault(row.pop("rank"), {"steps": [], "anatomy": [], "operators": []})[name].append(_rounded(row))
+    return out
 
 
 def _finding_rows(frame: pl.DataFrame) -> list[dict]:

@@ -235,6 +235,18 @@ class Trace:
         device table entries). See `traceview.analysis.roofline.op_roofline` and docs/roofline.md."""
         return self.run("op_roofline", rules=rules)
 
+    def traced_flops(self, rules=None) -> pl.DataFrame:
+        """Per rank and step: the model FLOPs summed from the operators' recorded shapes, TFLOP/s
+        per device over the step time, and the MFU they give against the device's peak for the
+        dtype carrying most matrix FLOPs (no --params needed). See
+        `traceview.analysis.roofline.traced_flops`."""
+        return self.run("traced_flops", rules=rules)
+
+    def flops_anatomy(self) -> pl.DataFrame:
+        """Per rank and operator family: share of the traced FLOPs next to share of device time.
+        See `traceview.analysis.roofline.flops_anatomy`."""
+        return self.run("flops_anatomy")
+
     def op_calls(self) -> pl.DataFrame:
         """One row per operator call the roofline covers: its kernels, device time (their union),
         FLOPs and bytes. See `traceview.analysis.roofline.op_calls`."""

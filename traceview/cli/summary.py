@@ -180,7 +180,51 @@ def _rank_details(r: dict) -> list[str]:
             f"  long step {s['step']}: {s['slowdown_ratio']:.2f}x the median step, {s['why']} "
             f"(+{s['why_delta_us'] / 1000:,.3f} ms)"
         )
-    return out + memory_lines(r.get("memory") or [])
+    return out + memory_lines(r.get("memory") or []) + roofline_lines(r.get("roofline"))
+
+
+def roofline_lines(roofline: dict | None) -> list[str]:
+    """A rank's roofline section in words: the FLOPs its recorded operators add up to per step
+    and the MFU they give, then the operators with the most device time against the roofline."""
+    if not roofline:
+        return []
+    out = [""]
+    for s in roofline["steps"]:
+        mfu = (
+            ""
+            if s["traced_mfu_frac"] is None
+            else f", MFU {100 * s['traced_mfu_frac']:.1f} % of {s['peak_tflops']:g} {s['peak_dtype']}"
+        )
+        rate = "" if s["traced_tflops_per_device"] is None else f": {s['traced_tflops_per_device']:,.1f} TFLOP/s"
+        out.append(
+            f"  traced FLOPs, step {s['step']}: {s['traced_flops'] / 1e12:,.3f} TFLOP from recorded shapes{rate}{mfu}"
+        )
+    if roofline["operators"]:
+        rows = [
+            {
+                "op": o["op"],
+                "dtype": o["dtype"],
+                "count": o["count"],
+                "device_ms": o["device_time_us"] / 1000,
+                "tflops": o["achieved_tflops_per_s"],
+                "peak_pct": None if o["peak_frac"] is None else 100 * o["peak_frac"],
+                "bound": o["bound"] or "-",
+            }
+            for o in roofline["operators"]
+        ]
+        out += ["  operators against the roofline (traceview roofline PATH for all):", table(rows, ROOFLINE_COLUMNS)]
+    return out
+
+
+ROOFLINE_COLUMNS = [
+    ("op", "operator"),
+    ("dtype", "dtype"),
+    ("count", "calls"),
+    ("device_ms", "device ms"),
+    ("tflops", "TFLOP/s"),
+    ("peak_pct", "% of peak"),
+    ("bound", "bound"),
+]
 
 
 #: Operators named per device in the text's "held at the peak" (JSON has `--top` of them).
