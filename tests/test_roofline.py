@@ -265,7 +265,10 @@ def test_flops_bytes_and_achieved_tflops_match_tracelens():
             t.op_roofline()
             .group_by("op", "input_dims")
             .agg(
-                pl.col("count").sum(), pl.col("gflop").first(), pl.col("bytes").first(), pl.col("device_time_us").sum()
+                pl.col("count").sum(),
+                ((pl.col("gflop") * pl.col("count")).sum() / pl.col("count").sum()).alias("gflop"),
+                ((pl.col("bytes") * pl.col("count")).sum() / pl.col("count").sum()).alias("bytes"),
+                pl.col("device_time_us").sum(),
             )
         )
         by_key = {(r["op"], r["input_dims"]): r for r in ours.iter_rows(named=True)}
@@ -413,3 +416,125 @@ def test_without_shapes_the_summary_has_no_roofline_and_the_report_says_why(tmp_
     assert "roofline" not in doc["ranks"][0]
     run_cli("report", str(DATA / "kineto_minimal.json"), "-o", str(tmp_path / "r.html"))
     assert "record the profile with torch.profiler(record_shapes=True)" in (tmp_path / "r.html").read_text()
+
+
+@pytest.fixture(scope="module")
+def edges(tmp_path_factory):
+    """Calls whose formulas the first fixture does not reach: optional inputs passed as None,
+    transposed convolutions, backward passes, vendor GEMMs, a bilinear resize, calls of one shape
+    that differ in a stride or a dtype, an integer copy, and a GEMM far past the ridge point."""
+    b = _Trace()
+    ts = [100.0]
+
+    def call(name, dims, types, concrete, dur=2.0):
+        ext = b.op(name, ts[0], 8, dims, types, concrete)
+        b.kernel(ext, ts[0] + 1, 10 * ts[0], dur)
+        ts[0] += 10
+
+    call("vllm::rocm_unquantized_gemm", [[32, 64], [128, 64], []], [BF16, BF16, ""], ["", "", ""])  # bias None
+    call("aiter::gemm_a16w16", [[32, 64], [128, 64]], [BF16, BF16], ["", ""])
+    conv_types = [F32, F32, ""] + ["ScalarList"] * 3 + ["Scalar", "ScalarList", "Scalar"]
+    for stride, transposed in (("[1, 1]", "False"), ("[2, 2]", "False"), ("[2, 2]", "True")):
+        call(
+            "aten::convolution",
+            [[2, 4, 8, 8], [4, 3, 3, 3], [], [], [], [], [], [], []],
+            conv_types,
+            ["", "", "", stride, "[1, 1]", "[1, 1]", transposed, "[0, 0]", "1"],
+        )
+    bwd = [[2, 4, 8, 8], [2, 3, 8, 8], [4, 3, 3, 3]] + [[]] * 8
+    call(
+        "aten::convolution_backward",
+        bwd,
+        [F32] * 3 + [""] * 8,
+        ["", "", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", ""],
+    )
+    call(
+        "aten::convolution_backward",
+        bwd,
+        [F32] * 3 + [""] * 8,
+        ["", "", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "True", "[0, 0]", "1", ""],
+    )
+    q = [1, 2, 16, 8]
+    call(
+        "aten::_scaled_dot_product_efficient_attention_backward",
+        [q, q, q, q, [], q] + [[]] * 7,
+        [BF16] * 4 + [""] + [BF16] + [""] * 7,
+        [""] * 11 + ["True", ""],
+    )
+    call(
+        "aten::upsample_bilinear2d",
+        [[1, 2, 4, 4], [], [], []],
+        [BF16, "ScalarList", "Scalar", ""],
+        ["", "[6, 6]", "False", ""],
+    )
+    call("aten::add", [[4, 8], [4, 8], []], [BF16, BF16, "Scalar"], ["", "", "1"])
+    call("aten::add", [[4, 8], [4, 8], []], [BF16, F32, "Scalar"], ["", "", "1"])
+    call("aten::copy_", [[1024], [1024], []], ["long int", "long int", "Scalar"], ["", "", "False"])
+    call("aten::mm", [[4096, 4096], [4096, 4096]], [BF16, BF16], ["", ""], dur=200.0)
+    return tv.load(b.write(tmp_path_factory.mktemp("edges") / "edges.json"), use_cache=False).op_roofline()
+
+
+def test_optional_inputs_passed_as_none_count_nothing(edges):
+    vllm = edges.filter(pl.col("op") == "vllm::rocm_unquantized_gemm").row(0, named=True)
+    assert vllm["gflop"] * 1e9 == 2 * 32 * 128 * 64  # no bias FLOPs for a None bias
+    assert vllm["bytes"] == (32 * 64 + 128 * 64 + 32 * 128) * 2
+    aiter = edges.filter(pl.col("op") == "aiter::gemm_a16w16").row(0, named=True)
+    assert (aiter["gflop"], aiter["bytes"]) == (vllm["gflop"], vllm["bytes"])
+
+
+def test_a_stride_makes_its_own_row_and_transposed_convolutions_are_not_counted(edges):
+    conv = edges.filter(pl.col("op") == "aten::convolution").sort("gflop", nulls_last=True)
+    out_1, out_2 = 2 * 4 * 8 * 8, 2 * 4 * 4 * 4  # stride 1 keeps 8 x 8, stride 2 gives 4 x 4
+    assert conv["gflop"].to_list()[:2] == pytest.approx([2 * out_2 * 3 * 9 / 1e9, 2 * out_1 * 3 * 9 / 1e9])
+    assert conv["bytes"].to_list()[:2] == [(128 * 4 + 108 + out_2) * 4, (128 * 4 + 108 + out_1) * 4]
+    transposed = conv.filter(pl.col("concrete_inputs").str.contains("True"))
+    assert transposed.select("gflop", "bytes", "expected_us", "bound").row(0) == (None, None, None, None)
+    bwd = edges.filter(pl.col("op") == "aten::convolution_backward").sort("gflop", nulls_last=True)
+    assert bwd["gflop"][0] * 1e9 == 2 * (2 * 2 * 4 * 64 * 3 * 9)  # twice the forward of the same shapes
+    assert bwd["bytes"][0] == (2 * 4 * 64 + 2 * 2 * 3 * 64 + 2 * 108) * 4
+    assert bwd["gflop"][1] is None and bwd["bytes"][1] is None  # transposed
+
+
+def test_attention_backward_bilinear_resize_and_mixed_dtypes(edges):
+    sdpa = edges.filter(pl.col("op") == "aten::_scaled_dot_product_efficient_attention_backward").row(0, named=True)
+    assert sdpa["gflop"] * 1e9 == 2.5 * 2 * (2 * 16) * 16 * (8 + 8) * 0.5  # causal: half
+    assert sdpa["bytes"] == 2 * (4 * 256) * 2
+    up = edges.filter(pl.col("op") == "aten::upsample_bilinear2d").row(0, named=True)
+    assert up["gflop"] * 1e9 == pytest.approx(2 * 36) and up["bytes"] == (32 + 72) * 2
+    add = edges.filter(pl.col("op") == "aten::add").sort("bytes")
+    assert add["bytes"].to_list() == [3 * 32 * 2, 32 * 2 + 32 * 4 + 32 * 2] and add.height == 2
+
+
+def test_every_dtype_has_the_memory_roof_and_the_bound_is_the_larger_term(edges):
+    copy = edges.filter(pl.col("op") == "aten::copy_").row(0, named=True)
+    assert copy["dtype"] == "int64" and copy["memory_tbps"] == 3.35 and copy["bound"] == "memory"
+    mm = edges.filter(pl.col("op") == "aten::mm").row(0, named=True)
+    flop, data = 2 * 4096**3, 3 * 4096 * 4096 * 2
+    assert mm["intensity_flop_per_byte"] == pytest.approx(flop / data)  # 1,365 FLOP/byte, past H100's ridge (295)
+    assert mm["bound"] == "compute" and mm["expected_us"] == pytest.approx(flop / 989e12 * 1e6)
+    assert mm["roofline_frac"] == pytest.approx(flop / 989e12 * 1e6 / 200)
+    small_add = edges.filter(pl.col("op") == "aten::add").row(0, named=True)
+    assert small_add["bound"] == "memory"
+
+
+def test_a_user_entry_without_dtype_peaks_leaves_the_roofline_to_the_shipped_one(small, tmp_path):
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[device_peaks.rule]]\nname = "My H100"\nmatch = "H100"\npeak_tflops = 900.0\n')
+    row = small.op_roofline(rules=str(rules)).filter(pl.col("op") == "aten::addmm").row(0, named=True)
+    assert (row["peak_tflops"], row["memory_tbps"]) == (989.0, 3.35)
+
+
+def test_a_concrete_input_beyond_int64_is_not_a_crash(tmp_path):
+    b = _Trace()
+    conv = b.op(
+        "aten::convolution",
+        100,
+        10,
+        [[1, 1, 4, 4], [1, 1, 3, 3], [], [], [], [], [], [], []],
+        [F32, F32, ""] + ["ScalarList"] * 3 + ["Scalar", "ScalarList", "Scalar"],
+        ["", "", "", "[99999999999999999999, 1]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "1"],
+    )
+    b.kernel(conv, 101, 1000, 2)
+    t = tv.load(b.write(tmp_path / "odd.json"), use_cache=False)
+    row = t.op_roofline().row(0, named=True)
+    assert row["op"] == "aten::convolution" and row["count"] == 1  # the unreadable stride reads as 1

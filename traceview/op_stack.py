@@ -9,8 +9,8 @@ so the innermost operator running at a point of depth d is the last operator of 
 before it (one as-of join), and the outermost is the last of depth 1. An operator that ended
 before the point (overlap without nesting, as broken traces have) is never returned.
 
-Used by the allocator reader (the operator that allocated a block) and the roofline (the
-outermost recognised operator that launched a kernel).
+Used by the allocator reader (the operator that allocated a block) and the roofline (every listed
+operator around a kernel's launch, through the innermost one and its parents).
 """
 
 from __future__ import annotations

@@ -104,6 +104,8 @@ CALL_SCHEMA = pl.Schema(
         "op": pl.String,
         "family": pl.String,
         "input_dims": pl.String,
+        "input_types": pl.String,
+        "concrete_inputs": pl.String,
         "dtype": pl.String,
         "start_ns": pl.Int64,
         "kernels": pl.UInt32,
@@ -161,18 +163,29 @@ def _bpe(role: str) -> pl.Expr:
 
 
 def _concrete_ints(arg: str) -> pl.Expr:
-    """The integers of a concrete input given as a list ("[16, 16]") at position `arg`."""
+    """The integers of a concrete input given as a list ("[16, 16]") at position `arg` (one beyond
+    Int64 reads as null)."""
     text = pl.col("_concrete").list.get(pl.col(arg), null_on_oob=True)
-    return text.str.extract_all(r"-?\d+").list.eval(pl.element().cast(pl.Int64))
+    return text.str.extract_all(r"-?\d+").list.eval(pl.element().cast(pl.Int64, strict=False))
+
+
+def _tensor_numel(role: str) -> pl.Expr:
+    """Elements of an optional tensor input: 0 when it was passed as None (its `Input type` entry
+    is empty) or is not a tensor (a Scalar), where the product of its empty dims would say 1."""
+    return pl.when(_bpe(role).is_not_null()).then(_numel(_dims(role))).otherwise(0.0)
+
+
+def _transposed() -> pl.Expr:
+    return pl.col("_concrete").list.get(pl.col("transposed_arg"), null_on_oob=True) == "True"
 
 
 def _gemm() -> tuple[pl.Expr, pl.Expr]:
-    a, bias = _dims("a"), _dims("bias")
+    a = _dims("a")
     b_numel = pl.coalesce(_numel(_dims("b")), _numel(_dims("w")))
     n = pl.coalesce(_last(_dims("b"), 1), _last(_dims("w"), 2))
     k = _last(a, 1)
     rows = _numel(a) / k  # M over every batch
-    bias_n = _numel(bias).fill_null(0)
+    bias_n = _tensor_numel("bias")
     flop = 2 * rows * n * k + pl.when(bias_n > 0).then(rows * n).otherwise(0)
     data = (_numel(a) + b_numel + rows * n + bias_n) * _bpe("a")
     return flop, data
@@ -201,9 +214,13 @@ def _conv(backward: bool) -> tuple[pl.Expr, pl.Expr]:
     for i in range(3):
         kernel = kernel * _spatial(w, i).fill_null(1.0)
     per_output = 2 * w.list.get(1, null_on_oob=True).cast(pl.Float64) * kernel  # FLOPs per output element
+    counted = ~_transposed().fill_null(False)  # a transposed convolution: neither FLOPs nor bytes
     if backward:
         out = _numel(_dims("grad_output"))
-        return 2 * out * per_output, (out + 2 * _numel(x) + 2 * _numel(w)) * _bpe("input")
+        return (
+            pl.when(counted).then(2 * out * per_output),
+            pl.when(counted).then((out + 2 * _numel(x) + 2 * _numel(w)) * _bpe("input")),
+        )
     stride, padding, dilation = (
         _concrete_ints("stride_arg"),
         _concrete_ints("padding_arg"),
@@ -218,9 +235,7 @@ def _conv(backward: bool) -> tuple[pl.Expr, pl.Expr]:
         d = dilation.list.get(i, null_on_oob=True).fill_null(1)
         o = ((size + 2 * p - d * (k - 1) - 1) // s + 1).cast(pl.Float64)
         out = out * pl.when(size.is_null()).then(1.0).otherwise(o)
-    transposed = pl.col("_concrete").list.get(pl.col("transposed_arg"), null_on_oob=True) == "True"
-    flop = pl.when(transposed).then(None).otherwise(out * per_output)
-    return flop, (_numel(x) + _numel(w) + out) * _bpe("input")
+    return pl.when(counted).then(out * per_output), pl.when(counted).then((_numel(x) + _numel(w) + out) * _bpe("input"))
 
 
 def _unary() -> tuple[pl.Expr, pl.Expr]:
@@ -345,6 +360,8 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
         pl.col("name").alias("op"),
         "family",
         pl.col("input_shapes").alias("input_dims"),
+        "input_types",
+        "concrete_inputs",
         dtype_text.replace_strict(DTYPE_NAMES, default=dtype_text).alias("dtype"),
         "start_ns",
         "kernels",
@@ -362,6 +379,8 @@ ROOFLINE_SCHEMA = pl.Schema(
         "family": pl.String,
         "input_dims": pl.String,
         "dtype": pl.String,
+        "input_types": pl.String,
+        "concrete_inputs": pl.String,
         "count": pl.UInt32,
         "gflop": pl.Float64,
         "bytes": pl.Float64,
@@ -380,39 +399,46 @@ ROOFLINE_SCHEMA = pl.Schema(
 
 
 def op_roofline(calls: pl.DataFrame, limits: pl.DataFrame) -> pl.DataFrame:
-    """Per rank, operator, input dims and dtype (ROOFLINE_SCHEMA), longest device time first:
-    count of calls, gflop and bytes per call, device_time_us (all calls), achieved TFLOP/s and TB/s
-    (all calls' FLOPs and bytes over their device time), and against `limits` (rank, dtype,
-    matrix_tflops, vector_tflops, memory_tbps: `device_limits`) the peak used, peak_frac,
-    expected_us (all calls) = max(flop / peak, bytes / bandwidth), roofline_frac = expected_us /
-    device_time_us and the bound."""
+    """Per rank, operator, input dims, dtype, input types and concrete inputs (ROOFLINE_SCHEMA:
+    calls that differ in a stride or a second input's dtype do different work, so they are rows
+    of their own), longest device time first: count of calls, gflop and bytes per call (their
+    mean), device_time_us (all calls), achieved TFLOP/s and TB/s (all calls' FLOPs and bytes over
+    their device time); against `limits` (`device_limits`: the rank's memory bandwidth and vector
+    rate, and its matrix peak for the row's dtype) the peak used, peak_frac, expected_us (all
+    calls) = max(flop / peak, bytes / bandwidth), roofline_frac = expected_us / device_time_us and
+    the bound, each null unless both terms are known."""
     if calls.is_empty():
         return pl.DataFrame(schema=ROOFLINE_SCHEMA)
-    grouped = calls.group_by("rank", "op", "family", "input_dims", "dtype").agg(
+    grouped = calls.group_by(
+        "rank", "op", "family", "input_dims", "dtype", "input_types", "concrete_inputs", maintain_order=True
+    ).agg(
         pl.len().cast(pl.UInt32).alias("count"),
-        (pl.col("flop").first() / 1e9).alias("gflop"),
-        pl.col("bytes").first().alias("bytes"),
+        *(pl.when(pl.col(c).is_not_null().all()).then(pl.col(c).sum()).alias(f"_{c}") for c in ("flop", "bytes")),
         (pl.col("device_ns").sum() / 1e3).alias("device_time_us"),
     )
+    per_rank = limits.group_by("rank").agg(pl.col("vector_tflops").first(), pl.col("memory_tbps").first())
+    matrix_peaks = limits.drop_nulls("dtype").select("rank", "dtype", "matrix_tflops")
     matrix = pl.col("family").is_in(MATRIX_FAMILIES)
-    total_flop = pl.col("gflop") * 1e9 * pl.col("count")
-    total_bytes = pl.col("bytes") * pl.col("count")
-    out = grouped.join(limits, on=["rank", "dtype"], how="left").with_columns(
-        pl.when(matrix).then("matrix_tflops").otherwise("vector_tflops").alias("peak_tflops"),
-        (pl.col("gflop") * 1e9 / pl.col("bytes")).alias("intensity_flop_per_byte"),
-        (total_flop / (pl.col("device_time_us") * 1e6)).alias("achieved_tflops_per_s"),
-        (total_bytes / (pl.col("device_time_us") * 1e6)).alias("achieved_tbps"),
+    out = (
+        grouped.join(per_rank, on="rank", how="left")
+        .join(matrix_peaks, on=["rank", "dtype"], how="left")
+        .with_columns(
+            (pl.col("_flop") / pl.col("count") / 1e9).alias("gflop"),
+            (pl.col("_bytes") / pl.col("count")).alias("bytes"),
+            pl.when(matrix).then("matrix_tflops").otherwise("vector_tflops").alias("peak_tflops"),
+            (pl.col("_flop") / pl.col("_bytes")).alias("intensity_flop_per_byte"),
+            (pl.col("_flop") / (pl.col("device_time_us") * 1e6)).alias("achieved_tflops_per_s"),
+            (pl.col("_bytes") / (pl.col("device_time_us") * 1e6)).alias("achieved_tbps"),
+        )
     )
-    compute_us = total_flop / (pl.col("peak_tflops") * 1e6)
-    memory_us = total_bytes / (pl.col("memory_tbps") * 1e6)
+    compute_us = pl.col("_flop") / (pl.col("peak_tflops") * 1e6)
+    memory_us = pl.col("_bytes") / (pl.col("memory_tbps") * 1e6)
+    known = compute_us.is_not_null() & memory_us.is_not_null()
     out = out.with_columns(
         (pl.col("achieved_tflops_per_s") / pl.col("peak_tflops")).alias("peak_frac"),
-        pl.max_horizontal(compute_us, memory_us).alias("expected_us"),
-        pl.when(compute_us.is_null() | memory_us.is_null())
-        .then(None)
-        .when(compute_us >= memory_us)
-        .then(pl.lit("compute"))
-        .otherwise(pl.lit("memory"))
+        pl.when(known).then(pl.max_horizontal(compute_us, memory_us)).alias("expected_us"),
+        pl.when(known)
+        .then(pl.when(compute_us >= memory_us).then(pl.lit("compute")).otherwise(pl.lit("memory")))
         .alias("bound"),
     ).with_columns((pl.col("expected_us") / pl.col("device_time_us")).alias("roofline_frac"))
     return out.select(ROOFLINE_SCHEMA.names()).sort(["device_time_us", "rank", "op"], descending=[True, False, False])
@@ -432,33 +458,43 @@ LIMITS_SCHEMA = pl.Schema(
 
 def device_limits(ranks: pl.DataFrame, rules=None) -> pl.DataFrame:
     """Per rank and dtype, the device's limits from the device table (`device_peaks.toml`, a
-    user's `[[device_peaks.rule]]` entries first): matrix_tflops = its dense peak for the dtype
-    (bf16, fp16, fp8; fp32 -> the table's tf32 is not assumed: fp32 work is measured against the
-    fp32 rate), vector_tflops = its fp32 rate (elementwise work), memory_tbps; per device (a
-    package's figures / devices_per_package); device_entry names the table entry. No row for a
-    rank whose device matches no entry."""
-    from traceview.analysis.throughput import device_peak
+    user's `[[device_peaks.rule]]` entries first; the first entry matching the device name that
+    gives `tflops`): matrix_tflops = its dense peak for the dtype (bf16, fp16, fp8, tf32, fp32,
+    fp64 as the table lists them; fp32 work is measured against the fp32 rate, not tf32),
+    vector_tflops = its fp32 rate (elementwise work), memory_tbps (any dtype); per device (a
+    package's figures / devices_per_package); device_entry names the table entry. A rank whose
+    device matches an entry without dtypes has one row with dtype null; one matching no entry has
+    no row."""
+    import re
 
+    from traceview.analysis.throughput import load_device_peaks
+
+    entries = load_device_peaks(rules)
     rows = []
     for rank, name in ranks.select("rank", "device_name").iter_rows():
-        entry = device_peak(name, rules)
-        if entry is None or not isinstance(entry.get("tflops"), dict):
+        entry = next(
+            (
+                e
+                for e in entries
+                if name and isinstance(e.get("tflops"), dict) and re.search(e["match"], name, flags=re.IGNORECASE)
+            ),
+            None,
+        )
+        if entry is None:
             continue
         per = int(entry.get("devices_per_package", 1))
         peaks = {k: float(v) / per for k, v in entry["tflops"].items() if isinstance(v, (int, float))}
         bandwidth = entry.get("memory_tbps")
-        label = entry["name"] + (" (approximate)" if entry.get("approximate") else "")
+        base = {
+            "rank": rank,
+            "vector_tflops": peaks.get("fp32"),
+            "memory_tbps": float(bandwidth) / per if isinstance(bandwidth, (int, float)) else None,
+            "device_entry": entry["name"] + (" (approximate)" if entry.get("approximate") else ""),
+        }
         for dtype, tflops in peaks.items():
-            rows.append(
-                {
-                    "rank": rank,
-                    "dtype": dtype,
-                    "matrix_tflops": tflops,
-                    "vector_tflops": peaks.get("fp32"),
-                    "memory_tbps": float(bandwidth) / per if isinstance(bandwidth, (int, float)) else None,
-                    "device_entry": label,
-                }
-            )
+            rows.append({**base, "dtype": dtype, "matrix_tflops": tflops})
+        if not peaks:
+            rows.append({**base, "dtype": None, "matrix_tflops": None})
     return pl.DataFrame(rows, schema=LIMITS_SCHEMA, orient="row")
 
 

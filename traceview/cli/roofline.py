@@ -53,13 +53,15 @@ def render_roofline(trace: Trace, fmt: str, top: int, rules=None) -> str:
         pl.col("achieved_tflops_per_s").round(2),
         pl.col("achieved_tbps").round(3),
     )
-    devices = frame.select("rank", "peak_tflops", "memory_tbps").unique().drop_nulls()
+    unknown = sorted(set(frame.filter(pl.col("memory_tbps").is_null())["rank"].drop_nulls().to_list()))
+    no_peak = frame.filter(pl.col("memory_tbps").is_not_null() & pl.col("peak_tflops").is_null())
     parts = [head, "", table(one_line_strings(shown.to_dicts()), COLUMNS)]
-    if devices.is_empty():
-        parts += [
-            "",
-            "device not in the device table: no peak or roofline (add it: docs/rules.md, [[device_peaks.rule]])",
-        ]
+    if unknown:
+        ranks = ", ".join(map(str, unknown))
+        parts += ["", f"rank {ranks}: device not in the device table, no roofline (add it: docs/roofline.md)"]
+    if no_peak.height:
+        dtypes = ", ".join(sorted(set(no_peak["dtype"].drop_nulls().to_list())))
+        parts += ["", f"{no_peak.height} rows of a dtype the device table gives no peak for ({dtypes}): no bound"]
     if frame.height > top:
         parts += ["", f"{frame.height - top} more rows: --top N, or --format csv / json for all"]
     block = bullet_list("Warnings", trace.warnings)
