@@ -351,13 +351,35 @@ def json_mutate_list(rnd, doc) -> bytes:
 # The loop.
 
 
+def tree_mutate(rnd: random.Random, doc) -> bytes:
+    """A copy of any JSON document with 1-8 values anywhere in its tree (a leaf, a record, a list)
+    replaced by `odd_value`s or dropped, as JSON bytes (NaN/Infinity tokens allowed)."""
+    doc = copy.deepcopy(doc)
+    for _ in range(rnd.randint(1, 8)):
+        node, parent, key = doc, None, None
+        while isinstance(node, (dict, list)) and node and rnd.random() < 0.85:
+            parent, key = node, rnd.choice(list(node)) if isinstance(node, dict) else rnd.randrange(len(node))
+            node = parent[key]
+        if parent is None:
+            continue
+        if isinstance(parent, dict) and rnd.random() < 0.2:
+            del parent[key]
+        else:
+            parent[key] = odd_value(rnd)
+    return json.dumps(doc, allow_nan=True).encode("utf-8", "surrogatepass")
+
+
 def format_case(rnd: random.Random, dest: Path) -> tuple[Path, str]:
-    """One of the other formats (FORMAT_SEEDS) damaged by a byte mutator, or for the CSV kernel
-    trace by the CSV mutator; the rocprofv3 CSV keeps its agent_info sibling."""
+    """One of the other formats (FORMAT_SEEDS) damaged by a byte mutator, for the CSV kernel trace
+    by the CSV mutator, for the rocprofv3 JSON by the tree mutator half the time; the rocprofv3
+    CSV keeps its agent_info sibling."""
     name, source = rnd.choice(FORMAT_SEEDS)
     data = source.read_bytes()
     if source.name.endswith(".gz"):
         data = gzip.decompress(data)
+    if name.endswith(".json") and rnd.random() < 0.5:
+        (dest / name).write_bytes(tree_mutate(rnd, json.loads(data)))
+        return dest / name, f"{name}:tree"
     if name.endswith(".csv"):
         shutil.copy(source.with_name("omp_agent_info.csv"), dest / "omp_agent_info.csv")
         if rnd.random() < 0.6:

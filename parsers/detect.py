@@ -177,7 +177,7 @@ def classify_file(path: Path) -> Source | None:
             return Source("kineto", path)
         if sniffed == "rocprof":
             return Source("rocprof", path)
-    if name.endswith(".csv") and is_kernel_trace(path, peek_bytes(path, 4096)):
+    if name.endswith(KERNEL_TRACE) and is_kernel_trace(path, peek_bytes(path, 4096)):
         return Source("rocprof", path)
     return None
 

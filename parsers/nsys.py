@@ -16,7 +16,8 @@ Tables read (those the export holds; any may be absent), times in ns on the sess
                                  Array, Device Static; host and managed memory left out), series
                                  component `cudaMalloc`; total_reserved_bytes is their running sum
                                  per device from the capture's start (memory allocated before it
-                                 is not in it)
+                                 is not in it, except what the capture frees: a sum that would go
+                                 below zero is raised by that much from the start)
     TARGET_INFO_GPU              the device name and memory (`totalMemory`)
     StringIds                    the text behind every *Id column
 The thread of a host event: pid = globalTid >> 24 & 0xFFFFFF, tid = globalTid & 0xFFFFFF (the
@@ -40,7 +41,7 @@ from traceview.errors import TraceError, Warnings
 from traceview.parsers import kinds
 from traceview.parsers.activity import activity_rank, task_columns, used_devices
 from traceview.parsers.base import ParsedRank
-from traceview.parsers.sqlite_ro import connect_ro, table_names
+from traceview.parsers.sqlite_ro import PENDING_WAL, connect_ro, pending_wal, table_names
 
 #: The tables that make a SQLite file an Nsight Systems export (any one of them).
 NSYS_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "TARGET_INFO_SESSION_START_TIME")
@@ -101,6 +102,8 @@ def parse_nsys(path: Path) -> ParsedRank:
     """The canonical frames of one Nsight Systems SQLite export (module docstring)."""
     path = Path(path)
     warn = Warnings(path)
+    if pending_wal(path):
+        warn.add(PENDING_WAL)
     db = connect_ro(path, FIX)
     try:
         tables = table_names(db)
@@ -201,6 +204,9 @@ def _memory_events(memory: pl.DataFrame) -> pl.DataFrame:
             pl.col("start_ns").alias("ts_ns"),
             pl.col("address").alias("addr"),
             signed.cum_sum().over("device").alias("total_reserved_bytes"),
+        )
+        .with_columns(  # frees of memory allocated before the capture: that much was held at its start
+            pl.col("total_reserved_bytes") - pl.col("total_reserved_bytes").min().over("device").clip(upper_bound=0)
         )
     )
 

@@ -38,6 +38,7 @@ from traceview.parsers import kinds
 from traceview.parsers.activity import activity_rank, task_columns, used_devices
 from traceview.parsers.base import ParsedRank
 from traceview.parsers.jsonio import gc_paused, loads, read_bytes
+from traceview.parsers.kineto_events import int64
 
 #: The top key of a rocprofv3 JSON output.
 JSON_KEY = b'"rocprofiler-sdk-tool"'
@@ -128,7 +129,7 @@ def parse_rocprof(path: Path) -> ParsedRank:
     path = Path(path)
     warn = Warnings(path)
     if path.name.endswith(KERNEL_TRACE):
-        kernels, copies, api, markers, agents = _read_csv(path)
+        kernels, copies, api, markers, agents = _read_csv(path, warn)
     else:
         kernels, copies, api, markers, agents = _read_json(path, warn)
     gpus = agents.filter(pl.col("gpu")).sort("agent")
@@ -226,24 +227,46 @@ HOST_CSV = {
 }
 
 
-def _columns(frame: pl.DataFrame, columns: dict[str, str], schema: dict[str, pl.DataType]) -> pl.DataFrame:
-    """The raw columns of a CSV read as text: numbers from the digits in each cell (`Agent 4` ->
-    4; null where none or where the file lacks the column), text as it is; rows without a start
-    and end time dropped."""
+#: Raw columns whose cells may name their number (`Agent 4`: later rocprofv3 versions).
+NAMED_IDS = ("agent", "src_agent", "dst_agent")
+NOT_INTEGER = "rocprofv3 values that are not plain integers read as missing (a time in 5.3E+15 form, 1,234)"
+NO_TIMES = "rocprofv3 records without a start and end time dropped"
+
+
+def _columns(
+    frame: pl.DataFrame, columns: dict[str, str], schema: dict[str, pl.DataType], warn: Warnings
+) -> pl.DataFrame:
+    """The raw columns of a CSV read as text: an integer from a cell that is one (an agent id from
+    `Agent 4` too), never guessed from part of a cell (`5.3E+15` is not 5: it reads as missing,
+    counted); text as it is; null where the file lacks the column. Records without a start and
+    end time are dropped (counted)."""
 
     def one(out: str, column: str) -> pl.Expr:
         if column not in frame.columns:
             return pl.lit(None, schema[out]).alias(out)
         if schema[out] == pl.String:
             return pl.col(column).alias(out)
-        return pl.col(column).str.extract(r"(-?\d+)", 1).cast(pl.Int64, strict=False).alias(out)
+        cell = pl.col(column).str.strip_chars()
+        if out in NAMED_IDS:
+            cell = cell.str.extract(r"^(?:[A-Za-z_ ]*?)(-?\d+)$", 1)
+        return cell.cast(pl.Int64, strict=False).alias(out)
 
-    return frame.select(one(out, col) for out, col in columns.items()).filter(
-        pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null()
-    )
+    present = [(out, col) for out, col in columns.items() if col in frame.columns and schema[out] != pl.String]
+    bad = frame.select(
+        pl.sum_horizontal(
+            (pl.col(col).str.strip_chars().str.len_chars() > 0) & one(out, col).is_null() for out, col in present
+        ).sum()
+        if present
+        else pl.lit(0)
+    ).item()
+    warn.add(NOT_INTEGER, bad or 0)
+    out = frame.select(one(out, col) for out, col in columns.items())
+    timed = pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null()
+    warn.add(NO_TIMES, out.height - out.filter(timed).height)
+    return out.filter(timed)
 
 
-def _read_csv(path: Path):
+def _read_csv(path: Path, warn: Warnings):
     """The raw frames of a CSV kernel trace and its siblings."""
     kernels_csv = _read_table(path)
     missing = [c for c in KERNEL_TRACE_COLUMNS if c not in kernels_csv.columns]
@@ -254,7 +277,7 @@ def _read_csv(path: Path):
     def sibling(role: str, columns: dict[str, str], schema: dict) -> pl.DataFrame:
         if role not in siblings:
             return pl.DataFrame(schema=schema)
-        return _columns(_read_table(siblings[role]), columns, schema)
+        return _columns(_read_table(siblings[role]), columns, schema, warn)
 
     agents = pl.DataFrame(schema=AGENT_SCHEMA)
     if "agents" in siblings:
@@ -273,7 +296,7 @@ def _read_csv(path: Path):
             pl.coalesce(text["Product_Name"], text["Name"]).alias("name"),
         ).filter(pl.col("agent").is_not_null() & pl.col("gpu").is_not_null())
     return (
-        _columns(kernels_csv, KERNEL_CSV, KERNEL_SCHEMA),
+        _columns(kernels_csv, KERNEL_CSV, KERNEL_SCHEMA, warn),
         sibling("copies", COPY_CSV, COPY_SCHEMA),
         sibling("api", HOST_CSV, HOST_SCHEMA),
         sibling("markers", HOST_CSV, HOST_SCHEMA),
@@ -290,10 +313,11 @@ def _records(node, key: str) -> list[dict]:
 
 
 def _get(record: dict, *keys):
-    """record[k1][k2]... as an int (None when absent or not an integer)."""
+    """record[k1][k2]... as an int (None when absent, not an integer, or beyond Int64: a uint64
+    handle above 2^63 cannot be a column value)."""
     for key in keys:
         record = record.get(key) if isinstance(record, dict) else None
-    return record if isinstance(record, int) and not isinstance(record, bool) else None
+    return int64(record)
 
 
 def _operation_names(strings: dict) -> dict[tuple[int, int], str]:
@@ -334,17 +358,19 @@ def _read_process(process: dict, rows: dict[str, list]) -> None:
     strings = process.get("strings") if isinstance(process.get("strings"), dict) else {}
     operation = _operation_names(strings)
     messages = {
-        m.get("key"): m.get("value") for m in _records(strings, "marker_api") if isinstance(m.get("value"), str)
+        int64(m.get("key")): m.get("value") for m in _records(strings, "marker_api") if isinstance(m.get("value"), str)
     }
     symbols = {}
-    for index, symbol in enumerate(process.get("kernel_symbols") or []):
+    for index, symbol in enumerate(
+        process.get("kernel_symbols") if isinstance(process.get("kernel_symbols"), list) else []
+    ):
         if isinstance(symbol, dict):
             name = symbol.get("formatted_kernel_name") or symbol.get("kernel_name")
             symbols[_get(symbol, "kernel_id") or index] = name if isinstance(name, str) else None
     for agent in _records(process, "agents"):
         handle = _get(agent, "id", "handle")
         if handle is not None:
-            name = agent.get("product_name") or agent.get("name")
+            name = agent.get("product_name") or agent.get("name") or None
             gpu = _get(agent, "type") == GPU_AGENT_TYPE
             rows["agents"].append({"agent": handle, "gpu": gpu, "name": name if isinstance(name, str) else None})
     buffers = process.get("buffer_records") if isinstance(process.get("buffer_records"), dict) else {}

@@ -3,7 +3,8 @@
 A profile database is the user's file: it is opened with the URI `mode=ro&immutable=1` (RO_URI):
 SQLite refuses any write and, for a database in WAL mode (msprof's), creates no `-wal` / `-shm`
 file beside it, which `mode=ro` alone does. `immutable` also means a WAL file left beside an
-export still being written is not read: a finished export has none.
+export still being written is not read (a finished export has none): the readers warn when one
+is there (`pending_wal`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,21 @@ def _lenient_text(raw: bytes) -> str:
     """A TEXT value as str; bytes that are not UTF-8 (a damaged or foreign string) become U+FFFD
     instead of failing the whole query."""
     return raw.decode("utf-8", errors="replace")
+
+
+#: The warning for a database whose `-wal` file holds changes immutable opening does not read.
+PENDING_WAL = (
+    "database(s) with a non-empty -wal file beside them: changes written after the last checkpoint are "
+    "not read (the export did not finish cleanly; open it once with sqlite3 to fold them in, on a copy)"
+)
+
+
+def pending_wal(path: Path) -> bool:
+    """Whether a non-empty `<path>-wal` file lies beside the database (module docstring)."""
+    try:
+        return Path(f"{path}-wal").stat().st_size > 0
+    except OSError:
+        return False
 
 
 def table_names(con: sqlite3.Connection) -> set[str]:

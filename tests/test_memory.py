@@ -436,3 +436,24 @@ def test_ascend_db_export_memory_equals_a_query_of_its_tables():
             live[name] += size
     held = t.memory_at_peak().filter(pl.col("operator") != BEFORE_TRACE)
     assert dict(held.select("operator", "live_bytes").iter_rows()) == dict(live)
+
+
+@needs_shared
+def test_a_damaged_npu_module_mem_leaves_the_rank_loaded(tmp_path):
+    """npu_module_mem.csv is extra: an empty one is a warning, not a fatal rank; a module without a
+    name is `module ?` (a null component is Kineto's allocator and would take the memory lane)."""
+    import shutil
+
+    rank = tmp_path / "r_ascend_pt"
+    shutil.copytree(SHARED_TRACES / ASCEND_WITH_MEMORY[0], rank)
+    module_mem = rank / "ASCEND_PROFILER_OUTPUT" / "npu_module_mem.csv"
+    text = module_mem.read_text().splitlines()
+    module_mem.write_text("")
+    t = _load(rank)
+    assert len(t.warnings) == 1 and "npu_module_mem.csv not read" in t.warnings[0]
+    assert not t.memory_peaks()["component"].str.starts_with("module ").any()
+    module_mem.write_text(
+        "\n".join([text[0], text[1].replace("SLOG", ""), *[r.replace("HCCL", "") for r in text[2:]]]) + "\n"
+    )
+    components = set(_load(rank).memory_peaks()["component"])
+    assert "module ?" in components and None not in components and "module HCCL" not in components

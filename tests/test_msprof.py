@@ -89,3 +89,14 @@ def test_reading_a_wal_database_writes_nothing_beside_it(tmp_path):
         assert sorted(os.listdir(folder)) == before
     finally:
         folder.chmod(stat.S_IRWXU)
+
+
+def test_a_wal_file_left_beside_a_database_is_named(tmp_path):
+    """Immutable opening does not read a -wal file; one that holds changes (an export that did not
+    finish cleanly) is said, not silently left out."""
+    from traceview.parsers.sqlite_ro import PENDING_WAL
+
+    shutil.copy(MSPROF, tmp_path / "msprof_0.db")
+    (tmp_path / "msprof_0.db-wal").write_bytes(b"\x37\x7f\x06\x82" + b"\x00" * 28)
+    t = tv.load(tmp_path / "msprof_0.db", use_cache=False)
+    assert any(PENDING_WAL in w for w in t.warnings) and t.device_tasks.height == 11

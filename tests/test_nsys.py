@@ -213,3 +213,11 @@ def test_cuda_memory_usage_events_are_the_device_memory_series(tmp_path):
     assert lane_series(t.memory_peaks())["component"].to_list() == ["cudaMalloc"]  # the timeline's memory lane
     text = run_cli("summary", str(path)).stdout
     assert "memory cuda:0 peak reserved: cudaMalloc 150.00 MiB (93.8 % of 160.00 MiB)" in text
+    db = sqlite3.connect(path)  # a free of 300 MiB allocated before the capture started
+    db.execute(
+        "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (2600, 1, 0, 1, 4096, 0, ?, 2, 1, NULL, NULL)", (300 * mib,)
+    )
+    db.commit()
+    db.close()
+    again = tv.load(path, use_cache=False).memory()["reserved_bytes"].to_list()
+    assert again == [350 * mib, 400 * mib, 300 * mib, 0]  # 250 MiB more than it allocated: held from the start

@@ -140,13 +140,36 @@ def test_a_broken_json_output_is_one_line(tmp_path, text, fragment):
 
 
 def test_odd_values_in_a_csv_trace_are_skipped_not_guessed(tmp_path):
+    from traceview.parsers.rocprof import NO_TIMES, NOT_INTEGER
+
     lines = CSV_RUN.read_text().splitlines()
     lines[2] = lines[2].replace("5329321976381800", "not-a-time")  # a dispatch without a start: dropped
     lines[3] = lines[3].replace('"KERNEL_DISPATCH",4,', '"KERNEL_DISPATCH","Agent 4",')  # later layouts
+    lines[4] = lines[4].replace("5329321985289126", "5.329321985289126E+15")  # a spreadsheet's form: not 5
+    lines[6] = lines[6].replace(",256,1,1,", ',"2,56",1,1,')  # a thousands separator in a size: not 2
     path = tmp_path / "odd_kernel_trace.csv"
     path.write_text("\n".join(lines) + "\n")
     t = tv.load(path, use_cache=False)
-    assert t.device_tasks.height == 8 and set(t.device_tasks["device"]) == {4}
+    assert t.device_tasks.height == 7 and set(t.device_tasks["device"]) == {4}
+    assert t.device_tasks["start_ns"].min() > 5_000_000_000_000_000
+    assert t.warnings == [f"{path}: 3 {NOT_INTEGER}", f"{path}: 2 {NO_TIMES}"]
+
+
+def test_a_json_output_with_odd_values_loads_what_it_can(tmp_path):
+    """Found by the tree fuzzer: kernel_symbols that is not a list, a marker key that is a list,
+    a handle beyond Int64 (a uint64) each raised a raw exception."""
+    doc = json.loads(JSON_RUN.read_text())
+    process = doc["rocprofiler-sdk-tool"][0]
+    process["strings"]["marker_api"].append({"key": [1], "value": "odd"})
+    process["buffer_records"]["kernel_dispatch"][0]["dispatch_info"]["queue_id"]["handle"] = 2**64 - 1
+    for odd_symbols in (5, None):
+        process["kernel_symbols"] = odd_symbols
+        path = tmp_path / "odd_results.json"
+        path.write_text(json.dumps(doc))
+        t = tv.load(path, use_cache=False)
+        kernels = t.device_tasks.filter(pl.col("kind") == "kernel")
+        assert kernels.height == 9 and set(kernels["name"]) == {"(unnamed)"}
+        assert kernels.sort("start_ns")["stream"].to_list()[0] is None
 
 
 def test_the_built_json_is_what_its_script_writes():

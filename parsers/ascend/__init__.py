@@ -134,9 +134,9 @@ def _parse(path: Path) -> ParsedRank:
         frames["ascend_communication"] = read_analysis_communication(files.analysis_db, warnings)
 
     memory = [
-        read(f, warnings)
+        frame
         for f, read in ((files.memory_record, read_memory_record), (files.npu_module_mem, read_npu_module_mem))
-        if f
+        if f and (frame := read(f, warnings)) is not None
     ]
     if memory:
         frames["memory_events"] = pl.concat(memory, how="vertical") if len(memory) > 1 else memory[0]

@@ -40,7 +40,7 @@ from traceview.parsers.ascend.kinds import task_kind
 from traceview.parsers.ascend.memory import MODULE_PREFIX, holding_modules
 from traceview.parsers.ascend.steps import HOST_STEP_SCHEMA, host_step_ranges
 from traceview.parsers.ascend.text import texts
-from traceview.parsers.sqlite_ro import connect_ro, table_names
+from traceview.parsers.sqlite_ro import PENDING_WAL, connect_ro, pending_wal, table_names
 from traceview.parsers.steps import STEP_NAME
 from traceview.parsers.timeconv import us_text_to_ns
 
@@ -67,6 +67,8 @@ def query(con: sqlite3.Connection, sql: str, schema: dict[str, pl.DataType]) -> 
 
 def read_profiler_db(path: Path, warnings: Warnings) -> dict:
     """ascend_pytorch_profiler_<rank>.db -> {"tasks", "host_events", "host_steps", "device_name", "rank"}."""
+    if pending_wal(path):
+        warnings.add(PENDING_WAL)
     con = connect_ro(path)
     try:
         tables = table_names(con)

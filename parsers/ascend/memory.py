@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview import schema
-from traceview.errors import Warnings
+from traceview.errors import TraceError, Warnings
 from traceview.parsers.ascend.text import column, find_columns, read_text_csv
 from traceview.parsers.timeconv import us_text_to_ns
 
@@ -106,13 +106,23 @@ def holding_modules(events: pl.DataFrame) -> pl.DataFrame:
     return events.filter(holds)
 
 
-def read_npu_module_mem(path: Path, warnings: Warnings) -> pl.DataFrame:
-    """npu_module_mem.csv -> memory_events of the modules that hold memory (reserved only)."""
-    df = read_text_csv(path)
-    cols = find_columns(df, NPU_MODULE_MEM_COLUMNS)
+#: The warning when npu_module_mem.csv cannot be read: the rank loads without its module series.
+MODULE_MEM_UNREADABLE = "npu_module_mem.csv not read (the CANN modules' memory is left out)"
+
+
+def read_npu_module_mem(path: Path, warnings: Warnings) -> pl.DataFrame | None:
+    """npu_module_mem.csv -> memory_events of the modules that hold memory (reserved only); a
+    module without a name is `module ?`. The file is extra: when it cannot be read (empty, columns
+    missing) the rank loads without it, with a warning naming why, and this returns None."""
+    try:
+        df = read_text_csv(path)
+        cols = find_columns(df, NPU_MODULE_MEM_COLUMNS)
+    except TraceError as exc:
+        warnings.add(f"{MODULE_MEM_UNREADABLE}: {exc.problem}")
+        return None
     out = df.select(
         *_device(column(cols, "device")),
-        (MODULE_PREFIX + column(cols, "component").str.strip_chars()).alias("component"),
+        (MODULE_PREFIX + column(cols, "component").str.strip_chars().fill_null("?")).alias("component"),
         us_text_to_ns(column(cols, "ts")).alias("ts_ns"),
         _scaled(column(cols, "reserved"), 1 << 20).alias("total_reserved_bytes"),
     )
