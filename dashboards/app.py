@@ -1,5 +1,6 @@
 """The Dash app of `traceview serve`: a header, a navigation, the Overview, the Timeline page
-(/timeline) and, with runs to compare (`--compare`), the Compare page (/compare).
+(/timeline), the Roofline page (/roofline, `roofline_view`) and, with runs to compare
+(`--compare`), the Compare page (/compare).
 
 `create_app(trace, summary)` builds it over one `DashboardState` (`traceview.dashboards.state`).
 The filters (ranks, step, classes, name) live in the URL query string (`traceview.dashboards.query`),
@@ -27,14 +28,17 @@ from traceview.dashboards.overview_tables import linked_tables
 from traceview.dashboards.query import (
     COMPARE_PATH,
     FILTER_WIDGETS,
+    ROOFLINE_PATH,
     TIMELINE_PATH,
     is_compare,
+    is_roofline,
     is_timeline,
     make_query,
     parse_compare,
     parse_filters,
     parse_query,
 )
+from traceview.dashboards.roofline_view import roofline_click, roofline_layout, update_roofline
 from traceview.dashboards.server import harden, log
 from traceview.dashboards.state import DashboardState
 from traceview.dashboards.timeline_api import TimelineApi, register
@@ -146,6 +150,7 @@ def layout(state: DashboardState) -> html.Div:
         children=[
             html.Div(dcc.Link("Overview", href="/", id="nav-overview")),
             html.Div(dcc.Link("Timeline", href=TIMELINE_PATH, id="nav-timeline"), style={"marginTop": "8px"}),
+            html.Div(dcc.Link("Roofline", href=ROOFLINE_PATH, id="nav-roofline"), style={"marginTop": "8px"}),
             html.Div(
                 dcc.Link("Compare", href=COMPARE_PATH, id="nav-compare"),
                 style={"marginTop": "8px"} if state.comparison else {"display": "none"},
@@ -163,6 +168,7 @@ def layout(state: DashboardState) -> html.Div:
             _filters(state),
             overview_layout(state),
             timeline_layout(),
+            roofline_layout(GRAPH_CONFIG),
             compare_layout(state.comparison, GRAPH_CONFIG),
         ],
     )
@@ -192,17 +198,27 @@ def show_page(state: DashboardState, pathname, search) -> tuple:
     """Which page the path shows (page styles, the step filter's and the filters' style, the
     title); the navigation links keep the query string (rank/step state). The Compare page has no
     filters: it compares whole runs."""
-    page = "timeline" if is_timeline(pathname) else "compare" if is_compare(pathname) else "overview"
+    page = (
+        "timeline"
+        if is_timeline(pathname)
+        else "compare"
+        if is_compare(pathname)
+        else "roofline"
+        if is_roofline(pathname)
+        else "overview"
+    )
     hidden, shown = {"display": "none"}, {}
     return (
         shown if page == "overview" else hidden,
         shown if page == "timeline" else hidden,
+        shown if page == "roofline" else hidden,
         shown if page == "compare" else hidden,
         {"flex": "1"} if page == "overview" else {"flex": "1", "display": "none"},
         {**FILTERS_SHOWN, "display": "none"} if page == "compare" else FILTERS_SHOWN,
         page.capitalize(),
         "/" + (search or ""),
         TIMELINE_PATH + (search or ""),
+        ROOFLINE_PATH + (search or ""),
         COMPARE_PATH + (search or ""),
     )
 
@@ -244,16 +260,32 @@ def app_for(state: DashboardState, warm_timeline: bool = False) -> dash.Dash:
     app.callback(
         Output("page-overview", "style"),
         Output("page-timeline", "style"),
+        Output("page-roofline", "style"),
         Output("page-compare", "style"),
         Output("step-filter", "style"),
         Output("filters", "style"),
         Output("page-title", "children"),
         Output("nav-overview", "href"),
         Output("nav-timeline", "href"),
+        Output("nav-roofline", "href"),
         Output("nav-compare", "href"),
         Input("url", "pathname"),
         Input("url", "search"),
     )(guarded(show_page, state))
+    app.callback(
+        Output("roofline-graph", "figure"),
+        Output("roofline-note", "children"),
+        Output("roofline-flops", "children"),
+        Output("roofline-table", "children"),
+        Input("url", "search"),
+    )(guarded(update_roofline, state))
+    app.callback(
+        Output("url", "pathname", allow_duplicate=True),
+        Output("url", "search", allow_duplicate=True),
+        Input("roofline-graph", "clickData"),
+        State("url", "search"),
+        prevent_initial_call=True,
+    )(guarded(roofline_click, state))
     # In the browser: each new query string reaches the canvas timeline (timeline_view.URL_JS).
     app.clientside_callback(URL_JS, Output("tvtl-url", "data"), Input("url", "search"))
     for table in linked_tables(state.summary):  # a kernel or operator name -> its instances on the Timeline

@@ -12,6 +12,8 @@ TIMELINE_PATH = "/timeline"
 MAX_NAME = 2000
 #: The Compare page (`traceview serve RUN --compare OTHER`).
 COMPARE_PATH = "/compare"
+#: The Roofline page: the operators against the device's roofline.
+ROOFLINE_PATH = "/roofline"
 #: The filter bar's widgets, whose values live in the query string, and the property holding each
 #: value. The timeline's compare=a,b and host=1 live there too; its toolbar (in the browser) writes them.
 FILTER_WIDGETS = {
@@ -68,6 +70,10 @@ def is_timeline(pathname: str | None) -> bool:
 
 def is_compare(pathname: str | None) -> bool:
     return (pathname or "/").rstrip("/").endswith(COMPARE_PATH)
+
+
+def is_roofline(pathname: str | None) -> bool:
+    return (pathname or "/").rstrip("/").endswith(ROOFLINE_PATH)
 
 
 def make_query(

@@ -5,7 +5,8 @@ matrix work (GEMM, attention, convolution: the tensor peak), one for vector work
 the fp32 vector rate).
 
 A marker's size grows with the row's device time; its hover names the operator, its input dims
-(entity-escaped for plotly's pseudo-HTML), calls, device time, % of the peak and the bound.
+(entity-escaped for plotly's pseudo-HTML), calls, device time, % of the peak and the bound; its
+customdata is [rank, operator] (the dashboard's click to the timeline).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def roofline_figure(rows: pl.DataFrame) -> go.Figure:
                     line=dict(width=0.5, color="white"),
                 ),
                 text=hover,
+                customdata=[[r, o] for r, o in part.select("rank", "op").iter_rows()],
                 hovertemplate="%{text}<extra></extra>",
             )
         )

@@ -17,13 +17,15 @@ import sys
 import threading
 import webbrowser
 
+from traceview.dashboards.query import COMPARE_PATH, ROOFLINE_PATH, TIMELINE_PATH
+
 # What the dashboard's HTTP server answers: its pages, Dash's own endpoints, and the JavaScript
 # bundles Dash registered (it checks the name against its list), the canvas timeline's scripts
 # (the named files of dashboards/assets, shipped in the package) and its JSON routes
 # (`timeline_api`). Nothing else: no other /assets or /static file, no path with a `..` segment,
 # no file of the profile or beside it (the parsed frames are in memory; the server opens no file
 # after the load).
-PAGES = ("/", "/timeline")
+PAGES = ("/", TIMELINE_PATH, ROOFLINE_PATH, COMPARE_PATH)
 ENDPOINTS = ("/_dash-layout", "/_dash-dependencies", "/_dash-update-component", "/_favicon.ico")
 BUNDLES = "/_dash-component-suites/"
 ASSETS = tuple(f"/assets/tv_timeline_{part}.js" for part in ("1_data", "2_draw", "3_ui", "4_overlays"))

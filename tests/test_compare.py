@@ -237,11 +237,11 @@ def test_dashboard_compare_page(compare_app, result, traces):
     assert "-30.316 ms (-44.3 %)" in layout and "compare-none" not in layout
     state = DashboardState(traces[0], summary, result.to_dict())
     shown = show_page(state, "/compare", "?rank=1")
-    overview, timeline, compare, step_filter, filters, title, *links = shown
-    assert compare == {} and overview == timeline == {"display": "none"}
+    overview, timeline, roofline, compare, step_filter, filters, title, *links = shown
+    assert compare == {} and overview == timeline == roofline == {"display": "none"}
     assert filters["display"] == "none" and step_filter["display"] == "none" and title == "Compare"
-    assert links == ["/?rank=1", "/timeline?rank=1", "/compare?rank=1"]
-    overview, timeline, compare, _, filters, title, *_ = show_page(state, "/", "")
+    assert links == ["/?rank=1", "/timeline?rank=1", "/roofline?rank=1", "/compare?rank=1"]
+    overview, timeline, roofline, compare, _, filters, title, *_ = show_page(state, "/", "")
     assert overview == {} and compare == {"display": "none"} and filters.get("display") != "none"
     # over HTTP: the page-switching callback answers for /compare
     client = app.server.test_client()

@@ -117,6 +117,8 @@ def test_raw_requests_over_a_socket(served):
     [
         ("/", True),
         ("/timeline", True),
+        ("/roofline", True),  # a page, loaded by its address (a shared link)
+        ("/compare", True),
         ("/_dash-update-component", True),
         ("/_dash-component-suites/plotly/package_data/plotly.min.js", True),
         ("/assets/x.css", False),
