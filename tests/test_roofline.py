@@ -538,3 +538,46 @@ def test_a_concrete_input_beyond_int64_is_not_a_crash(tmp_path):
     t = tv.load(b.write(tmp_path / "odd.json"), use_cache=False)
     row = t.op_roofline().row(0, named=True)
     assert row["op"] == "aten::convolution" and row["count"] == 1  # the unreadable stride reads as 1
+
+
+# --- Ascend ----------------------------------------------------------------------------------------
+
+ASCEND_TEXT = SHARED_TRACES / "msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
+ASCEND_DB = SHARED_TRACES / "msinsight/test/data/pytorch/db/level2/rank0_ascend_pt"
+
+
+def _matmul_flops_by_matching(inputs: str, output: str) -> float:
+    """2·M·N·K (+ M·N with a bias) with K found by matching A's dims against the output's M
+    (A is [M, K] or, transposed, [K, M]; batch dims lead): another route than the code's numel ratio."""
+    shapes = [[int(x) for x in s.split(",")] if s else [] for s in inputs.split(";")]
+    out = [int(x) for x in output.split(",")]
+    m, n = out[-2], out[-1]
+    a = shapes[0]
+    k = a[-1] if a[-2] == m else a[-2]
+    batch = 1
+    for d in out[:-2]:
+        batch *= d
+    bias = len(shapes) > 2 and shapes[2]
+    return 2 * batch * m * n * k + (batch * m * n if bias else 0)
+
+
+@needs_shared
+@pytest.mark.corpus
+@pytest.mark.parametrize("folder", [ASCEND_TEXT, ASCEND_DB], ids=["text", "db"])
+def test_ascend_matmuls_from_their_recorded_shapes(folder, tmp_path):
+    t = tv.load(folder, use_cache=False)
+    calls = t.op_calls().filter(pl.col("family") == "matmul")
+    tasks = t.device_tasks.filter(
+        pl.col("op_type").str.starts_with("MatMul") | pl.col("op_type").str.starts_with("BatchMatMul")
+    )
+    assert calls.height == tasks.height >= 8
+    want = sorted(_matmul_flops_by_matching(i, o) for i, o in tasks.select("input_shapes", "output_shapes").iter_rows())
+    assert sorted(calls["flop"].to_list()) == pytest.approx(want, rel=1e-12)
+    assert calls["device_ns"].sum() == tasks["dur_ns"].sum()
+    assert set(calls["dtype"]) == {"fp32"}
+    assert t.traced_flops()["traced_flops"][0] >= sum(want)
+    for command in (("roofline",), ("roofline", "--format", "csv"), ("report", "-o", str(tmp_path / "r.html"))):
+        out = run_cli(command[0], str(folder), *command[1:])
+        assert out.returncode == 0, out.stderr
+    assert "MatMulV2" in run_cli("roofline", str(folder)).stdout
+    assert "roofline-table" in (tmp_path / "r.html").read_text()

@@ -421,7 +421,12 @@ _ROWS = [
     ),
     Analysis(
         "op_calls",
-        lambda t: roofline.op_calls(t.device_tasks, t.host_events, t.frame("op_inputs")),
+        lambda t: pl.concat(
+            [
+                roofline.op_calls(t.device_tasks, t.host_events, t.frame("op_inputs")),
+                roofline.device_op_calls(t.device_tasks),
+            ]
+        ),
         "traceview.analysis.roofline",
         keys=("rank", "op", "start_ns"),
     ),

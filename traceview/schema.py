@@ -43,6 +43,12 @@ DEVICE_TASKS: dict[str, tuple[pl.DataType, str]] = {
         "with the kernel's External id, when the profile was recorded with record_shapes=True; null otherwise "
         "(and for memcpy/memset).",
     ),
+    "input_types": (
+        pl.String,
+        "Ascend: the op's `Input Data Types`, one ';'-separated entry per input (FLOAT;FLOAT16;DT_BF16); null for "
+        "GPU traces (a Kineto operator's dtypes are in op_inputs).",
+    ),
+    "output_shapes": (pl.String, "Ascend: the op's `Output Shapes`, as input_shapes writes them; null for GPU traces."),
     "grid": (pl.String, "GPU launch grid as 'x,y,z'; null if not recorded."),
     "block": (pl.String, "GPU launch block as 'x,y,z'; null if not recorded."),
     "bytes": (pl.Int64, "Bytes moved (memcpy/memset), when recorded."),

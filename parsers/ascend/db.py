@@ -169,12 +169,14 @@ def _db_compute_tasks(con: sqlite3.Connection, has_pmu: bool) -> pl.DataFrame:
     """COMPUTE_TASK_INFO x TASK (+ TASK_PMU_INFO aic_mac_time / aiv_vec_time, µs) -> task rows."""
     sql = """
         SELECT c.globalTaskId, n.value, t.startNs, t.endNs, t.streamId, t.deviceId, o.value, k.value,
-               s.value, t.connectionId
+               s.value, t.connectionId, dt.value, os.value
         FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId
         LEFT JOIN STRING_IDS n ON n.id = c.name
         LEFT JOIN STRING_IDS o ON o.id = c.opType
         LEFT JOIN STRING_IDS k ON k.id = c.taskType
-        LEFT JOIN STRING_IDS s ON s.id = c.inputShapes"""
+        LEFT JOIN STRING_IDS s ON s.id = c.inputShapes
+        LEFT JOIN STRING_IDS dt ON dt.id = c.inputDataTypes
+        LEFT JOIN STRING_IDS os ON os.id = c.outputShapes"""
     df = query(
         con,
         sql,
@@ -189,11 +191,13 @@ def _db_compute_tasks(con: sqlite3.Connection, has_pmu: bool) -> pl.DataFrame:
             "core_type": pl.String,
             "input_shapes": pl.String,
             "correlation": pl.Int64,
+            "input_types": pl.String,
+            "output_shapes": pl.String,
         },
     )
     df = df.with_columns(
         (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
-        pl.col("input_shapes").str.strip_chars('"'),
+        *(pl.col(c).str.strip_chars('"') for c in ("input_shapes", "input_types", "output_shapes")),
     )
     if has_pmu:
         pmu = query(

@@ -36,6 +36,8 @@ KERNEL_COLUMNS: dict[str, tuple[str, ...]] = {
     "op_type": ("type", "optype"),
     "core_type": ("acceleratorcore", "tasktype"),
     "input_shapes": ("inputshapes",),
+    "input_types": ("inputdatatypes",),
+    "output_shapes": ("outputshapes",),
     "device": ("deviceid", "device_id"),
     "aic_mac": ("aic_mac_time(us)",),
     "aiv_vec": ("aiv_vec_time(us)",),
@@ -69,6 +71,8 @@ def read_kernel_details(path: Path, warnings: Warnings) -> pl.DataFrame:
         column(cols, "op_type").alias("op_type"),
         column(cols, "core_type").alias("core_type"),
         column(cols, "input_shapes").str.strip_chars('"').alias("input_shapes"),
+        column(cols, "input_types").str.strip_chars('"').alias("input_types"),
+        column(cols, "output_shapes").str.strip_chars('"').alias("output_shapes"),
         us_text_to_ns(column(cols, "aic_mac")).alias("aic_mac_ns"),
         us_text_to_ns(column(cols, "aiv_vec")).alias("aiv_vec_ns"),
     )

@@ -70,8 +70,25 @@ DTYPE_NAMES = {
     "unsigned char": "uint8",
     "bool": "bool",
 }
-#: The families whose work runs on the matrix (tensor) units; the others on the vector units.
-MATRIX_FAMILIES = ("gemm", "sdpa", "sdpa_bwd", "conv", "conv_bwd")
+#: The families whose work runs on the matrix (tensor, cube) units; the others on the vector units.
+MATRIX_FAMILIES = ("gemm", "sdpa", "sdpa_bwd", "conv", "conv_bwd", "matmul")
+#: Bytes per element and short name of Ascend's `Input Data Types`.
+ASCEND_DTYPES = {
+    "FLOAT": (4, "fp32"),
+    "FLOAT32": (4, "fp32"),
+    "DT_FLOAT": (4, "fp32"),
+    "FLOAT16": (2, "fp16"),
+    "DT_FLOAT16": (2, "fp16"),
+    "BF16": (2, "bf16"),
+    "DT_BF16": (2, "bf16"),
+    "DOUBLE": (8, "fp64"),
+    "INT64": (8, "int64"),
+    "INT32": (4, "int32"),
+    "INT16": (2, "int16"),
+    "INT8": (1, "int8"),
+    "UINT8": (1, "uint8"),
+    "BOOL": (1, "bool"),
+}
 #: The tensor roles a family reads, in the order its dtype is taken from.
 ROLES = (
     "a",
@@ -132,6 +149,14 @@ def op_table() -> pl.DataFrame:
     schema = {"op": pl.String, "family": pl.String} | {f"pos_{r}": pl.Int64 for r in ROLES}
     schema |= dict.fromkeys(PARAM_ARGS, pl.Int64)
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+@functools.cache
+def device_op_table() -> pl.DataFrame:
+    """device_op_flops.toml's entries (Ascend operators by Type): op_type, family."""
+    entries = rule_tables.entries(rule_tables.shipped("device_op_flops"), rule_tables.shipped_path("device_op_flops"))
+    rows = [{"op_type": e["type"], "family": e["family"]} for e in entries]
+    return pl.DataFrame(rows, schema={"op_type": pl.String, "family": pl.String}, orient="row")
 
 
 def op_names() -> list[str]:
@@ -370,6 +395,77 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
         flop.alias("flop"),
         data.alias("bytes"),
     ).sort("rank", "start_ns")
+
+
+def _entry_dims(column: str, i: int) -> pl.Expr:
+    """Entry i of a shapes text column as List(Int64) dims (empty for an entry without dims)."""
+    entry = pl.col(column).str.split(";").list.get(i, null_on_oob=True)
+    return entry.str.split(",").list.eval(pl.element().cast(pl.Int64, strict=False)).list.drop_nulls()
+
+
+def _ascend_type(i: int) -> pl.Expr:
+    return pl.col("input_types").str.split(";").list.get(i, null_on_oob=True).str.strip_chars().str.to_uppercase()
+
+
+def _ascend_bpe(i: int) -> pl.Expr:
+    bpe = {k: float(v[0]) for k, v in ASCEND_DTYPES.items()}
+    return _ascend_type(i).replace_strict(bpe, default=None, return_dtype=pl.Float64)
+
+
+def device_op_calls(tasks: pl.DataFrame) -> pl.DataFrame:
+    """One row per Ascend device task whose Type device_op_flops.toml lists and whose
+    input and output shapes were recorded (CALL_SCHEMA; each task is one call: kernels 1, never
+    nested, device_ns = its duration; input_dims = its Input Shapes). Formulas: device_op_flops.toml."""
+    table = device_op_table()
+    if tasks.is_empty() or "output_shapes" not in tasks.columns or table.is_empty():
+        return pl.DataFrame(schema=CALL_SCHEMA)
+    ops = tasks.filter(pl.col("output_shapes").is_not_null() & pl.col("input_shapes").is_not_null()).join(
+        table, on="op_type"
+    )
+    if ops.is_empty():
+        return pl.DataFrame(schema=CALL_SCHEMA)
+    out_dims, a_dims, b_dims = (
+        _entry_dims("output_shapes", 0),
+        _entry_dims("input_shapes", 0),
+        _entry_dims("input_shapes", 1),
+    )
+    out = _numel(out_dims)
+    a, b = _numel(a_dims), _numel(b_dims)
+    bias = pl.when(_ascend_bpe(2).is_not_null()).then(_numel(_entry_dims("input_shapes", 2))).otherwise(0.0)
+    k = a * _last(out_dims, 1) / out
+    bpe0 = _ascend_bpe(0)
+    family = pl.col("family")
+    flop = (
+        pl.when(family == "matmul")
+        .then(2 * out * k + pl.when(bias > 0).then(out).otherwise(0.0))
+        .when(family.is_in(["unary", "binary"]))
+        .then(out)
+    )
+    data = (
+        pl.when(family == "matmul")
+        .then((a + b + out + bias) * bpe0)
+        .when(family == "unary")
+        .then((a + out) * bpe0)
+        .when(family == "binary")
+        .then(a * bpe0 + (b * _ascend_bpe(1)).fill_null(0.0) + out * bpe0)
+    )
+    short = {k: v[1] for k, v in ASCEND_DTYPES.items()}
+    return ops.select(
+        "rank",
+        "step",
+        pl.col("op_type").alias("op"),
+        "family",
+        pl.col("input_shapes").alias("input_dims"),
+        "input_types",
+        pl.lit(None, pl.String).alias("concrete_inputs"),
+        _ascend_type(0).replace_strict(short, default=_ascend_type(0)).alias("dtype"),
+        "start_ns",
+        pl.lit(1, pl.UInt32).alias("kernels"),
+        pl.lit(False).alias("nested"),
+        pl.col("dur_ns").alias("device_ns"),
+        flop.cast(pl.Float64).alias("flop"),
+        data.cast(pl.Float64).alias("bytes"),
+    ).cast(dict(CALL_SCHEMA))
 
 
 ROOFLINE_SCHEMA = pl.Schema(

@@ -27,7 +27,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 RULES_DIR = Path(__file__).resolve().parent
-TABLES = ("task_kinds", "compute_classes", "findings", "device_peaks", "phases", "op_flops")
+TABLES = ("task_kinds", "compute_classes", "findings", "device_peaks", "phases", "op_flops", "device_op_flops")
 
 
 class RulesError(ValueError):
