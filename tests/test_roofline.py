@@ -581,3 +581,39 @@ def test_ascend_matmuls_from_their_recorded_shapes(folder, tmp_path):
         assert out.returncode == 0, out.stderr
     assert "MatMulV2" in run_cli("roofline", str(folder)).stdout
     assert "roofline-table" in (tmp_path / "r.html").read_text()
+
+
+def test_an_operator_far_below_its_roofline_is_a_finding(tmp_path):
+    b = _Trace()
+    b.events.append(
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 90, "dur": 2500}
+    )
+    slow = b.op("aten::mm", 100, 20, [[4096, 4096], [4096, 4096]], [BF16, BF16], ["", ""])
+    b.kernel(slow, 105, 200, 2000)  # 139 us on an H100's roofline, measured 2,000 us
+    t = tv.load(b.write(tmp_path / "slow.json"), use_cache=False)
+    found = t.findings().filter(pl.col("rule") == "far_below_roofline").row(0, named=True)
+    expected_us = 2 * 4096**3 / 989e12 * 1e6
+    step_ms = t.step_breakdown()["duration_us"][0] / 1000
+    assert found["severity"] == "critical"
+    assert found["value"] == pytest.approx((2000 - expected_us) / 1000 / step_ms)
+    assert (
+        f"aten::mm [4096,4096;4096,4096] in bf16 runs at {expected_us / 2000:.0%} of its roofline (compute-bound)"
+        in found["message"]
+    )
+    assert (
+        tv.load(Path(small_path(tmp_path)), use_cache=False)
+        .findings()
+        .filter(pl.col("rule") == "far_below_roofline")
+        .is_empty()
+    )
+
+
+def small_path(tmp_path) -> Path:
+    """A trace whose only operator runs at its roofline: no finding."""
+    b = _Trace()
+    b.events.append(
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 90, "dur": 300}
+    )
+    fast = b.op("aten::mm", 100, 20, [[4096, 4096], [4096, 4096]], [BF16, BF16], ["", ""])
+    b.kernel(fast, 105, 200, 150)
+    return b.write(tmp_path / "fast.json")

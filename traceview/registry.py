@@ -175,6 +175,7 @@ def _findings(t, throughput, rules, classes, details, micro_batches) -> pl.DataF
         gpu_bubbles=t.run("bubbles"),
         platform=platform.platform_facts(t.ranks, t.host_events, t.device_tasks),
         memory_peaks=t.run("memory_peaks"),
+        roofline=t.run("op_roofline"),
     )
     return findings.evaluate(table, findings.load_rules(rules))
 

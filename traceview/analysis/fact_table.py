@@ -131,6 +131,20 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
     ),
     "memory_peak_gib": (pl.Float64, "That series' peak reserved (else allocated) memory, GiB."),
     "memory_device_gib": (pl.Float64, "The device's memory, GiB (ranks.device_memory_bytes)."),
+    "roofline_gap_ms": (
+        pl.Float64,
+        "Of the rank's operator rows (analysis.roofline.op_roofline) under 30 % of their roofline, the one whose "
+        "device time exceeds its roofline's expected time the most: that excess per step, ms; null without "
+        "recorded shapes or the device's limits.",
+    ),
+    "roofline_gap_frac": (pl.Float64, "roofline_gap_ms / step_ms."),
+    "roofline_gap_op": (pl.String, "That row's operator."),
+    "roofline_gap_dims": (pl.String, "Its input dims (first 80 characters)."),
+    "roofline_gap_dtype": (pl.String, "Its dtype."),
+    "roofline_gap_roofline_frac": (pl.Float64, "Its expected time / device time."),
+    "roofline_gap_bound": (pl.String, "compute or memory: the larger of its roofline's two terms."),
+    "roofline_gap_tflops": (pl.Float64, "Its achieved TFLOP/s."),
+    "roofline_gap_peak_frac": (pl.Float64, "Its achieved TFLOP/s / the device's peak for its dtype."),
     "device_type": (pl.String, "The rank's device: gpu, npu, mtia, cpu; null when unknown (analysis.platform)."),
     "ddp_seen": (pl.Boolean, "The host recorded DistributedDataParallel activity (analysis.platform)."),
     "fsdp_seen": (pl.Boolean, "The host recorded FullyShardedDataParallel activity (analysis.platform)."),

@@ -335,6 +335,7 @@ def facts(
     gpu_bubbles: pl.DataFrame | None = None,
     platform: pl.DataFrame | None = None,
     memory_peaks: pl.DataFrame | None = None,
+    roofline: pl.DataFrame | None = None,
     tiny_kernel_us: float = TINY_KERNEL_US,
     gemm_alignment: int = GEMM_ALIGNMENT,
 ) -> pl.DataFrame:
@@ -350,7 +351,7 @@ def facts(
     (iteration.iteration_breakdown), `gpu_bubbles` (bubbles.gpu_bubbles: the pipeline-bubble
     estimate the pipeline facts read on ranks whose bubble_rule is "pipeline"), `platform`
     (platform.platform_facts: device type, DDP/FSDP, CUDA graphs), `memory_peaks`
-    (memory.memory_peaks).
+    (memory.memory_peaks), `roofline` (roofline.op_roofline).
     `tiny_kernel_us`: the tiny-kernel bound (µs); `gemm_alignment`: the GEMM dim multiple.
     """
     windows = _windows(step_breakdown, trace_breakdown, gpu_bubbles)
@@ -406,6 +407,7 @@ def facts(
         .join(_worst_steps(step_breakdown), on="rank", how="left")
         .join(_iteration_facts(iterations), on="rank", how="left")
         .join(_memory_facts(memory_peaks), on="rank", how="left")
+        .join(_roofline_facts(roofline, per), on="rank", how="left")
     )
     if platform is not None:
         out = out.join(platform, on="rank", how="left")
@@ -464,6 +466,52 @@ def _memory_facts(peaks: pl.DataFrame | None) -> pl.DataFrame:
             (pl.col("device_memory_bytes") / gib).alias("memory_device_gib"),
         )
     )
+
+
+#: An operator row runs "far below its roofline" under this roofline_frac.
+ROOFLINE_FAR = 0.3
+
+
+def _roofline_facts(roofline: pl.DataFrame | None, per: pl.DataFrame) -> pl.DataFrame:
+    """Per rank, the operator row (analysis.roofline.op_roofline) under ROOFLINE_FAR of its roofline
+    whose device time exceeds its expected time the most: roofline_gap_ms (that excess per step),
+    roofline_gap_frac (of the step time), and what names it (op, dims, dtype, roofline_frac, bound,
+    achieved TFLOP/s, peak_frac)."""
+    schema = {
+        "rank": pl.Int64,
+        "roofline_gap_ms": pl.Float64,
+        "roofline_gap_frac": pl.Float64,
+        "roofline_gap_op": pl.String,
+        "roofline_gap_dims": pl.String,
+        "roofline_gap_dtype": pl.String,
+        "roofline_gap_roofline_frac": pl.Float64,
+        "roofline_gap_bound": pl.String,
+        "roofline_gap_tflops": pl.Float64,
+        "roofline_gap_peak_frac": pl.Float64,
+    }
+    if roofline is None or roofline.height == 0:
+        return pl.DataFrame(schema=schema)
+    excess = pl.col("device_time_us") - pl.col("expected_us")
+    worst = (
+        roofline.filter(pl.col("roofline_frac") < ROOFLINE_FAR)
+        .with_columns(excess.alias("_excess_us"))
+        .sort("_excess_us", descending=True)
+        .group_by("rank", maintain_order=True)
+        .first()
+        .join(per.select("rank", "steps", "step_ms"), on="rank")
+    )
+    return worst.select(
+        "rank",
+        (pl.col("_excess_us") / pl.col("steps") / 1000).alias("roofline_gap_ms"),
+        (pl.col("_excess_us") / pl.col("steps") / 1000 / pl.col("step_ms")).alias("roofline_gap_frac"),
+        pl.col("op").alias("roofline_gap_op"),
+        pl.col("input_dims").str.slice(0, 80).alias("roofline_gap_dims"),
+        pl.col("dtype").alias("roofline_gap_dtype"),
+        pl.col("roofline_frac").alias("roofline_gap_roofline_frac"),
+        pl.col("bound").alias("roofline_gap_bound"),
+        pl.col("achieved_tflops_per_s").alias("roofline_gap_tflops"),
+        pl.col("peak_frac").alias("roofline_gap_peak_frac"),
+    ).cast(schema)
 
 
 def _with_pipeline(out: pl.DataFrame, stages: pl.DataFrame | None, micro_batches: int | None) -> pl.DataFrame:
