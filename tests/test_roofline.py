@@ -617,3 +617,32 @@ def small_path(tmp_path) -> Path:
     fast = b.op("aten::mm", 100, 20, [[4096, 4096], [4096, 4096]], [BF16, BF16], ["", ""])
     b.kernel(fast, 105, 200, 150)
     return b.write(tmp_path / "fast.json")
+
+
+def test_diff_shows_each_operator_achieved_tflops_in_both_runs(tmp_path):
+    base_path, _ = _transformer_step(tmp_path / "base.json")
+    doc = json.loads(base_path.read_text())
+    for e in doc["traceEvents"]:  # the new run: every kernel twice as long
+        if e.get("cat") == "kernel":
+            e["dur"] = e["dur"] * 2
+    new_path = tmp_path / "new.json"
+    new_path.write_text(json.dumps(doc))
+    result = tv.diff(tv.load(base_path, use_cache=False), tv.load(new_path, use_cache=False))
+    ops = result.operators
+    assert set(ops["status"]) == {"both"} and ops.height == tv.load(base_path, use_cache=False).op_roofline().height
+    assert (ops["new_achieved_tflops_per_s"] / ops["base_achieved_tflops_per_s"]).to_list() == pytest.approx(
+        [0.5] * ops.height
+    )
+    assert ops["tflops_delta_pct"].to_list() == pytest.approx([-50.0] * ops.height)
+    text = run_cli("diff", str(base_path), str(new_path)).stdout
+    assert "Operators (recorded shapes" in text and "aten::mm" in text
+    assert json.loads(run_cli("diff", str(base_path), str(new_path), "--format", "json").stdout)["operators"]
+
+
+def test_compare_lists_each_run_traced_tflops(tmp_path):
+    a, _ = _transformer_step(tmp_path / "a.json")
+    b, _ = _transformer_step(tmp_path / "b.json", batch=8)  # twice the tokens: twice the matmul FLOPs
+    c = tv.compare([str(a), str(b)])
+    want = [tv.load(p, use_cache=False).traced_flops()["traced_tflops_per_device"][0] for p in (a, b)]
+    assert c.table["traced_tflops_per_device"].to_list() == pytest.approx(want)
+    assert "traced TFLOP/s/device" in run_cli("compare", str(a), str(b)).stdout

@@ -224,6 +224,7 @@ def compare(traces, labels: list[str] | None = None, model: dict | None = None) 
             **through,
         }
         row |= _memory_peak(trace)
+        row |= _traced(trace)
         first = rows[0]["iteration_us"] if rows else total
         row["speedup"] = first / total if first is not None and total else None
         for against, j in zip(AGAINST, (i - 1, 0)):
@@ -283,6 +284,16 @@ def _memory_peak(trace) -> dict:
     }
 
 
+def _traced(trace) -> dict:
+    """The run's FLOPs traced from recorded shapes (`Trace.traced_flops`): mean over its rank-steps
+    of the traced TFLOP/s per device and of the traced MFU; null without recorded shapes."""
+    rows = trace.traced_flops()
+    return {
+        "traced_tflops_per_device": rows["traced_tflops_per_device"].mean() if rows.height else None,
+        "traced_mfu_frac": rows["traced_mfu_frac"].mean() if rows.height else None,
+    }
+
+
 def _share(part, total):
     return part / total if part is not None and total else None
 
@@ -294,6 +305,7 @@ def _schema() -> dict:
     out |= {f"{t}_frac": pl.Float64 for t in COMPARED}
     out |= dict.fromkeys([*HEADLINE, *THROUGHPUT, "speedup"], pl.Float64)
     out |= {"peak_allocated_bytes": pl.Int64, "peak_reserved_bytes": pl.Int64}
+    out |= {"traced_tflops_per_device": pl.Float64, "traced_mfu_frac": pl.Float64}
     for against in AGAINST:
         out |= {f"{against}_delta_us": pl.Float64, f"{against}_delta_pct": pl.Float64, f"{against}_term": pl.String}
         out |= {f"{against}_term_delta_us": pl.Float64, f"{against}_term_share": pl.Float64}

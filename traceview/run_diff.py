@@ -300,7 +300,9 @@ class RunDiff:
       delta_us, delta_pct, mean task duration;
     - collectives: collective, process_group, status, counts, time, exposed time and their deltas;
     - memory: per rank (null: the largest over the ranks) the peak allocated and reserved bytes of
-      each run, over the whole trace or the compared step (`traceview.analysis.diff.memory_diff`).
+      each run, over the whole trace or the compared step (`traceview.analysis.diff.memory_diff`);
+    - operators: each operator with recorded shapes (operator, input dims, dtype) in both runs,
+      whole trace: calls, device time, achieved TFLOP/s and its change (`operator_diff`).
 
     `base` / `new`: what each run contributed (source, ranks, window, steps, rank_steps); `notes`:
     one line per thing that makes the runs less comparable; `warnings` / `failures`: the loads'.
@@ -318,6 +320,7 @@ class RunDiff:
     step: int | None = None
     per_rank: bool = False
     notes: list[str] = dataclasses.field(default_factory=list)
+    operators: pl.DataFrame = dataclasses.field(default_factory=pl.DataFrame)
     warnings: list[str] = dataclasses.field(default_factory=list)
     failures: list[str] = dataclasses.field(default_factory=list)
 
@@ -334,7 +337,8 @@ class RunDiff:
         [rows], "step_time": [rows], "terms": [rows], "device_time": {...}, "classes": [rows], "kernel_counts": {both,
         added, removed, gained, lost}, "kernels_lost": [rows in both runs, most time lost first],
         "kernels_gained", "kernels_added" (only in new), "kernels_removed" (only in base),
-        "collectives": [rows], "memory": [rows], "warnings", "failures"}. Rows carry the frames' columns.
+        "collectives": [rows], "memory": [rows], "operators": [rows: largest device time change
+        first], "warnings", "failures"}. Rows carry the frames' columns.
         """
         k = self.kernels
         both = k.filter(pl.col("status") == "both")
@@ -366,6 +370,7 @@ class RunDiff:
             "kernels_removed": rows(k.filter(pl.col("status") == "removed"), "base_us", descending=True),
             "collectives": [_rounded(r) for r in self.collectives.to_dicts()],
             "memory": [_rounded(r) for r in self.memory.to_dicts()],
+            "operators": rows(self.operators),
             "warnings": list(self.warnings),
             "failures": list(self.failures),
         }
@@ -412,6 +417,7 @@ def diff(base, new, *, step: int | None = None, classes: str | None = None, whol
         step=step,
         per_rank=per_rank,
         notes=_comparability_notes(b, w),
+        operators=d.operator_diff(b_trace.op_roofline(), w_trace.op_roofline()),
         warnings=[f"{BASE}: {x}" for x in b_trace.warnings] + [f"{NEW}: {x}" for x in w_trace.warnings],
         failures=[f"{BASE}: {x}" for x in b_trace.failures] + [f"{NEW}: {x}" for x in w_trace.failures],
     )

@@ -447,3 +447,50 @@ def memory_diff(base_peaks: pl.DataFrame, new_peaks: pl.DataFrame, step: int | N
         "new_peak_reserved_bytes",
         "reserved_delta_bytes",
     )
+
+
+OPERATOR_KEYS = ["op", "input_dims", "dtype"]
+
+
+def operator_diff(base_rows: pl.DataFrame, new_rows: pl.DataFrame) -> pl.DataFrame:
+    """Each operator row of two runs (`traceview.analysis.roofline.op_roofline` frames, summed over
+    ranks, input types and concrete inputs), matched by operator, input dims and dtype: base_/new_
+    count, device_time_us, achieved_tflops_per_s (all calls' FLOPs over all calls' device time),
+    tflops_delta and tflops_delta_pct, device_delta_us, status (both / added / removed). Largest
+    device time change first. Empty when neither run recorded shapes."""
+    values = ["count", "device_time_us", "achieved_tflops_per_s"]
+
+    def merged(rows: pl.DataFrame) -> pl.DataFrame:
+        return (
+            rows.group_by(OPERATOR_KEYS)
+            .agg(
+                pl.col("count").sum().cast(pl.Int64),
+                pl.col("device_time_us").sum(),
+                (pl.col("gflop") * pl.col("count")).sum().alias("_gflop"),
+            )
+            .with_columns((pl.col("_gflop") / pl.col("device_time_us") * 1e-3).alias("achieved_tflops_per_s"))
+            .drop("_gflop")
+        )
+
+    if base_rows.is_empty() and new_rows.is_empty():
+        schema = dict.fromkeys(OPERATOR_KEYS, pl.String) | {"status": pl.String}
+        for v in values:
+            schema |= {f"base_{v}": pl.Float64, f"new_{v}": pl.Float64}
+        schema |= {"tflops_delta": pl.Float64, "tflops_delta_pct": pl.Float64, "device_delta_us": pl.Float64}
+        return pl.DataFrame(schema=schema)
+    out = side_by_side(merged(base_rows), merged(new_rows), OPERATOR_KEYS, values, absent_is_zero=False)
+    status = (
+        pl.when(pl.col("_in_base") & pl.col("_in_new"))
+        .then(pl.lit("both"))
+        .when(pl.col("_in_new"))
+        .then(pl.lit("added"))
+        .otherwise(pl.lit("removed"))
+    )
+    out = with_delta(out, "achieved_tflops_per_s", "tflops_delta", "tflops_delta_pct")
+    out = out.with_columns(
+        status.alias("status"),
+        (pl.col("new_device_time_us").fill_null(0) - pl.col("base_device_time_us").fill_null(0)).alias(
+            "device_delta_us"
+        ),
+    )
+    return out.drop("_in_base", "_in_new").sort(pl.col("device_delta_us").abs(), descending=True)

@@ -38,6 +38,7 @@ def _short(name: str) -> str:
 def _runs_text(doc: dict) -> list[str]:
     with_model = any(r.get("tokens_per_s_per_device") is not None for r in doc["runs"])
     with_memory = any(r.get("peak_allocated_bytes") is not None for r in doc["runs"])
+    with_traced = any(r.get("traced_tflops_per_device") is not None for r in doc["runs"])
     columns = [
         ("run", "#"),
         ("label", "run"),
@@ -52,6 +53,8 @@ def _runs_text(doc: dict) -> list[str]:
         columns += [("tokens", "tokens/s/device"), ("mfu_pct", "MFU %"), ("hfu_pct", "HFU %")]
     if with_memory:
         columns += [("memory", "peak memory")]
+    if with_traced:
+        columns += [("traced_tflops", "traced TFLOP/s/device"), ("traced_mfu_pct", "traced MFU %")]
     rows = [
         {
             "run": r["run"],
@@ -66,6 +69,10 @@ def _runs_text(doc: dict) -> list[str]:
             "mfu_pct": _pct(r.get("mfu_frac")),
             "hfu_pct": _pct(r.get("hfu_frac")),
             "memory": size_text(r.get("peak_allocated_bytes")),
+            "traced_tflops": None
+            if r.get("traced_tflops_per_device") is None
+            else round(r["traced_tflops_per_device"], 1),
+            "traced_mfu_pct": _pct(r.get("traced_mfu_frac")),
         }
         for r in doc["runs"]
     ]

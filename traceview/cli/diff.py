@@ -267,6 +267,43 @@ def _memory_text(doc: dict) -> list[str]:
     return ["", "Peak device memory (allocated; reserved beside it):", table(shown, MEMORY_COLUMNS)]
 
 
+OPERATOR_COLUMNS = [
+    ("op", "operator"),
+    ("input_dims", "input dims"),
+    ("dtype", "dtype"),
+    ("base_ms", "BASE ms"),
+    ("new_ms", "NEW ms"),
+    ("base_tflops", "BASE TFLOP/s"),
+    ("new_tflops", "NEW TFLOP/s"),
+    ("pct", "TFLOP/s delta %"),
+]
+
+
+def _operators_text(doc: dict) -> list[str]:
+    """The operators with recorded shapes whose device time changed most, with their achieved TFLOP/s."""
+    rows = doc.get("operators") or []
+    if not rows:
+        return []
+    shown = [
+        {
+            "op": r["op"],
+            "input_dims": (r["input_dims"] or "")[:32],
+            "dtype": r["dtype"],
+            "base_ms": _div(r["base_device_time_us"]),
+            "new_ms": _div(r["new_device_time_us"]),
+            "base_tflops": r["base_achieved_tflops_per_s"],
+            "new_tflops": r["new_achieved_tflops_per_s"],
+            "pct": r["tflops_delta_pct"],
+        }
+        for r in rows
+    ]
+    return [
+        "",
+        "Operators (recorded shapes; whole trace, all ranks), largest device time change first:",
+        table(shown, OPERATOR_COLUMNS),
+    ]
+
+
 def _iteration_text(doc: dict) -> list[str]:
     """The headline (the iteration's change and the terms it came from, largest first), then the
     iteration table (all ranks)."""
@@ -319,6 +356,7 @@ def render_diff(result, fmt: str, top: int = 10) -> str:
     parts += _kernels_text(doc)
     parts += _collectives_text(doc)
     parts += _memory_text(doc)
+    parts += _operators_text(doc)
     for title, items in (("Notes", doc["notes"]), ("Warnings", doc["warnings"]), ("Failed", doc["failures"])):
         block = bullet_list(title, items)
         if block:
