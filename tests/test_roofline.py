@@ -646,3 +646,24 @@ def test_compare_lists_each_run_traced_tflops(tmp_path):
     want = [tv.load(p, use_cache=False).traced_flops()["traced_tflops_per_device"][0] for p in (a, b)]
     assert c.table["traced_tflops_per_device"].to_list() == pytest.approx(want)
     assert "traced TFLOP/s/device" in run_cli("compare", str(a), str(b)).stdout
+
+
+def test_what_if_bounds_from_the_measured_decomposition(tmp_path):
+    """The transformer step: 28 matrix calls (8 mm + 2 attention forward, 2 attention backward, 16
+    mm backward) of 8 us each, bf16, on an H100 (989 dense bf16, 1,979 fp8)."""
+    path, model = _transformer_step(tmp_path / "step.json")
+    t = tv.load(path, use_cache=False)
+    rows = {r["scenario"]: r for r in t.what_if(peak_frac=0.5).iter_rows(named=True)}
+    iteration = t.iteration_breakdown()["iteration_us"][0]
+    fp8 = rows["matrix_in_fp8"]
+    assert fp8["iteration_us"] == pytest.approx(iteration)
+    assert fp8["saving_us"] == pytest.approx(28 * 8 * (1 - 989 / 1979))
+    assert fp8["bound_us"] == pytest.approx(iteration - fp8["saving_us"]) and fp8["speedup"] > 1
+    # at 50 % of the peak each call takes flop / (0.5 x 989 TFLOP/s): all of them under 8 us here
+    calls = t.op_calls().filter(pl.col("family").is_in(["gemm", "sdpa", "sdpa_bwd"]))
+    want = sum(max(0.0, 8 - f / (0.5 * 989e6)) for f in calls["flop"].to_list())
+    assert rows["matrix_at_peak_frac"]["saving_us"] == pytest.approx(want)
+    assert rows["hide_exposed_comm"]["saving_us"] == 0.0  # no communication in this step
+    assert "pipeline_bubble" not in rows  # no micro-batch count given, no pipeline
+    with pytest.raises(ValueError, match="peak_frac"):
+        t.what_if(peak_frac=1.5)

@@ -43,6 +43,7 @@ from traceview.analysis import (
     platform,
     roofline,
     throughput,
+    what_if,
 )
 from traceview.analysis import classes as cls
 
@@ -161,7 +162,13 @@ def _throughput(t, **kwargs) -> pl.DataFrame:
 
 
 def _findings(t, throughput, rules, classes, details, micro_batches) -> pl.DataFrame:
-    table = facts.facts(
+    table = _fact_frame(t, throughput, classes, details, micro_batches)
+    return findings.evaluate(table, findings.load_rules(rules))
+
+
+def _fact_frame(t, throughput=None, classes=None, details=True, micro_batches=None) -> pl.DataFrame:
+    """The facts frame the findings read (`traceview.analysis.facts.facts`)."""
+    return facts.facts(
         t.run("step_breakdown"),
         t.run("trace_breakdown"),
         t.run("classified_tasks", classes=classes),
@@ -177,7 +184,6 @@ def _findings(t, throughput, rules, classes, details, micro_batches) -> pl.DataF
         memory_peaks=t.run("memory_peaks"),
         roofline=t.run("op_roofline"),
     )
-    return findings.evaluate(table, findings.load_rules(rules))
 
 
 def _labelled_segments(*inputs) -> pl.DataFrame:
@@ -452,6 +458,21 @@ _ROWS = [
         lambda t: roofline.flops_anatomy(t.run("op_calls"), t.device_tasks),
         "traceview.analysis.roofline",
         keys=("rank", "family"),
+    ),
+    Analysis(
+        "what_if",
+        lambda t, peak_frac, micro_batches, rules: what_if.what_if(
+            t.run("iteration_breakdown"),
+            _fact_frame(t, micro_batches=micro_batches) if micro_batches else pl.DataFrame(),
+            t.run("op_calls"),
+            roofline.device_limits(t.ranks, rules),
+            peak_frac=peak_frac,
+            micro_batches=micro_batches,
+        ),
+        "traceview.analysis.what_if",
+        defaults={"peak_frac": 0.7, "micro_batches": None, "rules": None},
+        keys=("scenario",),
+        rule_params={"rules": "device_peaks"},
     ),
     Analysis(
         "findings",

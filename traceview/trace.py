@@ -247,6 +247,13 @@ class Trace:
         See `traceview.analysis.roofline.flops_anatomy`."""
         return self.run("flops_anatomy")
 
+    def what_if(self, peak_frac: float = 0.7, micro_batches: int | None = None, rules=None) -> pl.DataFrame:
+        """What the mean iteration would be if one measured part changed, each a bound stated as
+        such: exposed communication hidden, data loading overlapped, the pipeline bubble at an
+        ideal 1F1B schedule's (with `micro_batches`), matrix work at `peak_frac` of the peak, bf16
+        matrix work in fp8. See `traceview.analysis.what_if` and docs/roofline.md."""
+        return self.run("what_if", peak_frac=peak_frac, micro_batches=micro_batches, rules=rules)
+
     def op_calls(self) -> pl.DataFrame:
         """One row per operator call the roofline covers: its kernels, device time (their union),
         FLOPs and bytes. See `traceview.analysis.roofline.op_calls`."""
