@@ -16,7 +16,7 @@ import math
 import plotly.graph_objects as go
 import polars as pl
 
-from traceview.analysis.roofline import MATRIX_FAMILIES
+from traceview.analysis.flop_formulas import MATRIX_FAMILIES
 from traceview.dashboards.figures import _empty, _layout
 from traceview.dashboards.timeline_page import hover_safe
 

@@ -43,6 +43,7 @@ from traceview.analysis import (
     platform,
     roofline,
     throughput,
+    traced_flops,
     what_if,
 )
 from traceview.analysis import classes as cls
@@ -148,8 +149,8 @@ def _step_times(t) -> pl.DataFrame:
 def _traced_flops(t, rules) -> pl.DataFrame:
     calls = t.run("op_calls")
     if calls.is_empty():  # recorded without shapes: no step times to compute
-        return roofline.traced_flops(calls, pl.DataFrame(), pl.DataFrame())
-    return roofline.traced_flops(calls, _step_times(t), roofline.device_limits(t.ranks, rules))
+        return traced_flops.traced_flops(calls, pl.DataFrame(), pl.DataFrame())
+    return traced_flops.traced_flops(calls, _step_times(t), roofline.device_limits(t.ranks, rules))
 
 
 def _throughput(t, **kwargs) -> pl.DataFrame:
@@ -448,15 +449,15 @@ _ROWS = [
     Analysis(
         "traced_flops",
         _traced_flops,
-        "traceview.analysis.roofline",
+        "traceview.analysis.traced_flops",
         defaults={"rules": None},
         keys=("rank", "step"),
         rule_params={"rules": "device_peaks"},
     ),
     Analysis(
         "flops_anatomy",
-        lambda t: roofline.flops_anatomy(t.run("op_calls"), t.device_tasks),
-        "traceview.analysis.roofline",
+        lambda t: traced_flops.flops_anatomy(t.run("op_calls"), t.device_tasks),
+        "traceview.analysis.traced_flops",
         keys=("rank", "family"),
     ),
     Analysis(

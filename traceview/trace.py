@@ -239,12 +239,12 @@ class Trace:
         """Per rank and step: the model FLOPs summed from the operators' recorded shapes, TFLOP/s
         per device over the step time, and the MFU they give against the device's peak for the
         dtype carrying most matrix FLOPs (no --params needed). See
-        `traceview.analysis.roofline.traced_flops`."""
+        `traceview.analysis.traced_flops.traced_flops`."""
         return self.run("traced_flops", rules=rules)
 
     def flops_anatomy(self) -> pl.DataFrame:
         """Per rank and operator family: share of the traced FLOPs next to share of device time.
-        See `traceview.analysis.roofline.flops_anatomy`."""
+        See `traceview.analysis.traced_flops.flops_anatomy`."""
         return self.run("flops_anatomy")
 
     def what_if(self, peak_frac: float = 0.7, micro_batches: int | None = None, rules=None) -> pl.DataFrame:

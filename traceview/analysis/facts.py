@@ -14,6 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.analysis import gaps
+from traceview.analysis.device_facts import memory_facts, roofline_facts
 from traceview.analysis.fact_table import FACTS
 
 #: A kernel shorter than this is "tiny" (µs): below the 5-20 µs a CPU launch costs, per HTA.
@@ -406,8 +407,8 @@ def facts(
         .join(_straggler(per, stragglers), on="rank", how="left")
         .join(_worst_steps(step_breakdown), on="rank", how="left")
         .join(_iteration_facts(iterations), on="rank", how="left")
-        .join(_memory_facts(memory_peaks), on="rank", how="left")
-        .join(_roofline_facts(roofline, per), on="rank", how="left")
+        .join(memory_facts(memory_peaks), on="rank", how="left")
+        .join(roofline_facts(roofline, per), on="rank", how="left")
     )
     if platform is not None:
         out = out.join(platform, on="rank", how="left")
@@ -445,73 +446,6 @@ def _iteration_facts(iterations: pl.DataFrame | None) -> pl.DataFrame:
         share("data_loading_us").alias("data_loading_frac"),
         share("host_overhead_us").alias("host_overhead_frac"),
     )
-
-
-def _memory_facts(peaks: pl.DataFrame | None) -> pl.DataFrame:
-    """Per rank: memory_peak_frac, memory_peak_gib, memory_device_gib of its fullest device series."""
-    schema = {"rank": pl.Int64, "memory_peak_frac": pl.Float64}
-    schema |= {"memory_peak_gib": pl.Float64, "memory_device_gib": pl.Float64}
-    if peaks is None or peaks.height == 0:
-        return pl.DataFrame(schema=schema)
-    gib = float(1 << 30)
-    return (
-        peaks.filter(pl.col("step").is_null() & pl.col("peak_device_frac").is_not_null())
-        .sort("peak_device_frac", descending=True)
-        .group_by("rank", maintain_order=True)
-        .first()
-        .select(
-            "rank",
-            pl.col("peak_device_frac").alias("memory_peak_frac"),
-            (pl.coalesce("peak_reserved_bytes", "peak_allocated_bytes") / gib).alias("memory_peak_gib"),
-            (pl.col("device_memory_bytes") / gib).alias("memory_device_gib"),
-        )
-    )
-
-
-#: An operator row runs "far below its roofline" under this roofline_frac.
-ROOFLINE_FAR = 0.3
-
-
-def _roofline_facts(roofline: pl.DataFrame | None, per: pl.DataFrame) -> pl.DataFrame:
-    """Per rank, the operator row (analysis.roofline.op_roofline) under ROOFLINE_FAR of its roofline
-    whose device time exceeds its expected time the most: roofline_gap_ms (that excess per step),
-    roofline_gap_frac (of the step time), and what names it (op, dims, dtype, roofline_frac, bound,
-    achieved TFLOP/s, peak_frac)."""
-    schema = {
-        "rank": pl.Int64,
-        "roofline_gap_ms": pl.Float64,
-        "roofline_gap_frac": pl.Float64,
-        "roofline_gap_op": pl.String,
-        "roofline_gap_dims": pl.String,
-        "roofline_gap_dtype": pl.String,
-        "roofline_gap_roofline_frac": pl.Float64,
-        "roofline_gap_bound": pl.String,
-        "roofline_gap_tflops": pl.Float64,
-        "roofline_gap_peak_frac": pl.Float64,
-    }
-    if roofline is None or roofline.height == 0:
-        return pl.DataFrame(schema=schema)
-    excess = pl.col("device_time_us") - pl.col("expected_us")
-    worst = (
-        roofline.filter(pl.col("roofline_frac") < ROOFLINE_FAR)
-        .with_columns(excess.alias("_excess_us"))
-        .sort("_excess_us", descending=True)
-        .group_by("rank", maintain_order=True)
-        .first()
-        .join(per.select("rank", "steps", "step_ms"), on="rank")
-    )
-    return worst.select(
-        "rank",
-        (pl.col("_excess_us") / pl.col("steps") / 1000).alias("roofline_gap_ms"),
-        (pl.col("_excess_us") / pl.col("steps") / 1000 / pl.col("step_ms")).alias("roofline_gap_frac"),
-        pl.col("op").alias("roofline_gap_op"),
-        pl.col("input_dims").str.slice(0, 80).alias("roofline_gap_dims"),
-        pl.col("dtype").alias("roofline_gap_dtype"),
-        pl.col("roofline_frac").alias("roofline_gap_roofline_frac"),
-        pl.col("bound").alias("roofline_gap_bound"),
-        pl.col("achieved_tflops_per_s").alias("roofline_gap_tflops"),
-        pl.col("peak_frac").alias("roofline_gap_peak_frac"),
-    ).cast(schema)
 
 
 def _with_pipeline(out: pl.DataFrame, stages: pl.DataFrame | None, micro_batches: int | None) -> pl.DataFrame:

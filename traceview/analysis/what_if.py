@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.analysis.roofline import MATRIX_FAMILIES
+from traceview.analysis.flop_formulas import MATRIX_FAMILIES
 
 SCHEMA = pl.Schema(
     {

@@ -1,0 +1,326 @@
+"""The FLOPs and bytes of an operator call, from its recorded input shapes, dtypes and concrete
+arguments, as polars expressions (every formula in docs/roofline.md).
+
+Two kinds of call:
+- a Kineto host operator listed in `traceview/rules/op_flops.toml` (`op_table`: each rule's
+  family and the input position of each role), evaluated over the columns `_shapes`, `_types`,
+  `_concrete` (the op_inputs texts split on ';') and the rule's `pos_<role>` / PARAM_ARGS columns
+  (`family_exprs`);
+- an Ascend device task whose Type `traceview/rules/device_op_flops.toml` lists
+  (`device_op_table`), over its input_shapes, input_types and output_shapes (`device_op_exprs`).
+A formula that cannot apply (a dtype or dim not recorded, a transposed convolution) gives null.
+Units: FLOP and bytes.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import polars as pl
+
+from traceview import rules as rule_tables
+
+#: Bytes per element of the dtypes Kineto records in `Input type`.
+DTYPE_BYTES = {
+    "c10::BFloat16": 2,
+    "c10::Half": 2,
+    "float": 4,
+    "double": 8,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+    "c10::Float8_e4m3fnuz": 1,
+    "c10::Float8_e5m2fnuz": 1,
+    "long int": 8,
+    "int": 4,
+    "short int": 2,
+    "signed char": 1,
+    "unsigned char": 1,
+    "bool": 1,
+    "c10::complex<float>": 8,
+    "c10::complex<double>": 16,
+}
+#: The short name of each dtype (the key of the device table's peaks).
+DTYPE_NAMES = {
+    "c10::BFloat16": "bf16",
+    "c10::Half": "fp16",
+    "float": "fp32",
+    "double": "fp64",
+    "c10::Float8_e4m3fn": "fp8",
+    "c10::Float8_e5m2": "fp8",
+    "c10::Float8_e4m3fnuz": "fp8",
+    "c10::Float8_e5m2fnuz": "fp8",
+    "long int": "int64",
+    "int": "int32",
+    "short int": "int16",
+    "signed char": "int8",
+    "unsigned char": "uint8",
+    "bool": "bool",
+}
+#: The families whose work runs on the matrix (tensor, cube) units; the others on the vector units.
+MATRIX_FAMILIES = ("gemm", "sdpa", "sdpa_bwd", "conv", "conv_bwd", "matmul")
+#: Bytes per element and short name of Ascend's `Input Data Types`.
+ASCEND_DTYPES = {
+    "FLOAT": (4, "fp32"),
+    "FLOAT32": (4, "fp32"),
+    "DT_FLOAT": (4, "fp32"),
+    "FLOAT16": (2, "fp16"),
+    "DT_FLOAT16": (2, "fp16"),
+    "BF16": (2, "bf16"),
+    "DT_BF16": (2, "bf16"),
+    "DOUBLE": (8, "fp64"),
+    "INT64": (8, "int64"),
+    "INT32": (4, "int32"),
+    "INT16": (2, "int16"),
+    "INT8": (1, "int8"),
+    "UINT8": (1, "uint8"),
+    "BOOL": (1, "bool"),
+}
+#: The tensor roles a family reads, in the order its dtype is taken from.
+ROLES = (
+    "a",
+    "b",
+    "w",
+    "bias",
+    "q",
+    "k",
+    "v",
+    "out",
+    "grad_out",
+    "input",
+    "weight",
+    "grad_output",
+    "x",
+    "y",
+    "dst",
+    "src",
+)
+DTYPE_ROLE = ("a", "q", "grad_output", "input", "src", "x")
+#: The concrete-input positions a rule may give (op_flops.toml).
+PARAM_ARGS = ("causal_arg", "stride_arg", "padding_arg", "dilation_arg", "transposed_arg", "size_arg")
+
+
+@functools.cache
+def op_table() -> pl.DataFrame:
+    """The shipped op_flops.toml as a frame: op, family, the input position of each role
+    (`pos_<role>`, null when the op has none) and the PARAM_ARGS positions."""
+    rows = []
+    for rule in rule_tables.entries(rule_tables.shipped("op_flops"), rule_tables.shipped_path("op_flops")):
+        args = list(rule.get("args", []))
+        row = {"op": rule["name"], "family": rule["family"]}
+        row |= {f"pos_{r}": (args.index(r) if r in args else None) for r in ROLES}
+        for key in PARAM_ARGS:
+            row[key] = rule.get(key)
+        rows.append(row)
+    schema = {"op": pl.String, "family": pl.String} | {f"pos_{r}": pl.Int64 for r in ROLES}
+    schema |= dict.fromkeys(PARAM_ARGS, pl.Int64)
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+@functools.cache
+def device_op_table() -> pl.DataFrame:
+    """device_op_flops.toml's entries (Ascend operators by Type): op_type, family."""
+    entries = rule_tables.entries(rule_tables.shipped("device_op_flops"), rule_tables.shipped_path("device_op_flops"))
+    rows = [{"op_type": e["type"], "family": e["family"]} for e in entries]
+    return pl.DataFrame(rows, schema={"op_type": pl.String, "family": pl.String}, orient="row")
+
+
+def op_names() -> list[str]:
+    """The operators the roofline covers (op_flops.toml)."""
+    return op_table()["op"].to_list()
+
+
+# --- expressions over one call's inputs ---------------------------------------------------------
+
+
+def _dims(role: str) -> pl.Expr:
+    """The dims of a role's input as List(Int64) (empty for a scalar; null when the op has no such role)."""
+    entry = pl.col("_shapes").list.get(pl.col(f"pos_{role}"), null_on_oob=True)
+    return entry.str.split(",").list.eval(pl.element().cast(pl.Int64, strict=False)).list.drop_nulls()
+
+
+def _numel(dims: pl.Expr) -> pl.Expr:
+    return dims.list.eval(pl.element().product()).list.first().cast(pl.Float64)
+
+
+def _last(dims: pl.Expr, i: int) -> pl.Expr:
+    return dims.list.get(-i, null_on_oob=True).cast(pl.Float64)
+
+
+def _bpe(role: str) -> pl.Expr:
+    """Bytes per element of a role's input (null when its dtype is not a known tensor dtype)."""
+    dtype = pl.col("_types").list.get(pl.col(f"pos_{role}"), null_on_oob=True)
+    return dtype.replace_strict(DTYPE_BYTES, default=None, return_dtype=pl.Float64)
+
+
+def _concrete_ints(arg: str) -> pl.Expr:
+    """The integers of a concrete input given as a list ("[16, 16]") at position `arg` (one beyond
+    Int64 reads as null)."""
+    text = pl.col("_concrete").list.get(pl.col(arg), null_on_oob=True)
+    return text.str.extract_all(r"-?\d+").list.eval(pl.element().cast(pl.Int64, strict=False))
+
+
+def _tensor_numel(role: str) -> pl.Expr:
+    """Elements of an optional tensor input: 0 when it was passed as None (its `Input type` entry
+    is empty) or is not a tensor (a Scalar), where the product of its empty dims would say 1."""
+    return pl.when(_bpe(role).is_not_null()).then(_numel(_dims(role))).otherwise(0.0)
+
+
+def _transposed() -> pl.Expr:
+    return pl.col("_concrete").list.get(pl.col("transposed_arg"), null_on_oob=True) == "True"
+
+
+def _gemm() -> tuple[pl.Expr, pl.Expr]:
+    a = _dims("a")
+    b_numel = pl.coalesce(_numel(_dims("b")), _numel(_dims("w")))
+    n = pl.coalesce(_last(_dims("b"), 1), _last(_dims("w"), 2))
+    k = _last(a, 1)
+    rows = _numel(a) / k  # M over every batch
+    bias_n = _tensor_numel("bias")
+    flop = 2 * rows * n * k + pl.when(bias_n > 0).then(rows * n).otherwise(0)
+    data = (_numel(a) + b_numel + rows * n + bias_n) * _bpe("a")
+    return flop, data
+
+
+def _sdpa(backward: bool) -> tuple[pl.Expr, pl.Expr]:
+    q, k, v = _dims("q"), _dims("k"), _dims("v")
+    rows = _numel(q) / _last(q, 1)  # B * H * Nq
+    n_kv = _last(k, 2)
+    causal = pl.col("_concrete").list.get(pl.col("causal_arg"), null_on_oob=True) == "True"
+    flop = 2 * rows * n_kv * (_last(q, 1) + _last(v, 1)) * pl.when(causal).then(0.5).otherwise(1.0)
+    elements = _numel(q) + _numel(k) + _numel(v) + rows * _last(v, 1)
+    if backward:
+        return 2.5 * flop, 2 * elements * _bpe("q")
+    return flop, elements * _bpe("q")
+
+
+def _spatial(dims: pl.Expr, i: int) -> pl.Expr:
+    """Spatial dim i (0-based, after N and C) of a conv tensor; null when the tensor has fewer."""
+    return dims.list.get(2 + i, null_on_oob=True).cast(pl.Float64)
+
+
+def _conv(backward: bool) -> tuple[pl.Expr, pl.Expr]:
+    x, w = _dims("input"), _dims("weight")
+    kernel = pl.lit(1.0)
+    for i in range(3):
+        kernel = kernel * _spatial(w, i).fill_null(1.0)
+    per_output = 2 * w.list.get(1, null_on_oob=True).cast(pl.Float64) * kernel  # FLOPs per output element
+    counted = ~_transposed().fill_null(False)  # a transposed convolution: neither FLOPs nor bytes
+    if backward:
+        out = _numel(_dims("grad_output"))
+        return (
+            pl.when(counted).then(2 * out * per_output),
+            pl.when(counted).then((out + 2 * _numel(x) + 2 * _numel(w)) * _bpe("input")),
+        )
+    stride, padding, dilation = (
+        _concrete_ints("stride_arg"),
+        _concrete_ints("padding_arg"),
+        _concrete_ints("dilation_arg"),
+    )
+    out = x.list.get(0, null_on_oob=True).cast(pl.Float64) * w.list.get(0, null_on_oob=True).cast(pl.Float64)
+    for i in range(3):
+        size = _spatial(x, i)
+        k = _spatial(w, i)
+        s = stride.list.get(i, null_on_oob=True).fill_null(1)
+        p = padding.list.get(i, null_on_oob=True).fill_null(0)
+        d = dilation.list.get(i, null_on_oob=True).fill_null(1)
+        o = ((size + 2 * p - d * (k - 1) - 1) // s + 1).cast(pl.Float64)
+        out = out * pl.when(size.is_null()).then(1.0).otherwise(o)
+    return pl.when(counted).then(out * per_output), pl.when(counted).then((_numel(x) + _numel(w) + out) * _bpe("input"))
+
+
+def _unary() -> tuple[pl.Expr, pl.Expr]:
+    src = pl.when(pl.col("pos_src").is_not_null()).then(_numel(_dims("src"))).otherwise(_numel(_dims("x")))
+    bpe_in = pl.coalesce(_bpe("src"), _bpe("x"))
+    bpe_out = pl.coalesce(_bpe("dst"), bpe_in)
+    return src, src * (bpe_in + bpe_out)
+
+
+#: Dims compared from the right when broadcasting two inputs (a tensor of more dims is exact up
+#: to this many trailing dims).
+BROADCAST_DIMS = 8
+
+
+def _binary() -> tuple[pl.Expr, pl.Expr]:
+    x, y = _dims("x"), _dims("y")
+    out = pl.lit(1.0)
+    for i in range(1, BROADCAST_DIMS + 1):
+        out = out * pl.max_horizontal(_last(x, i).fill_null(1.0), _last(y, i).fill_null(1.0))
+    bpe_x = _bpe("x")
+    data = _numel(x) * bpe_x + (_numel(y) * _bpe("y")).fill_null(0.0) + out * bpe_x
+    return out, data
+
+
+def _resize() -> tuple[pl.Expr, pl.Expr]:
+    x = _dims("x")
+    size = _concrete_ints("size_arg")
+    size_numel = size.list.eval(pl.element().product()).list.first().cast(pl.Float64)
+    out = x.list.get(0, null_on_oob=True).cast(pl.Float64) * x.list.get(1, null_on_oob=True).cast(pl.Float64)
+    out = pl.when(size.list.len() > 0).then(out * size_numel)
+    return out, (_numel(x) + out) * _bpe("x")
+
+
+def family_exprs() -> tuple[pl.Expr, pl.Expr]:
+    """flop and bytes of a call, by its family."""
+    formulas = {
+        "gemm": _gemm(),
+        "sdpa": _sdpa(backward=False),
+        "sdpa_bwd": _sdpa(backward=True),
+        "conv": _conv(backward=False),
+        "conv_bwd": _conv(backward=True),
+        "unary": _unary(),
+        "binary": _binary(),
+        "resize": _resize(),
+    }
+    flop = pl.lit(None, pl.Float64)
+    data = pl.lit(None, pl.Float64)
+    for family, (f, b) in formulas.items():
+        flop = pl.when(pl.col("family") == family).then(f).otherwise(flop)
+        data = pl.when(pl.col("family") == family).then(b).otherwise(data)
+    return flop, data
+
+
+def _entry_dims(column: str, i: int) -> pl.Expr:
+    """Entry i of a shapes text column as List(Int64) dims (empty for an entry without dims)."""
+    entry = pl.col(column).str.split(";").list.get(i, null_on_oob=True)
+    return entry.str.split(",").list.eval(pl.element().cast(pl.Int64, strict=False)).list.drop_nulls()
+
+
+def _ascend_type(i: int) -> pl.Expr:
+    return pl.col("input_types").str.split(";").list.get(i, null_on_oob=True).str.strip_chars().str.to_uppercase()
+
+
+def _ascend_bpe(i: int) -> pl.Expr:
+    bpe = {k: float(v[0]) for k, v in ASCEND_DTYPES.items()}
+    return _ascend_type(i).replace_strict(bpe, default=None, return_dtype=pl.Float64)
+
+
+def device_op_exprs() -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """flop, bytes and dtype (short name) of an Ascend device task of a `device_op_table` family
+    (columns family, input_shapes, input_types, output_shapes; formulas: device_op_flops.toml)."""
+    out_dims, a_dims, b_dims = (
+        _entry_dims("output_shapes", 0),
+        _entry_dims("input_shapes", 0),
+        _entry_dims("input_shapes", 1),
+    )
+    out = _numel(out_dims)
+    a, b = _numel(a_dims), _numel(b_dims)
+    bias = pl.when(_ascend_bpe(2).is_not_null()).then(_numel(_entry_dims("input_shapes", 2))).otherwise(0.0)
+    k = a * _last(out_dims, 1) / out
+    bpe0 = _ascend_bpe(0)
+    family = pl.col("family")
+    flop = (
+        pl.when(family == "matmul")
+        .then(2 * out * k + pl.when(bias > 0).then(out).otherwise(0.0))
+        .when(family.is_in(["unary", "binary"]))
+        .then(out)
+    )
+    data = (
+        pl.when(family == "matmul")
+        .then((a + b + out + bias) * bpe0)
+        .when(family == "unary")
+        .then((a + out) * bpe0)
+        .when(family == "binary")
+        .then(a * bpe0 + (b * _ascend_bpe(1)).fill_null(0.0) + out * bpe0)
+    )
+    short = {k: v[1] for k, v in ASCEND_DTYPES.items()}
+    return flop, data, _ascend_type(0).replace_strict(short, default=_ascend_type(0))
