@@ -78,11 +78,13 @@ def roofline_figure(rows: pl.DataFrame) -> go.Figure:
         .then(pl.format("{} matrix", "dtype"))
         .otherwise(pl.lit("vector"))
     )
-    limits = (
+    limits = (  # one line per distinct roof, naming every kind of work under it (in a fixed order)
         rows.select(units.alias("units"), "peak_tflops", "memory_tbps")
-        .unique()
         .drop_nulls()
-        .sort("peak_tflops", descending=True)
+        .group_by("peak_tflops", "memory_tbps")
+        .agg(pl.col("units").unique().sort().str.join(", "))
+        .sort(["peak_tflops", "memory_tbps"], descending=True)
+        .select("units", "peak_tflops", "memory_tbps")
     )
     for unit, peak, bandwidth in limits.iter_rows():
         ridge = peak / bandwidth  # FLOP/byte where the memory roof meets the compute roof

@@ -493,4 +493,6 @@ def operator_diff(base_rows: pl.DataFrame, new_rows: pl.DataFrame) -> pl.DataFra
             "device_delta_us"
         ),
     )
-    return out.drop("_in_base", "_in_new").sort(pl.col("device_delta_us").abs(), descending=True)
+    return out.drop("_in_base", "_in_new").sort(
+        pl.col("device_delta_us").abs(), *OPERATOR_KEYS, descending=[True, False, False, False], nulls_last=True
+    )

@@ -140,7 +140,7 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
         pl.col("device_ns").cast(pl.Int64),
         flop.alias("flop"),
         data.alias("bytes"),
-    ).sort("rank", "start_ns")
+    ).sort("rank", "start_ns", "op", "family")
 
 
 def device_op_calls(tasks: pl.DataFrame) -> pl.DataFrame:
@@ -243,7 +243,10 @@ def op_roofline(calls: pl.DataFrame, limits: pl.DataFrame) -> pl.DataFrame:
         .then(pl.when(compute_us >= memory_us).then(pl.lit("compute")).otherwise(pl.lit("memory")))
         .alias("bound"),
     ).with_columns((pl.col("expected_us") / pl.col("device_time_us")).alias("roofline_frac"))
-    return out.select(ROOFLINE_SCHEMA.names()).sort(["device_time_us", "rank", "op"], descending=[True, False, False])
+    keys = ["rank", "op", "input_dims", "dtype", "input_types", "concrete_inputs"]  # a total order: no ties
+    return out.select(ROOFLINE_SCHEMA.names()).sort(
+        ["device_time_us", *keys], descending=[True] + [False] * len(keys), nulls_last=True
+    )
 
 
 LIMITS_SCHEMA = pl.Schema(

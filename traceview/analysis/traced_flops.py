@@ -89,18 +89,13 @@ def flops_anatomy(calls: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
     anatomy. device_time_us: the device time of the family's calls that are not nested (so no
     task counts twice); NOT_COVERED: the rank's device task time (kernels, copies, memsets,
     communication, summed) outside them; device_time_frac: of that total."""
-    if tasks.is_empty():
+    if tasks.is_empty() or calls.is_empty():  # no covered operator: nothing to set the FLOPs against
         return pl.DataFrame(schema=ANATOMY_SCHEMA)
+    tasks = tasks.join(calls.select("rank").unique(), on="rank", how="semi")  # ranks with covered operators
     total = tasks.group_by("rank").agg((pl.col("dur_ns").sum() / 1e3).alias("_total_us"))
-    by_family = (
-        calls.group_by("rank", "family").agg(
-            pl.col("flop").sum().alias("flops"),
-            (pl.col("device_ns").filter(~pl.col("nested")).sum() / 1e3).alias("device_time_us"),
-        )
-        if calls.height
-        else pl.DataFrame(
-            schema={"rank": pl.Int64, "family": pl.String, "flops": pl.Float64, "device_time_us": pl.Float64}
-        )
+    by_family = calls.group_by("rank", "family").agg(
+        pl.col("flop").sum().alias("flops"),
+        (pl.col("device_ns").filter(~pl.col("nested")).sum() / 1e3).alias("device_time_us"),
     )
     covered = by_family.group_by("rank").agg(pl.col("device_time_us").sum().alias("_covered"))
     rest = total.join(covered, on="rank", how="left").select(
@@ -119,5 +114,5 @@ def flops_anatomy(calls: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
             (pl.col("device_time_us") / pl.col("_total_us")).alias("device_time_frac"),
         )
         .select(ANATOMY_SCHEMA.names())
-        .sort(["rank", "device_time_us"], descending=[False, True])
+        .sort(["rank", "device_time_us", "family"], descending=[False, True, False])
     )
