@@ -270,22 +270,12 @@ def device_limits(ranks: pl.DataFrame, rules=None) -> pl.DataFrame:
     package's figures / devices_per_package); device_entry names the table entry. A rank whose
     device matches an entry without dtypes has one row with dtype null; one matching no entry has
     no row."""
-    import re
+    from traceview.analysis.throughput import device_peak
 
-    from traceview.analysis.throughput import load_device_peaks
-
-    entries = load_device_peaks(rules)
     rows = []
     for rank, name in ranks.select("rank", "device_name").iter_rows():
-        entry = next(
-            (
-                e
-                for e in entries
-                if name and isinstance(e.get("tflops"), dict) and re.search(e["match"], name, flags=re.IGNORECASE)
-            ),
-            None,
-        )
-        if entry is None:
+        entry = device_peak(name, rules, needs="tflops")
+        if entry is None or not isinstance(entry["tflops"], dict):
             continue
         per = int(entry.get("devices_per_package", 1))
         peaks = {k: float(v) / per for k, v in entry["tflops"].items() if isinstance(v, (int, float))}

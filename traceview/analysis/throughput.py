@@ -99,12 +99,17 @@ def _checked_peaks(doc: dict, file) -> tuple[dict, ...]:
     return tuple(entries)
 
 
-def device_peak(device_name: str | None, rules: str | Sequence[str] | None = None) -> dict | None:
-    """The table entry for a device name, with `per_device_tflops` = peak_tflops /
-    devices_per_package added; None when no entry matches (or no name)."""
+def device_peak(
+    device_name: str | None, rules: str | Sequence[str] | None = None, needs: str | None = None
+) -> dict | None:
+    """The table entry for a device name (the first that matches; with `needs`, the first that
+    matches and gives that key, e.g. the roofline's `tflops`), with `per_device_tflops` =
+    peak_tflops / devices_per_package added; None when no entry matches (or no name)."""
     if not device_name:
         return None
     for entry in load_device_peaks(rules):
+        if needs is not None and needs not in entry:
+            continue
         if re.search(entry["match"], device_name, flags=re.IGNORECASE):
             per_device = float(entry["peak_tflops"]) / int(entry.get("devices_per_package", 1))
             return {**entry, "per_device_tflops": per_device}
