@@ -420,6 +420,43 @@ def roofline_section(page: Page, trace, summary: dict) -> list[dict]:
     ]
 
 
+def expected_section(summary: dict) -> list[dict]:
+    """The analytical model's terms beside the measured ones (the summary's "expected"; docs/roofline.md)."""
+    doc = summary["expected"]
+
+    def shown(row: dict, key: str) -> str:
+        value, unit = row[key], row["unit"]
+        if value is None:
+            return "-"
+        if unit == "frac":
+            return f"{value * 100:.1f} %"
+        return f"{value / 1e12:,.3f} TFLOP" if unit == "flop" else f"{fmt_ms(value)} ms"
+
+    rows = [
+        {
+            "term": r["term"],
+            **{k: shown(r, k) for k in ("expected", "measured", "difference")},
+            "definition": r["definition"],
+        }
+        for r in doc["terms"]
+    ]
+    return [
+        text(doc["verdict"], None, "expected-verdict"),
+        table(
+            rows,
+            [
+                ("term", "term", None),
+                ("expected", "expected", None),
+                ("measured", "measured", None),
+                ("difference", "measured - expected", None),
+                ("definition", "what it is", None),
+            ],
+            "expected-table",
+            text_columns=("term", "expected", "measured", "difference", "definition"),
+        ),
+    ]
+
+
 def throughput_section(summary: dict) -> list[dict]:
     rows = summary.get("throughput") or []
     cols = [
@@ -454,6 +491,8 @@ def report_html(trace, summary: dict, diff: dict | None = None) -> str:
     page.add("cross-rank", "Cross-rank", cross_rank_section(summary))
     page.add("memory", "Device memory", memory_section(page, trace, summary))
     page.add("roofline", "Operators against the roofline", roofline_section(page, trace, summary))
+    if summary.get("expected"):
+        page.add("expected", "Expected from the model, and measured", expected_section(summary))
     if diff is not None:
         page.add("diff", "Compared with the baseline", diff_section(diff))
     return page.html(_header(summary), {"traceview-summary": summary})

@@ -33,6 +33,7 @@ from traceview.analysis import (
     breakdown,
     bubbles,
     collectives,
+    expected,
     facts,
     findings,
     gaps,
@@ -47,6 +48,7 @@ from traceview.analysis import (
     what_if,
 )
 from traceview.analysis import classes as cls
+from traceview.analysis.model_config import model_config
 
 #: Marks an analysis that takes free keyword arguments (checked by the analysis itself).
 ANY_KEYWORDS = None
@@ -144,6 +146,33 @@ def _step_times(t) -> pl.DataFrame:
     lived = t.run("iteration_breakdown").select("rank", "step", pl.col("iteration_us").alias("step_time_us"))
     device = t.run("step_breakdown").select("rank", "step", pl.col("duration_us").alias("step_time_us"))
     return pl.concat([lived, device.join(lived, on=["rank", "step"], how="anti")])
+
+
+def _expected_ops(t, config, rules) -> tuple[pl.DataFrame, dict | None]:
+    """The analytical model's operations for `config` (a ModelConfig, dict or TOML path) on the
+    profile's device (the first rank's), and the limits it used (None without a config)."""
+    if config is None:
+        return pl.DataFrame(schema=expected.OPS_SCHEMA), None
+    config = model_config(config)
+    names = t.ranks["device_name"].drop_nulls()
+    limits = expected.system_limits(config, names[0] if names.len() else None, rules)
+    return expected.expected_ops(config, limits), limits
+
+
+def _expected(t, config, rules) -> pl.DataFrame:
+    ops, limits = _expected_ops(t, config, rules)
+    if limits is None:
+        return pl.DataFrame(schema=expected.TERMS_SCHEMA)
+    config = model_config(config)
+    measured = expected.measured_terms(
+        t.run("iteration_breakdown"),
+        _fact_frame(t, micro_batches=config.micro_batches) if config.pp > 1 else pl.DataFrame(),
+        t.run("op_calls"),
+        roofline.device_limits(t.ranks, rules),
+        model_limits=limits,
+        dtype=config.dtype,
+    )
+    return expected.expected_vs_measured(expected.expected_terms(ops, config), measured)
 
 
 def _traced_flops(t, rules) -> pl.DataFrame:
@@ -473,6 +502,22 @@ _ROWS = [
         "traceview.analysis.what_if",
         defaults={"peak_frac": 0.7, "micro_batches": None, "rules": None},
         keys=("scenario",),
+        rule_params={"rules": "device_peaks"},
+    ),
+    Analysis(
+        "expected_ops",
+        lambda t, config, rules: _expected_ops(t, config, rules)[0],
+        "traceview.analysis.expected",
+        defaults={"config": None, "rules": None},
+        keys=("op", "pass"),
+        rule_params={"rules": "device_peaks"},
+    ),
+    Analysis(
+        "expected",
+        lambda t, config, rules: _expected(t, config, rules),
+        "traceview.analysis.expected",
+        defaults={"config": None, "rules": None},
+        keys=("term",),
         rule_params={"rules": "device_peaks"},
     ),
     Analysis(

@@ -189,6 +189,7 @@ def build_summary(
     details: bool = True,
     findings_rules: str | None = None,
     micro_batches: int | None = None,
+    model_config=None,
 ) -> dict:
     """The summary of `trace` (optionally only step `step`), as JSON-ready dicts and lists.
 
@@ -199,7 +200,10 @@ def build_summary(
     they cost most on large profiles), and with them the findings that need them (host waits,
     pipeline stage count); `findings_rules`: a user's findings rules file (see
     `traceview.analysis.findings.load_rules`); `micro_batches`: micro-batches per pipeline step
-    (the bubble-above-ideal rule needs it).
+    (the bubble-above-ideal rule needs it); `model_config`: a transformer configuration
+    (`traceview.analysis.model_config`) adds the "expected" section, the analytical model's terms
+    beside the measured ones (docs/roofline.md), a TraceError when the device table cannot
+    complete it.
     """
     if step is not None:
         require_step(trace.steps, step, trace.source)
@@ -283,12 +287,32 @@ def build_summary(
         details=details,
         micro_batches=micro_batches,
     )
+    if model_config is not None:
+        doc["expected"] = _expected(trace, model_config)
     doc["findings"] = _finding_rows(found)
     doc["findings_by_rule"] = _finding_rows(findings.by_rule(found))
     return {
         **doc,
         "warnings": list(trace.warnings) + checks,
         "failures": list(trace.failures),
+    }
+
+
+def _expected(trace, config) -> dict:
+    """The analytical model's section: its configuration, verdict and terms."""
+    import dataclasses
+
+    from traceview.analysis.expected import verdict
+    from traceview.errors import TraceError
+
+    try:
+        terms = trace.expected(config)
+    except ValueError as exc:
+        raise TraceError(None, str(exc)) from None
+    return {
+        "config": dataclasses.asdict(config),
+        "verdict": verdict(terms),
+        "terms": [_rounded(r) for r in terms.to_dicts()],
     }
 
 

@@ -254,6 +254,18 @@ class Trace:
         matrix work in fp8. See `traceview.analysis.what_if` and docs/roofline.md."""
         return self.run("what_if", peak_frac=peak_frac, micro_batches=micro_batches, rules=rules)
 
+    def expected(self, config, rules=None) -> pl.DataFrame:
+        """The analytical model's step for a transformer `config` (a ModelConfig, a dict or a TOML
+        file: `traceview.analysis.model_config`) on this profile's device, term by term (compute,
+        memory, optimizer, tp/pp/dp communication, bubble, step, matrix FLOPs) beside the measured
+        terms of the busiest rank. See `traceview.analysis.expected` and docs/roofline.md."""
+        return self.run("expected", config=config, rules=rules)
+
+    def expected_ops(self, config, rules=None) -> pl.DataFrame:
+        """The analytical model's operations (per layer and pass, communication, optimizer) with
+        FLOPs, bytes, time at the roofline and time per step. See `traceview.analysis.expected`."""
+        return self.run("expected_ops", config=config, rules=rules)
+
     def op_calls(self) -> pl.DataFrame:
         """One row per operator call the roofline covers: its kernels, device time (their union),
         FLOPs and bytes. See `traceview.analysis.roofline.op_calls`."""

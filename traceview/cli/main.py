@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from traceview.cli.options import AdviceOptions, ClassOptions, LoadOptions, ModelOptions
+from traceview.cli.options import AdviceOptions, ClassOptions, ExpectOptions, LoadOptions, ModelOptions
 from traceview.version import __version__
 
 FORMATS = click.Choice(["text", "json"])
@@ -116,16 +116,22 @@ def info(path: Path, fmt: str, load: LoadOptions) -> None:
     default=None,
     help="A rules file with [[device_peaks.rule]] entries for a device not in the shipped table.",
 )
+@ExpectOptions.options
 @LoadOptions.options
 @handle_errors
-def roofline(path: Path, fmt: str, top: int, device_rules, load: LoadOptions) -> None:
+def roofline(path: Path, fmt: str, top: int, device_rules, expect: ExpectOptions, load: LoadOptions) -> None:
     """How far each operator is from the device's limit: FLOPs and bytes from the recorded shapes,
     achieved TFLOP/s and TB/s, the share of the peak and of the roofline, the bound (definitions:
-    docs/roofline.md). Needs a profile recorded with record_shapes=True."""
+    docs/roofline.md). Needs a profile recorded with record_shapes=True. With --model-config (or
+    --model KEY=VALUE), the analytical model's expected step beside the measured one."""
     from traceview.cli.roofline import render_roofline
 
+    config = expect.config()
+    if config is not None and fmt == "csv":
+        raise click.UsageError("--format csv writes the operator rows only: use --format json or text with --model")
     trace = load.load(path)
-    echo(render_roofline(trace, fmt, top, rules=str(device_rules) if device_rules else None))
+    rules = str(device_rules) if device_rules else None
+    echo(render_roofline(trace, fmt, top, rules=rules, config=config))
     _warn_on_stderr(trace.warnings, trace.failures, fmt)
     if trace.failures:
         sys.exit(1)
@@ -139,6 +145,7 @@ def roofline(path: Path, fmt: str, top: int, device_rules, load: LoadOptions) ->
 @ClassOptions.options
 @ModelOptions.options
 @AdviceOptions.options
+@ExpectOptions.options
 @LoadOptions.options
 @handle_errors
 def summary(
@@ -149,6 +156,7 @@ def summary(
     classes: ClassOptions,
     model: ModelOptions,
     advice: AdviceOptions,
+    expect: ExpectOptions,
     load: LoadOptions,
 ) -> None:
     """Where the step time went: per rank and step, computing, exposed communication, overlap,
@@ -159,8 +167,17 @@ def summary(
     classes.check()
     advice.check()
     throughput = model.throughput()
+    config = expect.config()
     trace = load.load(path)
-    doc = build_summary(trace, step=step, classes=classes.file, top=top, throughput=throughput, **advice.summary_args())
+    doc = build_summary(
+        trace,
+        step=step,
+        classes=classes.file,
+        top=top,
+        throughput=throughput,
+        model_config=config,
+        **advice.summary_args(),
+    )
     echo(render_summary(doc, fmt))
     _warn_on_stderr(doc["warnings"], doc["failures"], fmt)
     if trace.failures:
@@ -300,6 +317,7 @@ def compare_runs(
 @ClassOptions.options
 @ModelOptions.options
 @AdviceOptions.options
+@ExpectOptions.options
 @LoadOptions.options
 @handle_errors
 def report(
@@ -313,6 +331,7 @@ def report(
     classes: ClassOptions,
     model: ModelOptions,
     advice: AdviceOptions,
+    expect: ExpectOptions,
     load: LoadOptions,
 ) -> None:
     """Self-contained HTML report of a profile (opens from disk, no network), or its results as
@@ -331,7 +350,7 @@ def report(
         top=top,
         classes=classes.file,
         throughput=model.throughput(),
-        summary_args=advice.summary_args(),
+        summary_args={**advice.summary_args(), "model_config": expect.config()},
         load=load.load,
         echo=echo,
         echo_err=echo_err,

@@ -4,7 +4,8 @@
 --ranks, --steps and --rules to a command and hands it `load: LoadOptions`; `@ModelOptions.options` the
 model/job options that give throughput and MFU (`model: ModelOptions`); `@ClassOptions.options`
 the user's compute-class rules (`classes`); `@AdviceOptions.options` the findings rules and
---micro-batches (`advice`). A command states which groups it takes; the values travel together
+--micro-batches (`advice`); `@ExpectOptions.options` the analytical model's transformer
+configuration (`expect`). A command states which groups it takes; the values travel together
 (both runs of `diff` load with the same `load`).
 """
 
@@ -241,6 +242,48 @@ AdviceOptions.options = _group(
             type=click.IntRange(min=1),
             default=None,
             help="Micro-batches per pipeline step (compares the bubble with (p-1)/(m+p-1)).",
+        ),
+    ],
+)
+
+
+@dataclass(frozen=True)
+class ExpectOptions:
+    """The transformer configuration of the analytical model (`traceview.analysis.model_config`):
+    a TOML file and KEY=VALUE overrides."""
+
+    model_config: Path | None = None
+    model_keys: tuple[str, ...] = ()
+
+    def config(self):
+        """The ModelConfig, None when neither option was given; a bad one is a usage error (exit 2)."""
+        if self.model_config is None and not self.model_keys:
+            return None
+        from traceview.analysis.model_config import model_config
+
+        try:
+            return model_config(self.model_config, self.model_keys)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+
+
+ExpectOptions.options = _group(
+    ExpectOptions,
+    "expect",
+    [
+        click.option(
+            "--model-config",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help="A transformer's configuration (TOML) for the analytical model: expected step beside the "
+            "measured one (docs/roofline.md).",
+        ),
+        click.option(
+            "--model",
+            "model_keys",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="A model configuration key (repeatable; over --model-config): layers=32, hidden=4096, tp=8, ...",
         ),
     ],
 )

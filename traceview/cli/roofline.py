@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import orjson
 import polars as pl
 
+from traceview.analysis.expected import verdict
 from traceview.cli.text import bullet_list, table
+from traceview.errors import TraceError
 from traceview.safe_text import json_text, one_line, one_line_strings
 from traceview.trace import Trace
 
@@ -32,17 +36,38 @@ NO_SHAPES = (
 )
 
 
-def render_roofline(trace: Trace, fmt: str, top: int, rules=None) -> str:
-    """The roofline frame in `fmt` (text: the `top` rows by device time; json/csv: every row)."""
+EXPECT_COLUMNS = [
+    ("term", "term"),
+    ("expected", "expected"),
+    ("measured", "measured"),
+    ("difference", "difference"),
+    ("definition", "what it is"),
+]
+
+
+def render_roofline(trace: Trace, fmt: str, top: int, rules=None, config=None) -> str:
+    """The roofline frame in `fmt` (text: the `top` rows by device time; json/csv: every row); with
+    a model `config` (`model_config.ModelConfig`), the analytical model's terms beside the
+    measured ones (text and json; csv holds the operator rows only: the command refuses both)."""
     frame = trace.op_roofline(rules=rules)
+    model = _model(trace, config, rules)
     if fmt == "csv":
         return frame.write_csv()
     if fmt == "json":
         doc = {"source": trace.source, "operators": frame.to_dicts(), "warnings": trace.warnings}
+        if model is not None:
+            terms, ops = model
+            doc["expected"] = {
+                "config": dataclasses.asdict(config),
+                "verdict": verdict(terms),
+                "terms": terms.to_dicts(),
+                "operations": ops.to_dicts(),
+            }
         return json_text(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode())
     head = f"{one_line(trace.source)}: operators against the device's roofline (docs/roofline.md)"
+    tail = [] if model is None else ["", expected_text(verdict(model[0]), model[0].to_dicts())]
     if frame.is_empty():
-        return "\n".join([head, "", NO_SHAPES])
+        return "\n".join([head, "", NO_SHAPES, *tail])
     shown = frame.head(top).with_columns(
         pl.col("input_dims").str.slice(0, DIMS_CHARS),
         (pl.col("peak_frac") * 100).round(1),
@@ -64,7 +89,45 @@ def render_roofline(trace: Trace, fmt: str, top: int, rules=None) -> str:
         parts += ["", f"{no_peak.height} rows of a dtype the device table gives no peak for ({dtypes}): no bound"]
     if frame.height > top:
         parts += ["", f"{frame.height - top} more rows: --top N, or --format csv / json for all"]
+    parts += tail
     block = bullet_list("Warnings", trace.warnings)
     if block:
         parts += ["", block]
     return "\n".join(parts)
+
+
+def _model(trace: Trace, config, rules) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """(terms, operations) of the analytical model, None without a config; a config the device
+    table cannot complete (no link bandwidth, no peak) is a TraceError (one line)."""
+    if config is None:
+        return None
+    try:
+        return trace.expected(config, rules=rules), trace.expected_ops(config, rules=rules)
+    except ValueError as exc:
+        raise TraceError(None, str(exc)) from None
+
+
+def expected_text(line: str, terms: list[dict]) -> str:
+    """The analytical model as text: its verdict `line`, then the `terms` (rows of
+    `Trace.expected`) in ms (FLOPs in TFLOP, the roofline share in %)."""
+    scale = {"us": (1e-3, " ms", 2), "flop": (1e-12, " TFLOP", 3), "frac": (100.0, " %", 1)}
+
+    def shown(value, unit: str) -> str | None:
+        if value is None:
+            return None
+        factor, suffix, digits = scale[unit]
+        return f"{value * factor:,.{digits}f}{suffix}"
+
+    rows = [
+        {
+            "term": r["term"],
+            "expected": shown(r["expected"], r["unit"]),
+            "measured": shown(r["measured"], r["unit"]),
+            "difference": shown(r["difference"], r["unit"]),
+            "definition": r["definition"],
+        }
+        for r in terms
+    ]
+    return "\n".join(
+        ["Analytical model (docs/roofline.md): " + line, "", table(one_line_strings(rows), EXPECT_COLUMNS)]
+    )

@@ -9,8 +9,9 @@ import orjson
 from traceview.analysis import iteration, phases
 from traceview.analysis.breakdown import TABLE_TERMS, TERM_LABELS
 from traceview.analysis.memory import REMAINDERS
+from traceview.cli.roofline import expected_text
 from traceview.cli.text import bullet_list, table
-from traceview.safe_text import json_text, one_line_strings
+from traceview.safe_text import json_text, one_line, one_line_strings
 from traceview.summary import finding_heading, headline_lines, size_text
 
 #: (summary key, column header) of the per-step table; values shown in ms.
@@ -415,6 +416,8 @@ def render_summary(doc: dict, fmt: str) -> str:
     parts += _profile_tables(doc)
     parts += _cross_rank_text(doc.get("cross_rank"))
     parts += _throughput_text(doc.get("throughput"))
+    if doc.get("expected"):
+        parts += ["", expected_text(one_line(doc["expected"]["verdict"]), doc["expected"]["terms"])]
     parts += _findings_text(doc)
     for title, items in (("Warnings", doc["warnings"]), ("Failed", doc["failures"])):
         block = bullet_list(title, items)
