@@ -224,6 +224,32 @@ def _throughput(summary: dict) -> html.Div:
     return html.Div(children, id="throughput")
 
 
+def _what_if(summary: dict) -> html.Div:
+    """The what-if bounds on the mean iteration (the summary's "what_if"), one row per scenario."""
+    rows = summary.get("what_if") or []
+    if not rows:
+        return html.Div(id="what-if")
+    head = ["scenario", "iteration (ms)", "bound (ms)", "saving (ms)", "speedup", "assumption"]
+    body = [
+        html.Tr(
+            [
+                html.Td(r["scenario"]),
+                html.Td(_cell(figures.ms(r["iteration_us"]), ",.3f"), style={"textAlign": "right"}),
+                html.Td(_cell(figures.ms(r["bound_us"]), ",.3f"), style={"textAlign": "right"}),
+                html.Td(_cell(figures.ms(r["saving_us"]), ",.3f"), style={"textAlign": "right"}),
+                html.Td("-" if r.get("speedup") is None else f"{r['speedup']:.2f}x", style={"textAlign": "right"}),
+                html.Td(r["assumption"], style={"color": MUTED}),
+            ]
+        )
+        for r in rows
+    ]
+    table = html.Table(
+        [html.Thead(html.Tr([html.Th(h) for h in head])), html.Tbody(body)], style={"borderSpacing": "16px 2px"}
+    )
+    note = html.P("Each a bound, not a prediction: one measured part changes, the rest stays.", style={"color": MUTED})
+    return _folded("What if (bounds on the mean iteration)", [table, note], id="what-if")
+
+
 def overview_layout(state: DashboardState) -> html.Div:
     """The Overview page's components (the figures and the kernel rows filled by `update_overview`)."""
     panels = [html.Div(dcc.Graph(id=p, config=GRAPH_CONFIG), id=f"panel-{p.removeprefix('fig-')}") for p in PANELS]
@@ -234,6 +260,7 @@ def overview_layout(state: DashboardState) -> html.Div:
             _headline(state.summary),
             _findings(state.summary),
             _throughput(state.summary),
+            _what_if(state.summary),
             *panels,
             html.Div(  # hidden for a profile without device kernels (CPU only)
                 [

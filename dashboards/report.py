@@ -420,6 +420,30 @@ def roofline_section(page: Page, trace, summary: dict) -> list[dict]:
     ]
 
 
+def what_if_section(summary: dict) -> list[dict]:
+    """The what-if bounds on the mean iteration (the summary's "what_if"; docs/roofline.md)."""
+    return [
+        text(
+            "Each row changes one measured part of the mean iteration and keeps the rest: a bound, not a "
+            "prediction (docs/roofline.md, 'What-if').",
+            "note",
+        ),
+        table(
+            summary["what_if"],
+            [
+                ("scenario", "scenario", None),
+                ("iteration_us", "iteration (ms)", fmt_ms),
+                ("bound_us", "bound (ms)", fmt_ms),
+                ("saving_us", "saving (ms)", fmt_ms),
+                ("speedup", "speedup", lambda v: "-" if v is None else f"{v:.2f}x"),
+                ("assumption", "assumption", None),
+            ],
+            "what-if-table",
+            text_columns=("scenario", "assumption"),
+        ),
+    ]
+
+
 def expected_section(summary: dict) -> list[dict]:
     """The analytical model's terms beside the measured ones (the summary's "expected"; docs/roofline.md)."""
     doc = summary["expected"]
@@ -485,6 +509,8 @@ def report_html(trace, summary: dict, diff: dict | None = None) -> str:
     page.add("findings", "Findings", findings_section(summary))
     if summary.get("throughput"):
         page.add("throughput", "Throughput", throughput_section(summary))
+    if summary.get("what_if"):
+        page.add("what-if", "What if", what_if_section(summary))
     page.add("steps", "Step time decomposition", steps_section(page, summary))
     page.add("classes", "Compute classes and kernels", classes_section(page, summary))
     page.add("timeline", "Timeline", timeline_section(page, trace, summary))

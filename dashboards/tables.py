@@ -63,6 +63,7 @@ def summary_tables(summary: dict) -> dict[str, pl.DataFrame]:
     rows["findings"] = list(summary.get("findings") or [])
     rows["kernels"] = list(summary.get("kernels") or [])
     rows["operators"] = list(summary.get("operators") or [])
+    rows["what_if"] = list(summary.get("what_if") or [])
     rows["expected"] = list((summary.get("expected") or {}).get("terms") or [])
     rows["headline"] = [summary["headline"]] if summary.get("headline") else []
     out = {}

@@ -405,6 +405,16 @@ def test_throughput_table_when_the_model_is_given():
     assert '"Throughput"' not in layout_text(create_app(trace, build_summary(trace, details=False)))
 
 
+def test_what_if_table_on_the_overview(dp4_app, dp4):
+    """The summary's what-if bounds, each scenario with its bound in ms (folded under its title)."""
+    _, doc = dp4
+    assert doc["what_if"]
+    layout = layout_text(dp4_app)
+    assert '"what-if"' in layout and "What if (bounds on the mean iteration)" in layout
+    for row in doc["what_if"]:
+        assert f'"{row["scenario"]}"' in layout and f"{row['bound_us'] / 1000:,.3f}" in layout
+
+
 def test_rule_findings_are_listed_as_text(dp4_app, dp4):
     """One item per rule (the rule's worst finding, its term and ranks), not one per rank."""
     from traceview.summary import finding_heading

@@ -637,6 +637,8 @@ def test_diff_shows_each_operator_achieved_tflops_in_both_runs(tmp_path):
     text = run_cli("diff", str(base_path), str(new_path)).stdout
     assert "Operators (recorded shapes" in text and "aten::mm" in text
     assert json.loads(run_cli("diff", str(base_path), str(new_path), "--format", "json").stdout)["operators"]
+    page = run_cli("diff", str(base_path), str(new_path), "--format", "html").stdout
+    assert 'id="diff-operators"' in page and "aten::mm" in page
 
 
 def test_compare_lists_each_run_traced_tflops(tmp_path):
@@ -667,3 +669,21 @@ def test_what_if_bounds_from_the_measured_decomposition(tmp_path):
     assert "pipeline_bubble" not in rows  # no micro-batch count given, no pipeline
     with pytest.raises(ValueError, match="peak_frac"):
         t.what_if(peak_frac=1.5)
+
+
+def test_what_if_shows_in_summary_report_and_csv(tmp_path):
+    """The summary's what_if rows are t.what_if()'s (rounded); the text, the report and the csv
+    folder carry them."""
+    path, _ = _transformer_step(tmp_path / "step.json")
+    want = tv.load(path, use_cache=False).what_if().to_dicts()
+    doc = json.loads(run_cli("summary", str(path), "--format", "json").stdout)
+    assert [r["scenario"] for r in doc["what_if"]] == [r["scenario"] for r in want]
+    for got, row in zip(doc["what_if"], want):
+        assert got["bound_us"] == pytest.approx(row["bound_us"], abs=1e-3)
+    text = run_cli("summary", str(path)).stdout
+    assert "What if (bounds on the mean iteration" in text and "matrix_in_fp8" in text
+    assert run_cli("report", str(path), "-o", str(tmp_path / "r.html")).returncode == 0
+    html = (tmp_path / "r.html").read_text()
+    assert 'id="what-if-table"' in html and "matrix_at_peak_frac" in html
+    assert run_cli("report", str(path), "--format", "csv", "-o", str(tmp_path / "t")).returncode == 0
+    assert (tmp_path / "t" / "what_if.csv").read_text().startswith("scenario,assumption,iteration_us")

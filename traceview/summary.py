@@ -200,7 +200,8 @@ def build_summary(
     they cost most on large profiles), and with them the findings that need them (host waits,
     pipeline stage count); `findings_rules`: a user's findings rules file (see
     `traceview.analysis.findings.load_rules`); `micro_batches`: micro-batches per pipeline step
-    (the bubble-above-ideal rule needs it); `model_config`: a transformer configuration
+    (the bubble-above-ideal rule needs it; the "what_if" section, `Trace.what_if`'s bounds, takes it
+    too); `model_config`: a transformer configuration
     (`traceview.analysis.model_config`) adds the "expected" section, the analytical model's terms
     beside the measured ones (docs/roofline.md), a TraceError when the device table cannot
     complete it.
@@ -287,6 +288,7 @@ def build_summary(
         details=details,
         micro_batches=micro_batches,
     )
+    doc["what_if"] = [_rounded(r) for r in trace.what_if(micro_batches=micro_batches).to_dicts()]
     if model_config is not None:
         doc["expected"] = _expected(trace, model_config)
     doc["findings"] = _finding_rows(found)

@@ -303,6 +303,37 @@ TPUT_COLUMNS = [
 ]
 
 
+WHAT_IF_COLUMNS = [
+    ("scenario", "scenario"),
+    ("iteration_ms", "iteration ms"),
+    ("bound_ms", "bound ms"),
+    ("saving_ms", "saving ms"),
+    ("speedup", "speedup"),
+    ("assumption", "assumption"),
+]
+
+
+def _what_if_text(rows: list[dict] | None) -> list[str]:
+    """The what-if bounds on the mean iteration (docs/roofline.md, "What-if")."""
+    if not rows:
+        return []
+    shown = [
+        dict(
+            r,
+            iteration_ms=r["iteration_us"] / 1000,
+            bound_ms=r["bound_us"] / 1000,
+            saving_ms=r["saving_us"] / 1000,
+            speedup=None if r["speedup"] is None else f"{r['speedup']:.2f}x",
+        )
+        for r in rows
+    ]
+    return [
+        "",
+        "What if (bounds on the mean iteration, docs/roofline.md):",
+        table(one_line_strings(shown), WHAT_IF_COLUMNS),
+    ]
+
+
 def _cross_rank_text(cross: dict | None) -> list[str]:
     if not cross:
         return []
@@ -416,6 +447,7 @@ def render_summary(doc: dict, fmt: str) -> str:
     parts += _profile_tables(doc)
     parts += _cross_rank_text(doc.get("cross_rank"))
     parts += _throughput_text(doc.get("throughput"))
+    parts += _what_if_text(doc.get("what_if"))
     if doc.get("expected"):
         parts += ["", expected_text(one_line(doc["expected"]["verdict"]), doc["expected"]["terms"])]
     parts += _findings_text(doc)
