@@ -96,7 +96,19 @@ ROLES = (
 )
 DTYPE_ROLE = ("a", "q", "grad_output", "input", "src", "x")
 #: The concrete-input positions a rule may give (op_flops.toml).
-PARAM_ARGS = ("causal_arg", "stride_arg", "padding_arg", "dilation_arg", "transposed_arg", "size_arg")
+PARAM_ARGS = (
+    "causal_arg",
+    "stride_arg",
+    "padding_arg",
+    "dilation_arg",
+    "transposed_arg",
+    "size_arg",
+    "normalized_shape_arg",
+    "training_arg",
+    "output_mask_arg",
+    "groups_arg",
+    "dim_arg",
+)
 
 
 @functools.cache
@@ -110,9 +122,11 @@ def op_table() -> pl.DataFrame:
         row |= {f"pos_{r}": (args.index(r) if r in args else None) for r in ROLES}
         for key in PARAM_ARGS:
             row[key] = rule.get(key)
+        row["training"] = rule.get("training")
         rows.append(row)
     schema = {"op": pl.String, "family": pl.String} | {f"pos_{r}": pl.Int64 for r in ROLES}
     schema |= dict.fromkeys(PARAM_ARGS, pl.Int64)
+    schema["training"] = pl.Boolean
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
@@ -259,6 +273,132 @@ def _resize() -> tuple[pl.Expr, pl.Expr]:
     return out, (_numel(x) + out) * _bpe("x")
 
 
+def _concrete(arg: str) -> pl.Expr:
+    """The concrete input text at position `arg` (null when the rule gives none)."""
+    return pl.col("_concrete").list.get(pl.col(arg), null_on_oob=True)
+
+
+def _product(values: pl.Expr) -> pl.Expr:
+    return values.list.eval(pl.element().product()).list.first().cast(pl.Float64)
+
+
+#: The families of normalizations (their formulas: `_norm`, `_norm_bwd`, `_rms_norm`).
+NORM_FAMILIES = ("batch_norm", "group_norm", "layer_norm", "rms_norm")
+
+
+def _norm_terms(backward: bool) -> dict[str, pl.Expr]:
+    """N (input elements), C (the channels the statistics and affine parameters run over: dim 1
+    of a batch or group norm's input, over the groups in a group norm's backward, the product of
+    a layer or RMS norm's normalized_shape), affine (a weight was passed), bias (a batch or group
+    norm's with the weight; a layer norm's own bias, or its backward's output_mask[2]), training
+    (the call's training argument, else the rule's `training`), mask0 / mask1 (output_mask: the
+    input's and the weight's gradient wanted; true without a mask) and bpe (the input's bytes per
+    element, the output's taken the same)."""
+    family = pl.col("family").str.strip_suffix("_bwd")
+    x = _dims("x")
+    per_shape = _product(_concrete_ints("normalized_shape_arg"))
+    dim1 = x.list.get(1, null_on_oob=True).cast(pl.Float64)
+    groups = _concrete("groups_arg").cast(pl.Float64, strict=False)
+    channels = (
+        pl.when(family.is_in(["layer_norm", "rms_norm"]))
+        .then(per_shape)
+        .when(pl.col("groups_arg").is_not_null())
+        .then(dim1 / groups)
+        .otherwise(dim1)
+    )
+    mask = _concrete("output_mask_arg").str.extract_all(r"True|False")
+    mask_at = [(mask.list.get(i, null_on_oob=True) == "True").fill_null(True) for i in (0, 1, 2)]
+    affine = _bpe("weight").is_not_null()
+    layer_bias = mask_at[2] if backward else _bpe("bias").is_not_null()
+    training = (_concrete("training_arg") == "True").fill_null(pl.col("training")).fill_null(True)
+    return {
+        "n": _numel(x),
+        "c": channels,
+        "affine": affine,
+        "bias": pl.when(family == "layer_norm").then(layer_bias).otherwise(affine),
+        "training": training,
+        "mask0": mask_at[0],
+        "mask1": mask_at[1],
+        "bpe": _bpe("x"),
+    }
+
+
+def _flag(condition: pl.Expr, value) -> pl.Expr:
+    return pl.when(condition).then(value).otherwise(0.0)
+
+
+def _norm() -> tuple[pl.Expr, pl.Expr]:
+    """Batch, group and layer norm forward: FLOPs 6·C (the per-channel scale and shift) + 3·N
+    (mean and variance, when training) + 2·N (normalize, scale and shift); bytes: the input read
+    and output written, and C values for each of mean, variance (and weight, bias; the running
+    statistics written when training)."""
+    t = _norm_terms(backward=False)
+    flop = 6 * t["c"] + _flag(t["training"], 3 * t["n"]) + 2 * t["n"]
+    vectors = 2 + _flag(t["affine"], 1.0) + _flag(t["affine"] & t["bias"], 1.0) + _flag(t["training"], 2.0)
+    return flop, (2 * t["n"] + vectors * t["c"]) * t["bpe"]
+
+
+def _norm_bwd() -> tuple[pl.Expr, pl.Expr]:
+    """Their backward: FLOPs 4·N (the dot products) + 5·N (the input's gradient from batch
+    statistics) or, without that gradient, 2·N, + 3·C (1/std, without training); bytes: the
+    output's gradient, the input (twice for the batch-statistics gradient), 1/std when training,
+    the weight, and the weight's and bias's gradients when training."""
+    t = _norm_terms(backward=True)
+    n, c = t["n"], t["c"]
+    flop = _flag(~t["training"], 3 * c) + 4 * n + _flag(t["mask0"] & t["training"], 5 * n) + _flag(~t["mask0"], 2 * n)
+    inputs = n + n * pl.when(t["mask0"] & t["training"]).then(2.0).otherwise(1.0)
+    params = _flag(t["training"], c) + _flag(
+        t["affine"], c + _flag(t["training"], c * pl.when(t["bias"]).then(2.0).otherwise(1.0))
+    )
+    return flop, (inputs + params) * t["bpe"]
+
+
+def _rms_norm(backward: bool) -> tuple[pl.Expr, pl.Expr]:
+    """RMS norm forward: FLOPs (N / C)·(2·C + 2) (the root mean square per row) + N (scale) + N
+    (the weight); bytes: input and output, and the weight. Backward: FLOPs N (x̂) + N (the weight)
+    + 6·N (the input's gradient) + N (the weight's gradient) + N (its sum over rows, when more
+    than one); bytes: the output's gradient, the input twice, the weight and its gradient."""
+    t = _norm_terms(backward)
+    n, c = t["n"], t["c"]
+    if not backward:
+        flop = n / c * (2 * c + 2) + n + _flag(t["affine"], n)
+        return flop, (2 * n + _flag(t["affine"], c)) * t["bpe"]
+    weight_grad = _flag(t["mask1"] & t["affine"], n + _flag(n / c > 1, n))
+    flop = _flag(t["affine"], n) + n + _flag(t["mask0"], 6 * n) + weight_grad
+    return flop, (3 * n + _flag(t["affine"], 2 * c)) * t["bpe"]
+
+
+#: Input dims a reduction's output count is worked out over (a tensor of more dims reduces exactly
+#: over the first this many).
+REDUCE_DIMS = 8
+
+
+def _reduce(scan: bool) -> tuple[pl.Expr, pl.Expr]:
+    """A reduction (sum, mean, max, min, norms, std, var, logsumexp, amax, amin): one FLOP per
+    input element; bytes: the input and the output, whose elements are the input's over the
+    reduced dims' sizes (the `dim` argument, negative dims from the end; none or [] reduces all
+    dims). A scan (cumsum, cumprod) writes as many elements as it reads. A max or min of two
+    tensors is elementwise, not a reduction: not counted."""
+    x = _dims("x")
+    n_in = _numel(x)
+    if scan:
+        return n_in, 2 * n_in * _bpe("x")
+    dims = _concrete_ints("dim_arg")
+    ndim = x.list.len().cast(pl.Int64)
+    all_dims = dims.is_null() | (dims.list.len() == 0)
+    reduced = pl.lit(1.0)
+    for i in range(REDUCE_DIMS):
+        hit = dims.list.contains(i) | dims.list.contains(pl.lit(i) - ndim)
+        size = x.list.get(i, null_on_oob=True).cast(pl.Float64)
+        reduced = reduced * pl.when(hit & size.is_not_null()).then(size).otherwise(1.0)
+    n_out = pl.when(all_dims).then(1.0).otherwise(n_in / reduced)
+    elementwise = _bpe("y").is_not_null()
+    return (
+        pl.when(~elementwise).then(n_in),
+        pl.when(~elementwise).then((n_in + n_out) * _bpe("x")),
+    )
+
+
 def family_exprs() -> tuple[pl.Expr, pl.Expr]:
     """flop and bytes of a call, by its family."""
     formulas = {
@@ -270,6 +410,16 @@ def family_exprs() -> tuple[pl.Expr, pl.Expr]:
         "unary": _unary(),
         "binary": _binary(),
         "resize": _resize(),
+        "batch_norm": _norm(),
+        "group_norm": _norm(),
+        "layer_norm": _norm(),
+        "batch_norm_bwd": _norm_bwd(),
+        "group_norm_bwd": _norm_bwd(),
+        "layer_norm_bwd": _norm_bwd(),
+        "rms_norm": _rms_norm(backward=False),
+        "rms_norm_bwd": _rms_norm(backward=True),
+        "reduce": _reduce(scan=False),
+        "scan": _reduce(scan=True),
     }
     flop = pl.lit(None, pl.Float64)
     data = pl.lit(None, pl.Float64)
