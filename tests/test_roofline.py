@@ -831,3 +831,35 @@ def test_what_if_shows_in_summary_report_and_csv(tmp_path):
     assert 'id="what-if-table"' in html and "matrix_at_peak_frac" in html
     assert run_cli("report", str(path), "--format", "csv", "-o", str(tmp_path / "t")).returncode == 0
     assert (tmp_path / "t" / "what_if.csv").read_text().startswith("scenario,assumption,iteration_us")
+
+
+def test_unaligned_gemms_cost_against_the_aligned_ones_roofline_share(tmp_path):
+    """Two aligned bf16 GEMMs (1024^3) and one unaligned (1020^3: 1020 is not a multiple of 8), 100 us each on an H100: the
+    facts set the unaligned ones' roofline share beside the aligned ones' and price the
+    difference; the gemm_unaligned finding says it."""
+    b = _Trace()
+    shapes = [[[1024, 1024], [1024, 1024]], [[1024, 1024], [1024, 1024]], [[1020, 1020], [1020, 1020]]]
+    for i, dims in enumerate(shapes):
+        ext = b.op("aten::mm", 100 + 300 * i, 30, dims, [BF16, BF16], ["", ""])
+        b.kernel(ext, 105 + 300 * i, 1000 + 300 * i, 100, name="ampere_bf16_s16816gemm_bf16_128x128")
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 50, "dur": 1500}
+    b.events.append(step)
+    t = tv.load(b.write(tmp_path / "gemms.json"), use_cache=False)
+    from traceview.registry import _fact_frame
+
+    facts = _fact_frame(t).row(0, named=True)
+    rows = {r["input_dims"]: r for r in t.op_roofline().iter_rows(named=True)}
+    aligned, unaligned = rows["1024,1024;1024,1024"], rows["1020,1020;1020,1020"]
+    # roofline time: 2·1024^3 FLOP at 989 TFLOP/s (compute-bound) over 200 us of device time
+    assert aligned["expected_us"] == pytest.approx(2 * 2 * 1024**3 / 989e6)
+    assert facts["gemm_aligned_roofline_frac"] == pytest.approx(aligned["expected_us"] / 200)
+    assert facts["gemm_unaligned_roofline_frac"] == pytest.approx(unaligned["expected_us"] / 100)
+    want = 100 - unaligned["expected_us"] / facts["gemm_aligned_roofline_frac"]  # µs, one step
+    assert facts["gemm_unaligned_cost_ms"] == pytest.approx(want / 1000)
+    found = t.findings().filter(pl.col("rule") == "gemm_unaligned")
+    assert found.height == 1
+    message = found["message"][0]
+    assert (
+        f"at {facts['gemm_aligned_roofline_frac']:.0%}: at that share they would take {want / 1000:.2f} ms less"
+        in message
+    )

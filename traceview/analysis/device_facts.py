@@ -1,10 +1,14 @@
 """The facts about a rank's device limits the findings read (`traceview.analysis.facts`): how
-full its memory got (memory_facts) and the operator furthest below its roofline
-(roofline_facts). Definitions: `traceview.analysis.fact_table.FACTS`."""
+full its memory got (memory_facts), the operator furthest below its roofline (roofline_facts)
+and what its GEMMs with dims not multiples of 8 cost against the aligned ones
+(unaligned_gemm_facts). Definitions: `traceview.analysis.fact_table.FACTS`."""
 
 from __future__ import annotations
 
 import polars as pl
+
+from traceview.analysis.flop_formulas import op_table
+from traceview.analysis.gemm_shapes import GEMM_ALIGNMENT, gemm_dims
 
 
 def memory_facts(peaks: pl.DataFrame | None) -> pl.DataFrame:
@@ -72,3 +76,53 @@ def roofline_facts(roofline: pl.DataFrame | None, per: pl.DataFrame) -> pl.DataF
         pl.col("achieved_tflops_per_s").alias("roofline_gap_tflops"),
         pl.col("peak_frac").alias("roofline_gap_peak_frac"),
     ).cast(schema)
+
+
+def unaligned_gemm_facts(
+    roofline: pl.DataFrame | None, per: pl.DataFrame, alignment: int = GEMM_ALIGNMENT
+) -> pl.DataFrame:
+    """Per rank, of its GEMM operator rows (analysis.roofline.op_roofline, family gemm, with a
+    roofline): gemm_aligned_roofline_frac and gemm_unaligned_roofline_frac = Σ expected time / Σ
+    device time of the rows whose M, N and K are (are not) all multiples of `alignment`
+    (`gemm_dims`), and gemm_unaligned_cost_ms = what the unaligned ones would save per step at the
+    aligned ones' share: max(0, Σ device − Σ expected / gemm_aligned_roofline_frac) / steps, ms
+    (null without both kinds)."""
+    schema = {
+        "rank": pl.Int64,
+        "gemm_aligned_roofline_frac": pl.Float64,
+        "gemm_unaligned_roofline_frac": pl.Float64,
+        "gemm_unaligned_cost_ms": pl.Float64,
+    }
+    if roofline is None or roofline.height == 0:
+        return pl.DataFrame(schema=schema)
+    gemm_ops = op_table().filter(pl.col("family") == "gemm")["op"].implode()
+    rows = roofline.filter(pl.col("op").is_in(gemm_ops) & pl.col("expected_us").is_not_null())
+    if rows.is_empty():
+        return pl.DataFrame(schema=schema)
+    aligned = gemm_dims(rows["input_dims"], alignment).select(
+        pl.col("input_shapes").alias("input_dims"), "gemm_aligned"
+    )
+    rows = rows.join(aligned, on="input_dims", how="left").drop_nulls("gemm_aligned")
+
+    def share(flag: bool) -> pl.Expr:
+        on = pl.col("gemm_aligned") == flag
+        return pl.col("expected_us").filter(on).sum() / pl.col("device_time_us").filter(on).sum()
+
+    sums = rows.group_by("rank").agg(
+        share(True).alias("gemm_aligned_roofline_frac"),
+        share(False).alias("gemm_unaligned_roofline_frac"),
+        pl.col("device_time_us").filter(~pl.col("gemm_aligned")).sum().alias("_device"),
+        pl.col("expected_us").filter(~pl.col("gemm_aligned")).sum().alias("_expected"),
+    )
+    cost = (pl.col("_device") - pl.col("_expected") / pl.col("gemm_aligned_roofline_frac")).clip(lower_bound=0)
+    both = pl.col("gemm_aligned_roofline_frac").is_finite() & pl.col("gemm_unaligned_roofline_frac").is_finite()
+    return (
+        sums.join(per.select("rank", "steps"), on="rank")
+        .select(
+            "rank",
+            pl.col("gemm_aligned_roofline_frac").fill_nan(None),
+            pl.col("gemm_unaligned_roofline_frac").fill_nan(None),
+            pl.when(both).then(cost / pl.col("steps") / 1000).alias("gemm_unaligned_cost_ms"),
+        )
+        .cast(schema)
+    )

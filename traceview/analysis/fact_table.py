@@ -103,6 +103,17 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
     ),
     "gemm_unaligned_shapes": (pl.String, "Its input shapes (input_shapes text)."),
     "gemm_unaligned_op": (pl.String, "Its launching operator (launch_op); null when unknown."),
+    "gemm_aligned_roofline_frac": (
+        pl.Float64,
+        "Of the GEMM operators with recorded shapes and a roofline (analysis.roofline.op_roofline), those whose M, N "
+        "and K are multiples of 8: Σ roofline time / Σ device time (1.0: at their roofline).",
+    ),
+    "gemm_unaligned_roofline_frac": (pl.Float64, "The same over those whose M, N or K is not."),
+    "gemm_unaligned_cost_ms": (
+        pl.Float64,
+        "What the unaligned GEMMs would save per step at the aligned ones' share of their roofline: "
+        "max(0, Σ device time − Σ roofline time / gemm_aligned_roofline_frac) / steps, ms; null without both kinds.",
+    ),
     "is_straggler": (pl.Boolean, "The rank the others wait for in collectives (stragglers)."),
     "others_wait_ms": (
         pl.Float64,
