@@ -384,6 +384,7 @@ def roofline_section(page: Page, trace, summary: dict) -> list[dict]:
                 ("op", "operator", None),
                 ("input_dims", "input dims", None),
                 ("dtype", "dtype", None),
+                ("algorithm", "algorithm", lambda v: v or ""),
                 ("count", "calls", None),
                 ("device_time_us", "device ms", fmt_ms),
                 ("achieved_tflops_per_s", "TFLOP/s", None),
@@ -392,7 +393,7 @@ def roofline_section(page: Page, trace, summary: dict) -> list[dict]:
                 ("bound", "bound", None),
             ],
             "roofline-table",
-            text_columns=("op", "input_dims", "bound"),
+            text_columns=("op", "input_dims", "algorithm", "bound"),
         ),
         table(
             steps,

@@ -81,7 +81,7 @@ def update_roofline(state, search):
             "rank": str(r["rank"]),
             "op": r["op"],
             "input_dims": (r["input_dims"] or "")[:60],
-            "dtype": r["dtype"] or "-",
+            "dtype": " ".join(v for v in dict.fromkeys((r["dtype"], r["algorithm"])) if v) or "-",
             "count": str(r["count"]),
             "device_ms": _fmt(r["device_time_us"] / 1000),
             "tflops": _fmt(r["achieved_tflops_per_s"], 2),

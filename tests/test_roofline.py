@@ -863,3 +863,55 @@ def test_unaligned_gemms_cost_against_the_aligned_ones_roofline_share(tmp_path):
         f"at {facts['gemm_aligned_roofline_frac']:.0%}: at that share they would take {want / 1000:.2f} ms less"
         in message
     )
+
+
+def test_a_profile_with_shapes_but_no_steps_still_has_its_roofline(small, tmp_path):
+    """The `small` trace records no ProfilerStep: no traced FLOPs per step, but its operators and
+    anatomy are in the summary, its text and the report."""
+    assert small.traced_flops().is_empty() and small.op_roofline().height
+    from traceview.summary import build_summary
+
+    doc = build_summary(small)
+    section = doc["ranks"][0]["roofline"]
+    assert section["steps"] == [] and section["operators"] and section["anatomy"]
+    assert {o["op"] for o in section["operators"]} <= set(small.op_roofline()["op"])
+    from traceview.cli.summary import render_summary
+
+    assert "operators against the roofline" in render_summary(doc, "text")
+    from traceview.dashboards.report import report_html
+
+    html = report_html(small, doc)
+    assert 'id="roofline-table"' in html and "No operator with recorded shapes" not in html
+
+
+def test_kernel_names_say_tf32_and_winograd_and_missing_concrete_inputs_count_nothing(tmp_path):
+    """fp32 matmul whose kernel says tf32: dtype tf32, measured against the H100's tf32 peak. A
+    convolution whose kernel is a Winograd one: its algorithm says why it can beat the direct
+    formula. A convolution recorded without Concrete Inputs (PyTorch before 1.13): stride and
+    padding unknown, so no FLOPs rather than a guess."""
+    b = _Trace()
+    mm = b.op("aten::mm", 100, 20, [[1024, 1024], [1024, 1024]], [F32, F32], ["", ""])
+    b.kernel(mm, 102, 1000, 10, name="sm90_xmma_gemm_tf32f32_tf32f32_f32_tn_n_tilesize128x128x32")
+    conv_dims = [[8, 64, 56, 56], [64, 64, 3, 3], [], [], [], [], [], [], []]
+    conv_types = [F32, F32, ""] + ["ScalarList"] * 3 + ["Scalar", "ScalarList", "Scalar"]
+    concrete = ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]
+    conv = b.op("aten::convolution", 200, 20, conv_dims, conv_types, concrete)
+    b.kernel(conv, 202, 2000, 10, name="volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1")
+    ext = b.next_id
+    b.next_id += 1
+    b.events.append(
+        {"ph": "X", "cat": "cpu_op", "name": "aten::convolution", "pid": 1, "tid": 1, "ts": 300, "dur": 20,
+         "args": {"External id": ext, "Input Dims": conv_dims, "Input type": conv_types}}
+    )  # fmt: skip
+    b.kernel(ext, 302, 3000, 10, name="implicit_convolve_sgemm")
+    t = tv.load(b.write(tmp_path / "algos.json"), use_cache=False)
+    rows = t.op_roofline()
+    mm_row = rows.filter(pl.col("op") == "aten::mm").row(0, named=True)
+    assert (mm_row["dtype"], mm_row["algorithm"], mm_row["peak_tflops"]) == ("tf32", "tf32", 494.0)
+    convs = rows.filter(pl.col("op") == "aten::convolution").sort("algorithm", nulls_last=True)
+    winograd, unknown = convs.row(0, named=True), convs.row(1, named=True)
+    assert winograd["algorithm"] == "winograd" and winograd["dtype"] == "fp32"
+    assert winograd["gflop"] == pytest.approx(2 * 8 * 64 * 56 * 56 * 64 * 9 / 1e9)
+    assert unknown["concrete_inputs"] is None and unknown["gflop"] is None and unknown["bytes"] is None
+    text = run_cli("roofline", str(tmp_path / "algos.json")).stdout
+    assert "fp32 winograd" in text and " tf32 " in text and "tf32 tf32" not in text

@@ -320,17 +320,19 @@ def _expected(trace, config) -> dict:
 
 def _roofline(trace, step: int | None, top: int) -> dict[int, dict]:
     """Per rank with recorded shapes: its traced FLOPs and MFU per step, the FLOPs anatomy and its
-    `top` operators by device time against the roofline (docs/roofline.md); {} without shapes."""
-    traced = trace.traced_flops()
-    if traced.is_empty():
+    `top` operators by device time against the roofline (docs/roofline.md); {} without shapes.
+    A profile without steps still has its operators and anatomy (its steps list is empty)."""
+    operators = trace.op_roofline()
+    if operators.is_empty():
         return {}
+    traced = trace.traced_flops()
     if step is not None:
         traced = traced.filter(pl.col("step") == step)
     out: dict[int, dict] = {}
     for name, frame in (
         ("steps", traced),
         ("anatomy", trace.flops_anatomy()),
-        ("operators", trace.op_roofline().group_by("rank", maintain_order=True).head(max(top, 1))),
+        ("operators", operators.group_by("rank", maintain_order=True).head(max(top, 1))),
     ):
         for row in frame.to_dicts():
             out.setdefault(row.pop("rank"), {"steps": [], "anatomy": [], "operators": []})[name].append(_rounded(row))

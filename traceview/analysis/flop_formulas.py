@@ -426,7 +426,25 @@ def family_exprs() -> tuple[pl.Expr, pl.Expr]:
     for family, (f, b) in formulas.items():
         flop = pl.when(pl.col("family") == family).then(f).otherwise(flop)
         data = pl.when(pl.col("family") == family).then(b).otherwise(data)
-    return flop, data
+    # a formula that reads a concrete argument (a stride, is_causal, a dim) cannot apply to a
+    # trace that recorded none (Concrete Inputs came with PyTorch 1.13): null, not a guess
+    unknown = pl.any_horizontal(pl.col(a).is_not_null() for a in NEEDS_CONCRETE) & pl.col("_concrete").is_null()
+    return pl.when(~unknown).then(flop), pl.when(~unknown).then(data)
+
+
+#: The concrete arguments a formula cannot do without (a transposed flag missing reads as not
+#: transposed; a training flag missing as the rule's `training`, else true).
+NEEDS_CONCRETE = (
+    "causal_arg",
+    "stride_arg",
+    "padding_arg",
+    "dilation_arg",
+    "size_arg",
+    "normalized_shape_arg",
+    "output_mask_arg",
+    "groups_arg",
+    "dim_arg",
+)
 
 
 def _entry_dims(column: str, i: int) -> pl.Expr:

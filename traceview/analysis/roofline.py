@@ -53,6 +53,7 @@ CALL_SCHEMA = pl.Schema(
         "input_types": pl.String,
         "concrete_inputs": pl.String,
         "dtype": pl.String,
+        "algorithm": pl.String,
         "start_ns": pl.Int64,
         "kernels": pl.UInt32,
         "nested": pl.Boolean,
@@ -68,7 +69,8 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
     (CALL_SCHEMA): their count
     (`kernels`), `nested` (inside another listed call), device_ns (their union), step (its first
     task's), input_dims (the recorded shapes text),
-    dtype, flop and bytes (null where the formula cannot apply: a transposed convolution, a dtype
+    dtype (tf32 for fp32 matrix work whose kernels say tf32: tensor cores), algorithm (ALGORITHMS),
+    flop and bytes (null where the formula cannot apply: a transposed convolution, a dtype
     or dim not recorded)."""
     if op_inputs.is_empty():  # recorded without shapes (or no listed operator)
         return pl.DataFrame(schema=CALL_SCHEMA)
@@ -82,7 +84,7 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
     launches = host.filter(pl.col("kind") == "runtime").select(
         "rank", "pid", "tid", pl.col("start_ns").alias("ts_ns"), "correlation"
     )
-    points = launched.select("rank", "correlation", "step", "start_ns", "end_ns").join(
+    points = launched.select("rank", "correlation", "step", "start_ns", "end_ns", "name").join(
         launches, on=["rank", "correlation"], how="inner"
     )
     if ops.is_empty() or points.is_empty():
@@ -105,6 +107,7 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
         .agg(
             pl.len().cast(pl.UInt32).alias("kernels"),
             pl.col("step").sort_by("start_ns").first().alias("step"),
+            _algorithm(pl.col("name")).alias("algorithm"),
         )
         .with_columns(pl.col("_call").is_in(nested.implode()).alias("nested"))
     )
@@ -125,6 +128,8 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
     )
     flop, data = family_exprs()
     dtype_text = pl.coalesce(*(pl.col("_types").list.get(pl.col(f"pos_{r}"), null_on_oob=True) for r in DTYPE_ROLE))
+    dtype = dtype_text.replace_strict(DTYPE_NAMES, default=dtype_text)
+    tf32 = (dtype == "fp32") & (pl.col("algorithm") == "tf32") & pl.col("family").is_in(MATRIX_FAMILIES)
     return calls.select(
         "rank",
         "step",
@@ -133,7 +138,8 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
         pl.col("input_shapes").alias("input_dims"),
         "input_types",
         "concrete_inputs",
-        dtype_text.replace_strict(DTYPE_NAMES, default=dtype_text).alias("dtype"),
+        pl.when(tf32).then(pl.lit("tf32")).otherwise(dtype).alias("dtype"),
+        "algorithm",
         "start_ns",
         "kernels",
         "nested",
@@ -141,6 +147,20 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
         flop.alias("flop"),
         data.alias("bytes"),
     ).sort("rank", "start_ns", "op", "family")
+
+
+#: Kernel names that say how a matrix operator ran, tried in order: fp32 inputs on tensor cores
+#: (TF32: the peak is the tf32 rate), or a convolution algorithm doing fewer multiplications than
+#: the direct formula counts (Winograd, FFT: achieved TFLOP/s can exceed the peak).
+ALGORITHMS = (("tf32", r"(?i)tf32"), ("winograd", r"(?i)winograd"), ("fft", r"(?i)fft"))
+
+
+def _algorithm(names: pl.Expr) -> pl.Expr:
+    """The ALGORITHMS name any of a call's kernels (`names`, in an aggregation) carries; null for none."""
+    out = pl.lit(None, pl.String)
+    for name, pattern in reversed(ALGORITHMS):
+        out = pl.when(names.str.contains(pattern).any()).then(pl.lit(name)).otherwise(out)
+    return out
 
 
 def device_op_calls(tasks: pl.DataFrame) -> pl.DataFrame:
@@ -165,6 +185,7 @@ def device_op_calls(tasks: pl.DataFrame) -> pl.DataFrame:
         "input_types",
         pl.lit(None, pl.String).alias("concrete_inputs"),
         dtype.alias("dtype"),
+        pl.lit(None, pl.String).alias("algorithm"),
         "start_ns",
         pl.lit(1, pl.UInt32).alias("kernels"),
         pl.lit(False).alias("nested"),
@@ -181,6 +202,7 @@ ROOFLINE_SCHEMA = pl.Schema(
         "family": pl.String,
         "input_dims": pl.String,
         "dtype": pl.String,
+        "algorithm": pl.String,
         "input_types": pl.String,
         "concrete_inputs": pl.String,
         "count": pl.UInt32,
@@ -201,9 +223,9 @@ ROOFLINE_SCHEMA = pl.Schema(
 
 
 def op_roofline(calls: pl.DataFrame, limits: pl.DataFrame) -> pl.DataFrame:
-    """Per rank, operator, input dims, dtype, input types and concrete inputs (ROOFLINE_SCHEMA:
-    calls that differ in a stride or a second input's dtype do different work, so they are rows
-    of their own), longest device time first: count of calls, gflop and bytes per call (their
+    """Per rank, operator, input dims, dtype, algorithm, input types and concrete inputs
+    (ROOFLINE_SCHEMA: calls that differ in a stride or a second input's dtype do different work,
+    and a Winograd convolution other work than a direct one, so they are rows of their own), longest device time first: count of calls, gflop and bytes per call (their
     mean), device_time_us (all calls), achieved TFLOP/s and TB/s (all calls' FLOPs and bytes over
     their device time); against `limits` (`device_limits`: the rank's memory bandwidth and vector
     rate, and its matrix peak for the row's dtype) the peak used, peak_frac, expected_us (all
@@ -212,7 +234,15 @@ def op_roofline(calls: pl.DataFrame, limits: pl.DataFrame) -> pl.DataFrame:
     if calls.is_empty():
         return pl.DataFrame(schema=ROOFLINE_SCHEMA)
     grouped = calls.group_by(
-        "rank", "op", "family", "input_dims", "dtype", "input_types", "concrete_inputs", maintain_order=True
+        "rank",
+        "op",
+        "family",
+        "input_dims",
+        "dtype",
+        "algorithm",
+        "input_types",
+        "concrete_inputs",
+        maintain_order=True,
     ).agg(
         pl.len().cast(pl.UInt32).alias("count"),
         *(pl.when(pl.col(c).is_not_null().all()).then(pl.col(c).sum()).alias(f"_{c}") for c in ("flop", "bytes")),
@@ -243,7 +273,7 @@ def op_roofline(calls: pl.DataFrame, limits: pl.DataFrame) -> pl.DataFrame:
         .then(pl.when(compute_us >= memory_us).then(pl.lit("compute")).otherwise(pl.lit("memory")))
         .alias("bound"),
     ).with_columns((pl.col("expected_us") / pl.col("device_time_us")).alias("roofline_frac"))
-    keys = ["rank", "op", "input_dims", "dtype", "input_types", "concrete_inputs"]  # a total order: no ties
+    keys = ["rank", "op", "input_dims", "dtype", "algorithm", "input_types", "concrete_inputs"]  # a total order
     return out.select(ROOFLINE_SCHEMA.names()).sort(
         ["device_time_us", *keys], descending=[True] + [False] * len(keys), nulls_last=True
     )

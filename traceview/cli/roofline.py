@@ -70,6 +70,10 @@ def render_roofline(trace: Trace, fmt: str, top: int, rules=None, config=None) -
         return "\n".join([head, "", NO_SHAPES, *tail])
     shown = frame.head(top).with_columns(
         pl.col("input_dims").str.slice(0, DIMS_CHARS),
+        pl.when(pl.col("algorithm").is_not_null() & (pl.col("algorithm") != pl.col("dtype")))
+        .then(pl.format("{} {}", "dtype", "algorithm"))
+        .otherwise("dtype")
+        .alias("dtype"),
         (pl.col("peak_frac") * 100).round(1),
         (pl.col("roofline_frac") * 100).round(1),
         pl.col("gflop").round(4),
@@ -87,6 +91,14 @@ def render_roofline(trace: Trace, fmt: str, top: int, rules=None, config=None) -
     if no_peak.height:
         dtypes = ", ".join(sorted(set(no_peak["dtype"].drop_nulls().to_list())))
         parts += ["", f"{no_peak.height} rows of a dtype the device table gives no peak for ({dtypes}): no bound"]
+    above = frame.filter(pl.col("roofline_frac") > 1)
+    if above.height:
+        parts += [
+            "",
+            f"{above.height} rows above 100 % of their roofline: a Winograd or FFT convolution does fewer "
+            "multiplications than the direct formula counts, or the kernels ran on units the dtype does not say "
+            "(docs/roofline.md)",
+        ]
     if frame.height > top:
         parts += ["", f"{frame.height - top} more rows: --top N, or --format csv / json for all"]
     parts += tail
