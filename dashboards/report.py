@@ -493,8 +493,13 @@ def throughput_section(summary: dict) -> list[dict]:
         ("mfu_frac", "MFU (%)", fmt_pct),
         ("hfu_frac", "HFU (%)", fmt_pct),
     ]
+    if any(r.get("traced_mfu_frac") is not None for r in rows):
+        cols += [
+            ("traced_tflops_per_device", "traced TFLOP/s per device", lambda v: "-" if v is None else f"{v:,.1f}"),
+            ("traced_mfu_frac", "traced MFU (%)", fmt_pct),
+        ]
     blocks = [table(rows, cols, "throughput-table")]
-    formulas = [rows[0][k] for k in ("mfu_formula", "hfu_formula") if rows and rows[0].get(k)]
+    formulas = [rows[0][k] for k in ("mfu_formula", "hfu_formula", "traced_formula") if rows and rows[0].get(k)]
     if formulas:
         blocks.append(items(formulas, "throughput-formulas"))
     check = next((r["check"] for r in rows if r.get("check")), None)

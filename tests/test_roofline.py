@@ -915,3 +915,41 @@ def test_kernel_names_say_tf32_and_winograd_and_missing_concrete_inputs_count_no
     assert unknown["concrete_inputs"] is None and unknown["gflop"] is None and unknown["bytes"] is None
     text = run_cli("roofline", str(tmp_path / "algos.json")).stdout
     assert "fp32 winograd" in text and " tf32 " in text and "tf32 tf32" not in text
+
+
+def test_both_mfu_estimates_side_by_side_with_their_formulas(tmp_path):
+    """With --params the throughput rows carry the traced estimate beside 6 x params x tokens,
+    each with its formula (summary JSON and text, the report)."""
+    path, model = _transformer_step(tmp_path / "step.json")
+    keys = ["--tokens-per-step", str(model["tokens"]), "--params", str(model["params"])]
+    row = json.loads(run_cli("summary", str(path), "--format", "json", *keys).stdout)["throughput"][0]
+    traced = tv.load(path, use_cache=False).traced_flops().row(0, named=True)
+    assert row["traced_mfu_frac"] == pytest.approx(traced["traced_mfu_frac"], abs=1e-6)
+    assert abs(row["traced_mfu_frac"] / row["mfu_frac"] - 1) < 0.05
+    assert row["mfu_formula"].startswith("MFU = 6 x") and row["traced_formula"].startswith("traced MFU = FLOPs")
+    text = run_cli("summary", str(path), *keys).stdout
+    assert "traced MFU %" in text and "traced MFU = FLOPs summed" in text
+    assert run_cli("report", str(path), "-o", str(tmp_path / "r.html"), *keys).returncode == 0
+    assert "traced MFU (%)" in (tmp_path / "r.html").read_text()
+    plain = json.loads(run_cli("summary", str(path), "--format", "json").stdout)
+    assert "throughput" not in plain
+
+
+def test_rows_per_step_add_up_to_the_rows_over_all_steps(tmp_path):
+    b = _Trace()
+    for step in (1, 2):
+        base = 1000 * step
+        b.events.append(
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1, "ts": base,
+             "dur": 900}
+        )  # fmt: skip
+        for i in range(step + 1):  # two calls in step 1, three in step 2
+            ext = b.op("aten::mm", base + 10 + 100 * i, 30, [[256, 256], [256, 256]], [BF16, BF16], ["", ""])
+            b.kernel(ext, base + 15 + 100 * i, base + 20 + 100 * i, 4 + step)
+    t = tv.load(b.write(tmp_path / "steps.json"), use_cache=False)
+    whole, per_step = t.op_roofline(), t.op_roofline(by_step=True)
+    assert per_step.columns[:2] == ["rank", "step"] and "step" not in whole.columns
+    assert dict(per_step.select("step", "count").iter_rows()) == {1: 2, 2: 3}
+    assert per_step["device_time_us"].sum() == pytest.approx(whole["device_time_us"][0]) == 2 * 5 + 3 * 6
+    text = run_cli("roofline", str(tmp_path / "steps.json"), "--by-step").stdout
+    assert text.splitlines()[2].split()[:2] == ["rank", "step"]

@@ -469,9 +469,11 @@ _ROWS = [
     ),
     Analysis(
         "op_roofline",
-        lambda t, rules: roofline.op_roofline(t.run("op_calls"), roofline.device_limits(t.ranks, rules)),
+        lambda t, rules, by_step: roofline.op_roofline(
+            t.run("op_calls"), roofline.device_limits(t.ranks, rules), by_step=by_step
+        ),
         "traceview.analysis.roofline",
-        defaults={"rules": None},
+        defaults={"rules": None, "by_step": False},
         keys=("rank", "op", "input_dims", "dtype"),
         rule_params={"rules": "device_peaks"},
     ),

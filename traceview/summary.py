@@ -271,7 +271,7 @@ def build_summary(
         doc["cross_rank"] = _cross_rank(trace)
     checks: list[str] = []
     if throughput:
-        rows = trace.throughput(**throughput)
+        rows = _with_traced(trace.throughput(**throughput), trace.traced_flops())
         if step is not None:
             rows = rows.filter(pl.col("step") == step)
         doc["throughput"] = [_rounded(r) for r in rows.to_dicts()]
@@ -298,6 +298,24 @@ def build_summary(
         "warnings": list(trace.warnings) + checks,
         "failures": list(trace.failures),
     }
+
+
+#: The traced estimate set beside the 6 x params x tokens one (docs/roofline.md).
+TRACED_FORMULA = (
+    "traced MFU = FLOPs summed from the recorded operators' shapes / step time / peak of the dtype carrying "
+    "most matrix FLOPs (a lower bound: operators not covered add none)"
+)
+
+
+def _with_traced(rows: pl.DataFrame, traced: pl.DataFrame) -> pl.DataFrame:
+    """Throughput rows with the traced estimate beside them (per step, the mean over ranks of
+    traced_tflops_per_device and traced_mfu_frac, and its formula); unchanged without shapes."""
+    if traced.is_empty() or rows.is_empty():
+        return rows
+    per_step = traced.group_by("step").agg(pl.col("traced_tflops_per_device").mean(), pl.col("traced_mfu_frac").mean())
+    return rows.join(per_step, on="step", how="left").with_columns(
+        pl.when(pl.col("traced_mfu_frac").is_not_null()).then(pl.lit(TRACED_FORMULA)).alias("traced_formula")
+    )
 
 
 def _expected(trace, config) -> dict:

@@ -228,12 +228,13 @@ class Trace:
         peak, and what was allocated before the trace. See `traceview.analysis.memory.memory_at_peak`."""
         return self.run("memory_at_peak")
 
-    def op_roofline(self, rules=None) -> pl.DataFrame:
+    def op_roofline(self, rules=None, by_step: bool = False) -> pl.DataFrame:
         """Per rank, operator, input dims and dtype: calls, GFLOP and bytes per call (from the
         recorded shapes: record_shapes=True), device time, achieved TFLOP/s and TB/s, the device's
         peak for the dtype, peak_frac, the roofline's expected time and bound (`rules`: extra
-        device table entries). See `traceview.analysis.roofline.op_roofline` and docs/roofline.md."""
-        return self.run("op_roofline", rules=rules)
+        device table entries; `by_step`: a row per step too). See
+        `traceview.analysis.roofline.op_roofline` and docs/roofline.md."""
+        return self.run("op_roofline", rules=rules, by_step=by_step)
 
     def traced_flops(self, rules=None) -> pl.DataFrame:
         """Per rank and step: the model FLOPs summed from the operators' recorded shapes, TFLOP/s

@@ -222,19 +222,23 @@ ROOFLINE_SCHEMA = pl.Schema(
 )
 
 
-def op_roofline(calls: pl.DataFrame, limits: pl.DataFrame) -> pl.DataFrame:
+def op_roofline(calls: pl.DataFrame, limits: pl.DataFrame, by_step: bool = False) -> pl.DataFrame:
     """Per rank, operator, input dims, dtype, algorithm, input types and concrete inputs
     (ROOFLINE_SCHEMA: calls that differ in a stride or a second input's dtype do different work,
-    and a Winograd convolution other work than a direct one, so they are rows of their own), longest device time first: count of calls, gflop and bytes per call (their
-    mean), device_time_us (all calls), achieved TFLOP/s and TB/s (all calls' FLOPs and bytes over
+    and a Winograd convolution other work than a direct one, so they are rows of their own),
+    longest device time first: count of calls, gflop and bytes per call (their mean), device_time_us (all calls), achieved TFLOP/s and TB/s (all calls' FLOPs and bytes over
     their device time); against `limits` (`device_limits`: the rank's memory bandwidth and vector
     rate, and its matrix peak for the row's dtype) the peak used, peak_frac, expected_us (all
     calls) = max(flop / peak, bytes / bandwidth), roofline_frac = expected_us / device_time_us and
-    the bound, each null unless both terms are known."""
+    the bound, each null unless both terms are known. `by_step`: one row per step too (a `step`
+    column after rank; calls outside every step have step null)."""
+    schema = _with_step(ROOFLINE_SCHEMA) if by_step else ROOFLINE_SCHEMA
     if calls.is_empty():
-        return pl.DataFrame(schema=ROOFLINE_SCHEMA)
+        return pl.DataFrame(schema=schema)
+    steps = ["step"] if by_step else []
     grouped = calls.group_by(
         "rank",
+        *steps,
         "op",
         "family",
         "input_dims",
@@ -273,10 +277,16 @@ def op_roofline(calls: pl.DataFrame, limits: pl.DataFrame) -> pl.DataFrame:
         .then(pl.when(compute_us >= memory_us).then(pl.lit("compute")).otherwise(pl.lit("memory")))
         .alias("bound"),
     ).with_columns((pl.col("expected_us") / pl.col("device_time_us")).alias("roofline_frac"))
-    keys = ["rank", "op", "input_dims", "dtype", "algorithm", "input_types", "concrete_inputs"]  # a total order
-    return out.select(ROOFLINE_SCHEMA.names()).sort(
+    keys = ["rank", *steps, "op", "input_dims", "dtype", "algorithm", "input_types", "concrete_inputs"]  # total
+    return out.select(schema.names()).sort(
         ["device_time_us", *keys], descending=[True] + [False] * len(keys), nulls_last=True
     )
+
+
+def _with_step(schema: pl.Schema) -> pl.Schema:
+    """`schema` with a step column after rank."""
+    items = list(schema.items())
+    return pl.Schema([items[0], ("step", pl.Int64), *items[1:]])
 
 
 LIMITS_SCHEMA = pl.Schema(

@@ -116,10 +116,13 @@ def info(path: Path, fmt: str, load: LoadOptions) -> None:
     default=None,
     help="A rules file with [[device_peaks.rule]] entries for a device not in the shipped table.",
 )
+@click.option("--by-step", is_flag=True, help="One row per step too (a step column after rank).")
 @ExpectOptions.options
 @LoadOptions.options
 @handle_errors
-def roofline(path: Path, fmt: str, top: int, device_rules, expect: ExpectOptions, load: LoadOptions) -> None:
+def roofline(
+    path: Path, fmt: str, top: int, device_rules, by_step: bool, expect: ExpectOptions, load: LoadOptions
+) -> None:
     """How far each operator is from the device's limit: FLOPs and bytes from the recorded shapes,
     achieved TFLOP/s and TB/s, the share of the peak and of the roofline, the bound (definitions:
     docs/roofline.md). Needs a profile recorded with record_shapes=True. With --model-config (or
@@ -131,7 +134,7 @@ def roofline(path: Path, fmt: str, top: int, device_rules, expect: ExpectOptions
         raise click.UsageError("--format csv writes the operator rows only: use --format json or text with --model")
     trace = load.load(path)
     rules = str(device_rules) if device_rules else None
-    echo(render_roofline(trace, fmt, top, rules=rules, config=config))
+    echo(render_roofline(trace, fmt, top, rules=rules, config=config, by_step=by_step))
     _warn_on_stderr(trace.warnings, trace.failures, fmt)
     if trace.failures:
         sys.exit(1)

@@ -45,11 +45,11 @@ EXPECT_COLUMNS = [
 ]
 
 
-def render_roofline(trace: Trace, fmt: str, top: int, rules=None, config=None) -> str:
+def render_roofline(trace: Trace, fmt: str, top: int, rules=None, config=None, by_step: bool = False) -> str:
     """The roofline frame in `fmt` (text: the `top` rows by device time; json/csv: every row); with
     a model `config` (`model_config.ModelConfig`), the analytical model's terms beside the
     measured ones (text and json; csv holds the operator rows only: the command refuses both)."""
-    frame = trace.op_roofline(rules=rules)
+    frame = trace.op_roofline(rules=rules, by_step=by_step)
     model = _model(trace, config, rules)
     if fmt == "csv":
         return frame.write_csv()
@@ -84,7 +84,8 @@ def render_roofline(trace: Trace, fmt: str, top: int, rules=None, config=None) -
     )
     unknown = sorted(set(frame.filter(pl.col("memory_tbps").is_null())["rank"].drop_nulls().to_list()))
     no_peak = frame.filter(pl.col("memory_tbps").is_not_null() & pl.col("peak_tflops").is_null())
-    parts = [head, "", table(one_line_strings(shown.to_dicts()), COLUMNS)]
+    columns = [COLUMNS[0], ("step", "step"), *COLUMNS[1:]] if by_step else COLUMNS
+    parts = [head, "", table(one_line_strings(shown.to_dicts()), columns)]
     if unknown:
         ranks = ", ".join(map(str, unknown))
         parts += ["", f"rank {ranks}: device not in the device table, no roofline (add it: docs/roofline.md)"]

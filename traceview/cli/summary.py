@@ -313,6 +313,9 @@ WHAT_IF_COLUMNS = [
 ]
 
 
+TRACED_COLUMNS = [("traced_tflops_per_device", "traced TFLOP/s/device"), ("traced_mfu_pct", "traced MFU %")]
+
+
 def _what_if_text(rows: list[dict] | None) -> list[str]:
     """The what-if bounds on the mean iteration (docs/roofline.md, "What-if")."""
     if not rows:
@@ -375,12 +378,15 @@ def _throughput_text(rows: list[dict] | None) -> list[str]:
             step_time_ms=r["step_time_us"] / 1000,
             mfu_pct=None if r["mfu_frac"] is None else 100 * r["mfu_frac"],
             hfu_pct=None if r["hfu_frac"] is None else 100 * r["hfu_frac"],
+            traced_mfu_pct=None if r.get("traced_mfu_frac") is None else 100 * r["traced_mfu_frac"],
         )
         for r in rows
     ]
     source = rows[0].get("peak_source") or "unknown device: give --peak-tflops"
-    out = ["", f"Throughput (peak: {source}):", table(shown, TPUT_COLUMNS)]
-    out += [f"  {rows[0][k]}" for k in ("mfu_formula", "hfu_formula") if rows[0].get(k)]
+    columns = TPUT_COLUMNS + (TRACED_COLUMNS if any(r.get("traced_mfu_frac") is not None for r in rows) else [])
+    out = ["", f"Throughput (peak: {source}):", table(shown, columns)]
+    formulas = ("mfu_formula", "hfu_formula", "traced_formula")
+    out += [f"  {r[k]}" for k in formulas for r in rows[:1] if r.get(k)]
     check = next((r["check"] for r in rows if r.get("check")), None)
     if check:
         out.append(textwrap.fill(check, width=110, initial_indent="  check: ", subsequent_indent="         "))
