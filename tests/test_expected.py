@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 
 import traceview as tv
-from tests.conftest import SHARED_TRACES, needs_shared, run_cli
+from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared, run_cli
 from tests.test_roofline import _transformer_step
 from traceview.analysis import expected as ex
 from traceview.analysis.model_config import ModelConfig, model_config
@@ -210,3 +211,59 @@ def test_summary_and_report_carry_the_model(tmp_path):
     assert out.returncode == 0, out.stderr
     rows = (tmp_path / "tables" / "expected.csv").read_text().splitlines()
     assert rows[0].startswith("term,rank,unit,expected,measured") and len(rows) == 13
+
+
+def test_a_pipeline_profile_measures_the_bubble_apart_from_communication():
+    """pp4_1f1b: the exposed communication of each stage is its P2P receive wait, the bubble; the
+    comm term leaves it to the bubble term, and the verdict names the bubble. Every stage computes
+    as long: the tie goes to the last stage, rank 3, which the model describes."""
+    t = tv.load(SAMPLES / "pp4_1f1b", use_cache=False)
+    config = dict(layers=8, hidden=1024, heads=8, seq=128, micro_batch=4, pp=4, micro_batches=4, device="H100 SXM")
+    terms = {r["term"]: r for r in t.expected(config).iter_rows(named=True)}
+    assert terms["step"]["rank"] == 3
+    iteration_comm = t.iteration_breakdown().filter(pl.col("rank") == 3)["iteration_exposed_comm_us"].mean()
+    assert iteration_comm > 7000 and terms["comm"]["measured"] == 0.0
+    assert terms["bubble"]["measured"] == pytest.approx(10914.0)
+    sentence = ex.verdict(t.expected(config))
+    assert "pipeline bubble of 10.9 ms" in sentence and "more exposed communication" not in sentence
+
+
+def test_build_summary_takes_a_dict_and_the_model_is_that_of_the_step_asked(tmp_path):
+    path, _ = _transformer_step(tmp_path / "step.json")
+    from traceview.summary import build_summary
+
+    config = dict(layers=2, hidden=1024, heads=8, seq=128, micro_batch=4, causal=False)
+    doc = build_summary(tv.load(path, use_cache=False), model_config=config)
+    assert doc["expected"]["config"]["hidden"] == 1024 and doc["expected"]["verdict"].startswith("expected")
+    frac = {r["term"]: r for r in doc["expected"]["terms"]}["matrix_roofline_frac"]["measured"]
+    assert frac == pytest.approx(round(frac, 6)) and frac != round(frac, 3)  # a share keeps 6 digits
+
+
+def test_layout_details_gqa_vocab_optimizer_and_inference_links():
+    base = dict(layers=2, hidden=1024, heads=8, seq=128, micro_batch=1, tp=8)
+    ops = ex.expected_ops(model_config({**base, "kv_heads": 1}), H100)
+    qkv = ops.filter((ops["op"] == "qkv_proj") & (ops["pass"] == "forward")).row(0, named=True)
+    # one KV head for 8 ranks: each keeps a copy, 128 wide: N = 1024/8 + 2·128 = 384
+    assert qkv["flop"] == 2 * 128 * 1024 * 384
+    odd = _terms(model_config({**base, "vocab": 7}))
+    assert odd["matrix_flop"] > _terms(model_config(base))["matrix_flop"]  # 7 / 8 rounds up to one column
+    dp = dict(layers=2, hidden=1024, heads=8, seq=128, micro_batch=1, dp=8)
+    plain = ex.expected_ops(model_config(dp), H100).filter(pl.col("op") == "optimizer")["bytes"][0]
+    sharded = ex.expected_ops(model_config({**dp, "distributed_optimizer": True}), H100)
+    assert sharded.filter(pl.col("op") == "optimizer")["bytes"][0] == pytest.approx(plain / 8)
+    # inference: no gradient all-reduce, so a PCIe card's missing network is not asked for
+    config = model_config({**base, "tp": 8, "dp": 2, "training": False})
+    assert ex.system_limits(config, "NVIDIA H100 PCIe")["intra_node_gbps"] == 64.0
+    with pytest.raises(ValueError, match="is not in the device table"):
+        ex.system_limits(model_config({**base, "device": "Nope"}), None)
+
+
+def test_a_config_file_may_hold_top_level_keys_and_a_model_table(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_text(
+        "tp = 8\ndp = 4\n\n[model]\nlayers = 8\nhidden = 1024\nheads = 8\nseq = 128\nmicro_batch = 1\ndp = 2\n"
+    )
+    config = model_config(path)
+    assert (config.tp, config.dp) == (8, 2)  # both read; the [model] table wins
+    with pytest.raises(ValueError, match="peak_tflops must be a positive number"):
+        model_config(path, ["peak_tflops=inf"])

@@ -212,8 +212,18 @@ def _fact_frame(t, throughput=None, classes=None, details=True, micro_batches=No
         gpu_bubbles=t.run("bubbles"),
         platform=platform.platform_facts(t.ranks, t.host_events, t.device_tasks),
         memory_peaks=t.run("memory_peaks"),
-        roofline=t.run("op_roofline"),
+        roofline=t.memoised("measured_roofline", lambda: _measured_roofline(t)),
     )
+
+
+def _measured_roofline(t) -> pl.DataFrame:
+    """op_roofline over the calls the facts measure: those of a step, or every call of a rank
+    without steps (measured over its whole trace)."""
+    calls = t.run("op_calls")
+    stepped = calls.group_by("rank").agg(pl.col("step").is_not_null().any().alias("_stepped"))
+    measured = calls.join(stepped, on="rank").filter(pl.col("step").is_not_null() | ~pl.col("_stepped"))
+    rules = t.rules_file if "device_peaks" in t.rules_tables else None
+    return roofline.op_roofline(measured.drop("_stepped"), roofline.device_limits(t.ranks, rules))
 
 
 def _labelled_segments(*inputs) -> pl.DataFrame:
@@ -474,7 +484,7 @@ _ROWS = [
         ),
         "traceview.analysis.roofline",
         defaults={"rules": None, "by_step": False},
-        keys=("rank", "op", "input_dims", "dtype"),
+        keys=("rank", "op", "input_dims", "dtype", "algorithm"),
         rule_params={"rules": "device_peaks"},
     ),
     Analysis(

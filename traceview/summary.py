@@ -200,8 +200,8 @@ def build_summary(
     they cost most on large profiles), and with them the findings that need them (host waits,
     pipeline stage count); `findings_rules`: a user's findings rules file (see
     `traceview.analysis.findings.load_rules`); `micro_batches`: micro-batches per pipeline step
-    (the bubble-above-ideal rule needs it; the "what_if" section, `Trace.what_if`'s bounds, takes it
-    too); `model_config`: a transformer configuration
+    (the bubble-above-ideal rule needs it; the "what_if" section, `Trace.what_if`'s bounds over the
+    steps summarised, takes it too unless `details` is False); `model_config`: a transformer configuration
     (`traceview.analysis.model_config`) adds the "expected" section, the analytical model's terms
     beside the measured ones (docs/roofline.md), a TraceError when the device table cannot
     complete it.
@@ -288,9 +288,11 @@ def build_summary(
         details=details,
         micro_batches=micro_batches,
     )
-    doc["what_if"] = [_rounded(r) for r in trace.what_if(micro_batches=micro_batches).to_dicts()]
+    one_step = trace.select_steps([step]) if step is not None else trace  # what-if and model: that step's
+    what_if = one_step.what_if(micro_batches=micro_batches if details else None)
+    doc["what_if"] = [_rounded(r) for r in what_if.to_dicts()]
     if model_config is not None:
-        doc["expected"] = _expected(trace, model_config)
+        doc["expected"] = _expected(one_step, model_config)
     doc["findings"] = _finding_rows(found)
     doc["findings_by_rule"] = _finding_rows(findings.by_rule(found))
     return {
@@ -323,17 +325,20 @@ def _expected(trace, config) -> dict:
     import dataclasses
 
     from traceview.analysis.expected import verdict
+    from traceview.analysis.model_config import model_config
     from traceview.errors import TraceError
 
     try:
+        config = model_config(config)
         terms = trace.expected(config)
     except ValueError as exc:
         raise TraceError(None, str(exc)) from None
-    return {
-        "config": dataclasses.asdict(config),
-        "verdict": verdict(terms),
-        "terms": [_rounded(r) for r in terms.to_dicts()],
-    }
+    digits = {"frac": 6, "flop": 0}
+    rows = [
+        {**r, **{k: _round(r[k], digits.get(r["unit"], 3)) for k in ("expected", "measured", "difference")}}
+        for r in terms.to_dicts()
+    ]
+    return {"config": dataclasses.asdict(config), "verdict": verdict(terms), "terms": rows}
 
 
 def _roofline(trace, step: int | None, top: int) -> dict[int, dict]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.analysis.flop_formulas import op_table
 from traceview.analysis.gemm_shapes import GEMM_ALIGNMENT, gemm_dims
 
 
@@ -81,8 +80,8 @@ def roofline_facts(roofline: pl.DataFrame | None, per: pl.DataFrame) -> pl.DataF
 def unaligned_gemm_facts(
     roofline: pl.DataFrame | None, per: pl.DataFrame, alignment: int = GEMM_ALIGNMENT
 ) -> pl.DataFrame:
-    """Per rank, of its GEMM operator rows (analysis.roofline.op_roofline, family gemm, with a
-    roofline): gemm_aligned_roofline_frac and gemm_unaligned_roofline_frac = Σ expected time / Σ
+    """Per rank, of its GEMM operator rows (analysis.roofline.op_roofline over the measured
+    steps, family gemm or Ascend's matmul, with a roofline): gemm_aligned_roofline_frac and gemm_unaligned_roofline_frac = Σ expected time / Σ
     device time of the rows whose M, N and K are (are not) all multiples of `alignment`
     (`gemm_dims`), and gemm_unaligned_cost_ms = what the unaligned ones would save per step at the
     aligned ones' share: max(0, Σ device − Σ expected / gemm_aligned_roofline_frac) / steps, ms
@@ -95,8 +94,7 @@ def unaligned_gemm_facts(
     }
     if roofline is None or roofline.height == 0:
         return pl.DataFrame(schema=schema)
-    gemm_ops = op_table().filter(pl.col("family") == "gemm")["op"].implode()
-    rows = roofline.filter(pl.col("op").is_in(gemm_ops) & pl.col("expected_us").is_not_null())
+    rows = roofline.filter(pl.col("family").is_in(["gemm", "matmul"]) & pl.col("expected_us").is_not_null())
     if rows.is_empty():
         return pl.DataFrame(schema=schema)
     aligned = gemm_dims(rows["input_dims"], alignment).select(

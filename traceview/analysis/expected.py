@@ -7,26 +7,27 @@ Transformer Models", 2024): count each operation's FLOPs, bytes moved and bytes 
 the model's shape and the parallel layout, time each at its roofline, add them up.
 
 One rank of the last pipeline stage (the busiest: it holds the logits), one step. Notation: b =
-micro_batch, s = seq, n = b·s tokens per micro-batch, h = hidden, k = kv_size (h·kv_heads/heads), f
-= ffn, g = 2 for a gated FFN else 1, a = heads, t = tp, E = bytes per element of dtype, L = layers
-per stage = layers / pp, m = micro_batches.
+micro_batch, s = seq, n = b·s tokens per micro-batch, h = hidden, f = ffn, g = 2 for a gated FFN
+else 1, t = tp, k_t = the width of K (and V) on one rank = ceil(kv_heads / t)·h/heads (k/t when t
+divides the KV heads; a rank holds one copy when there are fewer KV heads than ranks), E = bytes
+per element of dtype, L = layers per stage = layers / pp, m = micro_batches.
 
 Per layer and micro-batch, forward (Megatron-style tensor parallelism: QKV and FFN-up split by
 columns, the output projection and FFN-down by rows, norms replicated):
-- gemm rows (M×K @ K×N: flop = 2·M·K·N, bytes = E·(M·K + K·N + M·N)): qkv_proj (n, h, (h+2k)/t),
+- gemm rows (M×K @ K×N: flop = 2·M·K·N, bytes = E·(M·K + K·N + M·N)): qkv_proj (n, h, h/t + 2k_t),
   out_proj (n, h/t, h), ffn_up (n, h, g·f/t), ffn_down (n, f/t, h).
-- attention (fused, flash): flop = 4·n·s·h/t, halved when causal; bytes = E·n·(2h + 2k)/t (Q, K,
-  V read, the output written).
+- attention (fused, flash): flop = 4·n·s·h/t, halved when causal; bytes = E·n·(2h/t + 2k_t) (Q,
+  K, V read, the output written).
 - elementwise rows, memory traffic only (their FLOPs are too few to matter and no MFU counts them):
   norm_attn 2·n·h·E (read, write), residual_norm 5·n·h·E (residual add 3, norm 2), activation
   (g+1)·n·f/t·E, residual 3·n·h·E.
 - tp_all_reduce (t > 1): 2 per layer, n·h·E bytes each.
 Backward: gemm FLOPs and bytes 2× the forward (dX and dW); attention 2.5× the forward FLOPs (as
-the trace's flash-attention backward formula counts) and bytes E·n·(4h + 4k)/t (Q, K, V, O, dO
-read, dQ, dK, dV written); elementwise 2× the forward bytes; two tp_all_reduce. recompute: one
+the trace's flash-attention backward formula counts) and bytes E·n·(4h/t + 4k_t) (Q, K, V, O,
+dO read, dQ, dK, dV written); elementwise 2× the forward bytes; two tp_all_reduce. recompute: one
 more forward per layer (FLOPs, bytes and all-reduces). With vocab: logits gemm (n, h, vocab/t)
 forward and backward, and the loss reading and writing the fp32 logits (2·n·vocab/t·4 bytes) once
-per micro-batch.
+per micro-batch (vocab/t rounded up: Megatron pads the vocabulary).
 
 Time of a computing row = max(flop / peak, bytes / bandwidth), its bound the larger term (peak = the
 device table's dense matrix peak for dtype, bandwidth its memory bandwidth, or the config's
@@ -42,7 +43,7 @@ Per step: every per-layer row runs L·m times, the logits m times; pp_send_recv 
 transfers of n·h·E (activations in, gradients out); dp_all_reduce (dp > 1) once, of the stage's
 weights / t in grad_dtype; the optimizer (Adam, mixed precision) once, memory-bound: per weight
 on the rank 24 bytes (fp32 master, m, v, each read and written) + one gradient read + one weight
-written (divided by dp with distributed_optimizer). The pipeline bubble of 1F1B: (pp−1) × one
+written, all divided by dp with distributed_optimizer (each rank updates its 1/dp shard). The pipeline bubble of 1F1B: (pp−1) × one
 micro-batch's forward and backward (with its tp all-reduces). Nothing overlaps: the step is the
 sum of the terms.
 """
@@ -118,12 +119,15 @@ def system_limits(config: ModelConfig, device_name: str | None, rules=None) -> d
         "inter_node_gbps": config.inter_node_gbps or table(links.get("inter")),
         "device": entry["name"] + (" (approximate)" if entry.get("approximate") else "") if entry else "config",
     }
-    where = f"the device table gives device {name!r}" if name else "the profile records no device name, so"
+    if name and entry is None:
+        where = f"device {name!r} is not in the device table (or has no dtype peaks), so it gives"
+    else:
+        where = f"the device table gives device {name!r}" if name else "the profile records no device name, so"
     needed = [
         ("peak_tflops", f"{config.dtype} peak", True),
         ("memory_tbps", "memory bandwidth", True),
-        ("intra_node_gbps", "link bandwidth inside a node", _intra_used(config)),
-        ("inter_node_gbps", "network bandwidth between nodes", _inter_used(config)),
+        ("intra_node_gbps", "link bandwidth inside a node", _link_used(config, "intra")),
+        ("inter_node_gbps", "network bandwidth between nodes", _link_used(config, "inter")),
     ]
     for key, what, used in needed:
         if used and limits[key] is None:
@@ -140,29 +144,34 @@ def _links(c: ModelConfig) -> dict[str, str]:
     return {"tp": _group_link(c, c.tp), "dp": _group_link(c, c.tp * c.dp), "pp": _group_link(c, c.world)}
 
 
-def _intra_used(c: ModelConfig) -> bool:
+def _link_used(c: ModelConfig, link: str) -> bool:
+    """Whether a group that communicates crosses `link` ("intra" or "inter"): tp and pp always,
+    dp only when training (its gradient all-reduce)."""
     links = _links(c)
-    return any(size > 1 and links[g] == "intra" for g, size in (("tp", c.tp), ("dp", c.dp), ("pp", c.pp)))
-
-
-def _inter_used(c: ModelConfig) -> bool:
-    links = _links(c)
-    return any(size > 1 and links[g] == "inter" for g, size in (("tp", c.tp), ("dp", c.dp), ("pp", c.pp)))
+    groups = (("tp", c.tp), ("pp", c.pp)) + ((("dp", c.dp),) if c.training else ())
+    return any(size > 1 and links[g] == link for g, size in groups)
 
 
 def _gemm(op: str, m: int, k: int, n: int, e: int) -> tuple[str, str, float, float]:
     return op, "gemm", 2.0 * m * k * n, float(e * (m * k + k * n + m * n))
 
 
+def _kv_local(c: ModelConfig) -> int:
+    """Width of K (and of V) on one tensor-parallel rank: its kv_heads / tp heads, at least one
+    (with fewer KV heads than ranks each rank holds a copy of one, as Megatron does)."""
+    return -(-(c.kv_heads or c.heads) // c.tp) * (c.hidden // c.heads)
+
+
 def _forward_rows(c: ModelConfig) -> list[tuple[str, str, float, float]]:
     """(op, family, flop, bytes) of one layer's forward on one rank, one micro-batch."""
     e, t = DTYPE_BYTES[c.dtype], c.tp
-    n, h, k, f, g = c.micro_batch * c.seq, c.hidden, c.kv_size, c.ffn_size, 2 if c.gated_ffn else 1
+    n, h, f, g = c.micro_batch * c.seq, c.hidden, c.ffn_size, 2 if c.gated_ffn else 1
+    k = _kv_local(c)  # per rank
     attention_flop = 4.0 * n * c.seq * h / t * (0.5 if c.causal else 1.0)
     return [
         ("norm_attn", "elementwise", 0.0, float(2 * n * h * e)),
-        _gemm("qkv_proj", n, h, (h + 2 * k) // t, e),
-        ("attention", "attention", attention_flop, float(e * n * (2 * h + 2 * k) // t)),
+        _gemm("qkv_proj", n, h, h // t + 2 * k, e),
+        ("attention", "attention", attention_flop, float(e * n * (2 * h // t + 2 * k))),
         _gemm("out_proj", n, h // t, h, e),
         ("residual_norm", "elementwise", 0.0, float(5 * n * h * e)),
         _gemm("ffn_up", n, h, g * f // t, e),
@@ -176,8 +185,14 @@ def _backward(row: tuple[str, str, float, float], c: ModelConfig) -> tuple[str, 
     op, family, flop, data = row
     if family == "attention":
         e, n = DTYPE_BYTES[c.dtype], c.micro_batch * c.seq
-        return op, family, 2.5 * flop, float(e * n * (4 * c.hidden + 4 * c.kv_size) // c.tp)
+        return op, family, 2.5 * flop, float(e * n * (4 * c.hidden // c.tp + 4 * _kv_local(c)))
     return op, family, 2.0 * flop, 2.0 * data
+
+
+def _vocab_local(c: ModelConfig) -> int:
+    """The logits' columns on one tensor-parallel rank: vocab / tp rounded up (Megatron pads the
+    vocabulary to a multiple of tp)."""
+    return -(-c.vocab // c.tp)
 
 
 def expected_ops(config: ModelConfig, limits: dict) -> pl.DataFrame:
@@ -217,10 +232,10 @@ def expected_ops(config: ModelConfig, limits: dict) -> pl.DataFrame:
         for row in forward:
             computing(row, "recompute", per_layer)
     if c.vocab:
-        logits = _gemm("logits", n, h, c.vocab // c.tp, e)
+        logits = _gemm("logits", n, h, _vocab_local(c), e)
         computing(logits, "forward", c.micro_batches)
         computing(_backward(logits, c), "backward", c.micro_batches)
-        computing(("loss", "elementwise", 0.0, float(2 * n * (c.vocab // c.tp) * 4)), "forward", c.micro_batches)
+        computing(("loss", "elementwise", 0.0, float(2 * n * _vocab_local(c) * 4)), "forward", c.micro_batches)
     if c.tp > 1:
         passes = 3 if c.recompute else 2
         communicating("tp_all_reduce", 2 * passes * per_layer, float(n * h * e), "tp", c.tp, ring=True)
@@ -229,8 +244,7 @@ def expected_ops(config: ModelConfig, limits: dict) -> pl.DataFrame:
     local = stage_params(c) / c.tp
     if c.dp > 1:
         communicating("dp_all_reduce", 1, local * DTYPE_BYTES[c.grad_dtype], "dp", c.dp, ring=True)
-    state = 24 / (c.dp if c.distributed_optimizer else 1)
-    optimizer = local * (state + DTYPE_BYTES[c.grad_dtype] + e)
+    optimizer = local * (24 + DTYPE_BYTES[c.grad_dtype] + e) / (c.dp if c.distributed_optimizer else 1)
     rows.append(
         dict(op="optimizer", family="optimizer", pass_="step", runs=1, bytes=optimizer, time=optimizer / bandwidth)
     )
@@ -244,7 +258,7 @@ def _inference(c: ModelConfig, rows: list[dict], computing, communicating) -> pl
     e, n = DTYPE_BYTES[c.dtype], c.micro_batch * c.seq
     per_layer = c.layers_per_stage * c.micro_batches
     if c.vocab:
-        computing(_gemm("logits", n, c.hidden, c.vocab // c.tp, e), "forward", c.micro_batches)
+        computing(_gemm("logits", n, c.hidden, _vocab_local(c), e), "forward", c.micro_batches)
     if c.tp > 1:
         communicating("tp_all_reduce", 2 * per_layer, float(n * c.hidden * e), "tp", c.tp, ring=True)
     if c.pp > 1:
@@ -313,10 +327,13 @@ def measured_terms(
     dtype: str | None = None,
 ) -> dict[str, float | int | None]:
     """The measured counterparts, on the busiest rank (the largest mean device-computing time per
-    iteration; the model describes the busiest stage), means over its steps (µs): step =
-    iteration_us, busy = iteration_computing_us, comm = iteration_exposed_comm_us, bubble =
-    the facts' bubble_ms × 1000 (null without a pipeline); matrix_flop = the traced FLOPs of its
-    GEMM, attention and convolution calls per step (null without recorded shapes);
+    iteration, ties to the highest rank: the last pipeline stage, which the model describes),
+    means over its steps (µs): step = iteration_us, busy = iteration_computing_us, comm =
+    iteration_exposed_comm_us, or in a pipeline (the facts give bubble_ms) the exposed
+    communication without its P2P receives (exposed_comm_excl_p2p_ms × 1000: those waits are the
+    bubble), bubble = the facts' bubble_ms × 1000 (null without a pipeline); matrix_flop = the
+    traced FLOPs of its GEMM, attention and convolution calls per step (null without recorded
+    shapes);
     matrix_roofline_frac = Σ max(flop / peak, bytes / bandwidth) / Σ device time over those calls
     (1.0: at their roofline), against the rank's device table entry (`limits`: device_limits),
     else, for calls of `dtype`, the model's `model_limits` (a device the profile does not name);
@@ -332,25 +349,27 @@ def measured_terms(
             pl.col("iteration_exposed_comm_us").fill_null(0).mean().alias("comm"),
             pl.len().alias("steps"),
         )
-        .sort(["busy", "rank"], descending=[True, False], nulls_last=True)
+        .sort(["busy", "rank"], descending=[True, True], nulls_last=True)
     )
     row = means.row(0, named=True)
     rank = row["rank"]
     out: dict[str, float | int | None] = {"rank": rank, "step": row["step"], "busy": row["busy"], "comm": row["comm"]}
-    bubble = None
+    out["bubble"] = None
     if "bubble_ms" in facts.columns and "rank" in facts.columns:
-        value = facts.filter(pl.col("rank") == rank)["bubble_ms"].drop_nulls()
-        bubble = float(value.mean()) * 1000 if value.len() else None
-    out["bubble"] = bubble
+        mine = facts.filter(pl.col("rank") == rank)
+        bubble = mine["bubble_ms"].drop_nulls()
+        if bubble.len():
+            out["bubble"] = float(bubble.mean()) * 1000
+            without_p2p = mine["exposed_comm_excl_p2p_ms"].drop_nulls()
+            if without_p2p.len():
+                out["comm"] = float(without_p2p.mean()) * 1000
     matrix = calls.filter(
-        (pl.col("rank") == rank)
-        & pl.col("family").is_in(MATRIX_FAMILIES)
-        & ~pl.col("nested")
-        & pl.col("step").is_not_null()
+        (pl.col("rank") == rank) & pl.col("family").is_in(MATRIX_FAMILIES) & pl.col("step").is_not_null()
     )
     steps = lived.filter(pl.col("rank") == rank)["step"].unique()
     in_steps = matrix.filter(pl.col("step").is_in(steps.implode()))
     out["matrix_flop"] = float(in_steps["flop"].sum()) / row["steps"] if in_steps.height else None
+    in_steps = in_steps.filter(~pl.col("nested"))  # device time: a nested call's is its parent's
     peaks = limits.filter(pl.col("rank") == rank).drop_nulls("dtype").select("dtype", "matrix_tflops", "memory_tbps")
     if peaks.is_empty() and model_limits is not None and dtype is not None:
         peaks = pl.DataFrame(
@@ -420,7 +439,15 @@ def verdict(terms: pl.DataFrame) -> str:
     comm = value["comm"]
     if comm["measured"] is not None and (comm["measured"] or comm["expected"]):
         more = comm["difference"] / 1e3
-        parts.append(f"{abs(more):,.1f} ms {'more' if more >= 0 else 'less'} exposed communication than the model")
+        if abs(more) < 0.05:
+            parts.append("exposed communication within 0.05 ms of the model's")
+        else:
+            parts.append(f"{abs(more):,.1f} ms {'more' if more > 0 else 'less'} exposed communication than the model")
+    bubble = value["bubble"]
+    if bubble["measured"] is not None:
+        parts.append(
+            f"a pipeline bubble of {bubble['measured'] / 1e3:,.1f} ms against the model's {bubble['expected'] / 1e3:,.1f} ms"
+        )
     flop = value["matrix_flop"]
     if flop["measured"]:
         ratio = flop["measured"] / flop["expected"] if flop["expected"] else None

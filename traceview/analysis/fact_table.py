@@ -105,8 +105,9 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
     "gemm_unaligned_op": (pl.String, "Its launching operator (launch_op); null when unknown."),
     "gemm_aligned_roofline_frac": (
         pl.Float64,
-        "Of the GEMM operators with recorded shapes and a roofline (analysis.roofline.op_roofline), those whose M, N "
-        "and K are multiples of 8: Σ roofline time / Σ device time (1.0: at their roofline).",
+        "Of the GEMM operators with recorded shapes and a roofline (analysis.roofline.op_roofline over the calls of "
+        "the measured steps), those whose M, N and K are multiples of 8: Σ roofline time / Σ device time (1.0: at "
+        "their roofline).",
     ),
     "gemm_unaligned_roofline_frac": (pl.Float64, "The same over those whose M, N or K is not."),
     "gemm_unaligned_cost_ms": (
@@ -144,7 +145,8 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
     "memory_device_gib": (pl.Float64, "The device's memory, GiB (ranks.device_memory_bytes)."),
     "roofline_gap_ms": (
         pl.Float64,
-        "Of the rank's operator rows (analysis.roofline.op_roofline) under 30 % of their roofline, the one whose "
+        "Of the rank's operator rows (analysis.roofline.op_roofline over the calls of its measured steps) under "
+        "30 % of their roofline, the one whose "
         "device time exceeds its roofline's expected time the most: that excess per step, ms; null without "
         "recorded shapes or the device's limits.",
     ),

@@ -95,6 +95,9 @@ ROLES = (
     "src",
 )
 DTYPE_ROLE = ("a", "q", "grad_output", "input", "src", "x")
+#: The yes/no keys a rule may give (op_flops.toml): `training`, the value when the op has no
+#: training argument; `dim_scalar`, the dim argument may be one integer (max, min) rather than a list.
+FLAGS = ("training", "dim_scalar")
 #: The concrete-input positions a rule may give (op_flops.toml).
 PARAM_ARGS = (
     "causal_arg",
@@ -122,11 +125,12 @@ def op_table() -> pl.DataFrame:
         row |= {f"pos_{r}": (args.index(r) if r in args else None) for r in ROLES}
         for key in PARAM_ARGS:
             row[key] = rule.get(key)
-        row["training"] = rule.get("training")
+        for key in FLAGS:
+            row[key] = rule.get(key)
         rows.append(row)
     schema = {"op": pl.String, "family": pl.String} | {f"pos_{r}": pl.Int64 for r in ROLES}
     schema |= dict.fromkeys(PARAM_ARGS, pl.Int64)
-    schema["training"] = pl.Boolean
+    schema |= dict.fromkeys(FLAGS, pl.Boolean)
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
@@ -310,7 +314,8 @@ def _norm_terms(backward: bool) -> dict[str, pl.Expr]:
     mask_at = [(mask.list.get(i, null_on_oob=True) == "True").fill_null(True) for i in (0, 1, 2)]
     affine = _bpe("weight").is_not_null()
     layer_bias = mask_at[2] if backward else _bpe("bias").is_not_null()
-    training = (_concrete("training_arg") == "True").fill_null(pl.col("training")).fill_null(True)
+    flag = _concrete("training_arg")  # an overload may hold another value there: then unknown
+    training = pl.when(flag.is_in(["True", "False"])).then(flag == "True").otherwise(pl.col("training")).fill_null(True)
     return {
         "n": _numel(x),
         "c": channels,
@@ -327,30 +332,42 @@ def _flag(condition: pl.Expr, value) -> pl.Expr:
     return pl.when(condition).then(value).otherwise(0.0)
 
 
+#: Bytes of a layer norm's per-row statistics, mean and 1/std in fp32 (two values per row).
+_LAYER_STATS = 2 * 4
+
+
+def _is_layer_norm() -> pl.Expr:
+    return pl.col("family").str.strip_suffix("_bwd") == "layer_norm"
+
+
 def _norm() -> tuple[pl.Expr, pl.Expr]:
     """Batch, group and layer norm forward: FLOPs 6·C (the per-channel scale and shift) + 3·N
     (mean and variance, when training) + 2·N (normalize, scale and shift); bytes: the input read
-    and output written, and C values for each of mean, variance (and weight, bias; the running
-    statistics written when training)."""
+    and output written, C values each for the weight and bias (when passed), and the statistics:
+    a batch or group norm's C-sized mean and variance (and running statistics written when
+    training), a layer norm's mean and 1/std per row (N / C rows, fp32)."""
     t = _norm_terms(backward=False)
     flop = 6 * t["c"] + _flag(t["training"], 3 * t["n"]) + 2 * t["n"]
-    vectors = 2 + _flag(t["affine"], 1.0) + _flag(t["affine"] & t["bias"], 1.0) + _flag(t["training"], 2.0)
-    return flop, (2 * t["n"] + vectors * t["c"]) * t["bpe"]
+    params = _flag(t["affine"], 1.0) + _flag(t["affine"] & t["bias"], 1.0)
+    channel_stats = (2 + params + _flag(t["training"], 2.0)) * t["c"] * t["bpe"]
+    row_stats = params * t["c"] * t["bpe"] + _LAYER_STATS * t["n"] / t["c"]
+    stats = pl.when(_is_layer_norm()).then(row_stats).otherwise(channel_stats)
+    return flop, 2 * t["n"] * t["bpe"] + stats
 
 
 def _norm_bwd() -> tuple[pl.Expr, pl.Expr]:
     """Their backward: FLOPs 4·N (the dot products) + 5·N (the input's gradient from batch
     statistics) or, without that gradient, 2·N, + 3·C (1/std, without training); bytes: the
-    output's gradient, the input (twice for the batch-statistics gradient), 1/std when training,
+    output's gradient, the input (twice for the batch-statistics gradient), the statistics read
+    (a batch or group norm's C-sized 1/std when training, a layer norm's per-row mean and 1/std),
     the weight, and the weight's and bias's gradients when training."""
     t = _norm_terms(backward=True)
     n, c = t["n"], t["c"]
     flop = _flag(~t["training"], 3 * c) + 4 * n + _flag(t["mask0"] & t["training"], 5 * n) + _flag(~t["mask0"], 2 * n)
     inputs = n + n * pl.when(t["mask0"] & t["training"]).then(2.0).otherwise(1.0)
-    params = _flag(t["training"], c) + _flag(
-        t["affine"], c + _flag(t["training"], c * pl.when(t["bias"]).then(2.0).otherwise(1.0))
-    )
-    return flop, (inputs + params) * t["bpe"]
+    params = _flag(t["affine"], c + _flag(t["training"], c * pl.when(t["bias"]).then(2.0).otherwise(1.0)))
+    stats = pl.when(_is_layer_norm()).then(_LAYER_STATS * n / c).otherwise(_flag(t["training"], c) * t["bpe"])
+    return flop, (inputs + params) * t["bpe"] + stats
 
 
 def _rms_norm(backward: bool) -> tuple[pl.Expr, pl.Expr]:
@@ -383,7 +400,11 @@ def _reduce(scan: bool) -> tuple[pl.Expr, pl.Expr]:
     n_in = _numel(x)
     if scan:
         return n_in, 2 * n_in * _bpe("x")
-    dims = _concrete_ints("dim_arg")
+    text = _concrete("dim_arg")
+    # a list of dims ("[-1]"), or one integer where the op takes one (max, min); anything else at
+    # that position (an overload's dtype) is not a dim: every dim is reduced
+    is_dim = text.str.starts_with("[") | (pl.col("dim_scalar").fill_null(False) & text.str.contains(r"^-?\d+$"))
+    dims = pl.when(is_dim).then(_concrete_ints("dim_arg"))
     ndim = x.list.len().cast(pl.Int64)
     all_dims = dims.is_null() | (dims.list.len() == 0)
     reduced = pl.lit(1.0)

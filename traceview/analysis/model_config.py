@@ -2,7 +2,7 @@
 "The analytical model"; `traceview.analysis.expected`).
 
 Read from a small TOML file (`--model-config FILE`: the keys below at the top level or under
-`[model]`), a dict, or `key=value` overrides (`--model KEY=VALUE`, applied after the file). Every
+`[model]`, whose keys win), a dict, or `key=value` overrides (`--model KEY=VALUE`, applied after the file). Every
 key, its unit and default:
 
 - layers, hidden, heads, seq, micro_batch: the transformer (required). micro_batch = sequences per
@@ -31,6 +31,7 @@ Errors are ValueError with one line naming the key (the CLI shows them as usage 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,12 +129,11 @@ def model_config(source: ModelConfig | dict | str | Path | None = None, override
     if isinstance(source, ModelConfig):
         values = dataclasses.asdict(source)
     elif isinstance(source, dict):
-        values = dict(source.get("model", source)) if isinstance(source.get("model"), dict) else dict(source)
+        values = _merged(source)
     elif source is None:
         values = {}
     else:
-        doc = rule_tables.read(source)
-        values = dict(doc["model"]) if isinstance(doc.get("model"), dict) else doc
+        values = _merged(rule_tables.read(source))
     values.update(_overrides(overrides))
     values = {k: v for k, v in values.items() if v is not None}
     unknown = sorted(set(values) - set(KEYS))
@@ -147,6 +147,14 @@ def model_config(source: ModelConfig | dict | str | Path | None = None, override
     config = ModelConfig(**values)
     _check_consistent(config)
     return config
+
+
+def _merged(doc: dict) -> dict:
+    """The keys of a document: its top-level keys and those of its [model] table, which win (TOML
+    puts top-level keys before the first table, so a file may hold both)."""
+    model = doc.get("model")
+    top = {k: v for k, v in doc.items() if k != "model"}
+    return {**top, **model} if isinstance(model, dict) else dict(doc)
 
 
 def _overrides(overrides) -> dict:
@@ -178,7 +186,7 @@ def _check(key: str, value) -> None:
         if not isinstance(value, bool):
             raise bad("true or false")
     elif key in _FLOAT_KEYS:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
             raise bad("a positive number")
     elif key in _STR_KEYS:
         if not isinstance(value, str) or not value:

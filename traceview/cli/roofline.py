@@ -8,6 +8,7 @@ import orjson
 import polars as pl
 
 from traceview.analysis.expected import verdict
+from traceview.analysis.model_config import model_config
 from traceview.cli.text import bullet_list, table
 from traceview.errors import TraceError
 from traceview.safe_text import json_text, one_line, one_line_strings
@@ -58,7 +59,7 @@ def render_roofline(trace: Trace, fmt: str, top: int, rules=None, config=None, b
         if model is not None:
             terms, ops = model
             doc["expected"] = {
-                "config": dataclasses.asdict(config),
+                "config": dataclasses.asdict(model_config(config)),
                 "verdict": verdict(terms),
                 "terms": terms.to_dicts(),
                 "operations": ops.to_dicts(),
