@@ -250,6 +250,38 @@ def _what_if(summary: dict) -> html.Div:
     return _folded("What if (bounds on the mean iteration)", [table, note], id="what-if")
 
 
+def _expected(summary: dict) -> html.Div:
+    """The analytical model's verdict and terms beside the measured ones (the summary's
+    "expected", with --model-config)."""
+    doc = summary.get("expected")
+    if not doc:
+        return html.Div(id="expected")
+
+    def shown(row: dict, key: str) -> str:
+        value, unit = row[key], row["unit"]
+        if value is None:
+            return "-"
+        if unit == "frac":
+            return f"{value * 100:.1f} %"
+        return f"{value / 1e12:,.3f} TFLOP" if unit == "flop" else f"{value / 1000:,.3f} ms"
+
+    head = ["term", "expected", "measured", "measured - expected", "what it is"]
+    body = [
+        html.Tr(
+            [html.Td(r["term"])]
+            + [html.Td(shown(r, k), style={"textAlign": "right"}) for k in ("expected", "measured", "difference")]
+            + [html.Td(r["definition"], style={"color": MUTED})]
+        )
+        for r in doc["terms"]
+    ]
+    table = html.Table(
+        [html.Thead(html.Tr([html.Th(h) for h in head])), html.Tbody(body)], style={"borderSpacing": "16px 2px"}
+    )
+    return html.Div(
+        [html.H3("Expected from the model"), html.P(doc["verdict"], id="expected-verdict"), table], id="expected"
+    )
+
+
 def overview_layout(state: DashboardState) -> html.Div:
     """The Overview page's components (the figures and the kernel rows filled by `update_overview`)."""
     panels = [html.Div(dcc.Graph(id=p, config=GRAPH_CONFIG), id=f"panel-{p.removeprefix('fig-')}") for p in PANELS]
@@ -261,6 +293,7 @@ def overview_layout(state: DashboardState) -> html.Div:
             _findings(state.summary),
             _throughput(state.summary),
             _what_if(state.summary),
+            _expected(state.summary),
             *panels,
             html.Div(  # hidden for a profile without device kernels (CPU only)
                 [

@@ -415,6 +415,18 @@ def test_what_if_table_on_the_overview(dp4_app, dp4):
         assert f'"{row["scenario"]}"' in layout and f"{row['bound_us'] / 1000:,.3f}" in layout
 
 
+def test_expected_table_on_the_overview_with_a_model_config():
+    """serve --model-config: the summary's expected section (verdict, each term) on the Overview."""
+    trace = tv.load(SAMPLES / "dp4_nccl")
+    config = dict(layers=4, hidden=1024, heads=8, seq=2048, micro_batch=2, dp=4)
+    doc = build_summary(trace, details=False, model_config=config)
+    layout = layout_text(create_app(trace, doc))
+    assert '"expected-verdict"' in layout and json.dumps(doc["expected"]["verdict"])[1:-1] in layout
+    step = next(r for r in doc["expected"]["terms"] if r["term"] == "step")
+    assert f"{step['expected'] / 1000:,.3f} ms" in layout and f"{step['measured'] / 1000:,.3f} ms" in layout
+    assert '"expected-verdict"' not in layout_text(create_app(trace, build_summary(trace, details=False)))
+
+
 def test_rule_findings_are_listed_as_text(dp4_app, dp4):
     """One item per rule (the rule's worst finding, its term and ranks), not one per rank."""
     from traceview.summary import finding_heading

@@ -409,6 +409,7 @@ def export(path: Path, fmt: str, output, force: bool, load: LoadOptions) -> None
 )
 @ModelOptions.options
 @AdviceOptions.options
+@ExpectOptions.options
 @LoadOptions.options
 @handle_errors
 def serve(
@@ -419,6 +420,7 @@ def serve(
     others: tuple[Path, ...],
     model: ModelOptions,
     advice: AdviceOptions,
+    expect: ExpectOptions,
     load: LoadOptions,
 ) -> None:
     """Interactive dashboard of a profile (Dash): step breakdown, step times, compute classes, kernels,
@@ -431,6 +433,7 @@ def serve(
 
     throughput = model.throughput()
     advice.check()
+    config = expect.config()
     for other in others:  # before any (long) load
         if not os.path.lexists(other):
             raise TraceError(other, "no such file or folder", "check the path")
@@ -444,7 +447,7 @@ def serve(
         warnings = [*result.warnings, *result.failures]
     else:
         warnings = [*trace.warnings, *trace.failures]
-    summary = build_summary(trace, details=False, throughput=throughput, **advice.summary_args())
+    summary = build_summary(trace, details=False, throughput=throughput, model_config=config, **advice.summary_args())
     app = create_app(trace, summary, comparison, warm_timeline=True)
     for line in warnings:
         echo_err(f"traceview: warning: {line}")
