@@ -106,8 +106,8 @@ def system_limits(config: ModelConfig, device_name: str | None, rules=None) -> d
     name = config.device or device_name
     entry = device_peak(name, rules, needs="tflops") if name else None
     per = int(entry.get("devices_per_package", 1)) if entry else 1
-    tflops = entry.get("tflops", {}) if entry else {}
-    links = entry.get("link_gbps", {}) if entry else {}
+    tflops, links = ({} if entry is None else entry.get(key) for key in ("tflops", "link_gbps"))
+    tflops, links = (v if isinstance(v, dict) else {} for v in (tflops, links))
 
     def table(value):
         return float(value) / per if isinstance(value, (int, float)) and not isinstance(value, bool) else None
