@@ -5,7 +5,7 @@ Two kinds of call:
 - a Kineto host operator listed in `traceview/rules/op_flops.toml` (`op_table`: each rule's
   family and the input position of each role), evaluated over the columns `_shapes`, `_types`,
   `_concrete` (the op_inputs texts split on ';') and the rule's `pos_<role>` / PARAM_ARGS columns
-  (`family_exprs`);
+  (`with_flops`, `family_formulas`);
 - an Ascend device task whose Type `traceview/rules/device_op_flops.toml` lists
   (`device_op_table`), over its input_shapes, input_types and output_shapes (`device_op_exprs`).
 A formula that cannot apply (a dtype or dim not recorded, a transposed convolution) gives null.
@@ -420,9 +420,10 @@ def _reduce(scan: bool) -> tuple[pl.Expr, pl.Expr]:
     )
 
 
-def family_exprs() -> tuple[pl.Expr, pl.Expr]:
-    """flop and bytes of a call, by its family."""
-    formulas = {
+def family_formulas() -> dict[str, tuple[pl.Expr, pl.Expr]]:
+    """flop and bytes of a call of each family (evaluate each over its family's rows only:
+    `with_flops`)."""
+    return {
         "gemm": _gemm(),
         "sdpa": _sdpa(backward=False),
         "sdpa_bwd": _sdpa(backward=True),
@@ -442,15 +443,29 @@ def family_exprs() -> tuple[pl.Expr, pl.Expr]:
         "reduce": _reduce(scan=False),
         "scan": _reduce(scan=True),
     }
-    flop = pl.lit(None, pl.Float64)
-    data = pl.lit(None, pl.Float64)
-    for family, (f, b) in formulas.items():
-        flop = pl.when(pl.col("family") == family).then(f).otherwise(flop)
-        data = pl.when(pl.col("family") == family).then(b).otherwise(data)
-    # a formula that reads a concrete argument (a stride, is_causal, a dim) cannot apply to a
-    # trace that recorded none (Concrete Inputs came with PyTorch 1.13): null, not a guess
+
+
+def with_flops(calls: pl.DataFrame) -> pl.DataFrame:
+    """`calls` (columns family, _shapes, _types, _concrete and the rule's positions) with flop and
+    bytes added, each family's formula evaluated over its own rows (one when/then chain over
+    every row would evaluate all eighteen); row order kept. A formula that reads a concrete
+    argument (a stride, is_causal, a dim) gives null on a trace that recorded none (Concrete
+    Inputs came with PyTorch 1.13): null, not a guess."""
+    formulas = family_formulas()
     unknown = pl.any_horizontal(pl.col(a).is_not_null() for a in NEEDS_CONCRETE) & pl.col("_concrete").is_null()
-    return pl.when(~unknown).then(flop), pl.when(~unknown).then(data)
+    indexed = calls.with_row_index("_order")
+    parts = []
+    for (family,), part in indexed.group_by("family", maintain_order=True):
+        flop, data = formulas.get(family, (pl.lit(None, pl.Float64), pl.lit(None, pl.Float64)))
+        parts.append(
+            part.with_columns(
+                pl.when(~unknown).then(flop).cast(pl.Float64).alias("flop"),
+                pl.when(~unknown).then(data).cast(pl.Float64).alias("bytes"),
+            )
+        )
+    if not parts:
+        return calls.with_columns(pl.lit(None, pl.Float64).alias("flop"), pl.lit(None, pl.Float64).alias("bytes"))
+    return pl.concat(parts, how="vertical_relaxed").sort("_order").drop("_order")
 
 
 #: The concrete arguments a formula cannot do without (a transposed flag missing reads as not

@@ -34,8 +34,8 @@ from traceview.analysis.flop_formulas import (
     MATRIX_FAMILIES,
     device_op_exprs,
     device_op_table,
-    family_exprs,
     op_table,
+    with_flops,
 )
 from traceview.analysis.intervals import union_length
 from traceview.op_stack import op_parents, running_ops
@@ -84,8 +84,11 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
     launches = host.filter(pl.col("kind") == "runtime").select(
         "rank", "pid", "tid", pl.col("start_ns").alias("ts_ns"), "correlation"
     )
-    points = launched.select("rank", "correlation", "step", "start_ns", "end_ns", "name").join(
-        launches, on=["rank", "correlation"], how="inner"
+    points = (
+        launched.select("rank", "correlation", "step", "start_ns", "end_ns", "name")
+        .join(launches, on=["rank", "correlation"], how="inner")
+        .join(_algorithm_of_names(launched["name"]), on="name", how="left")
+        .drop("name")
     )
     if ops.is_empty() or points.is_empty():
         return pl.DataFrame(schema=CALL_SCHEMA)
@@ -107,9 +110,16 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
         .agg(
             pl.len().cast(pl.UInt32).alias("kernels"),
             pl.col("step").sort_by("start_ns").first().alias("step"),
-            _algorithm(pl.col("name")).alias("algorithm"),
+            pl.col("_algorithm").min().alias("_algorithm"),
         )
-        .with_columns(pl.col("_call").is_in(nested.implode()).alias("nested"))
+        .with_columns(
+            pl.col("_call").is_in(nested.implode()).alias("nested"),
+            pl.col("_algorithm")
+            .replace_strict(dict(enumerate(n for n, _ in ALGORITHMS)), default=None)
+            .cast(pl.String)
+            .alias("algorithm"),
+        )
+        .drop("_algorithm")
     )
     device = union_length(owned.select("_call", "start_ns", "end_ns"), ["_call"]).rename({"union_ns": "device_ns"})
     calls = (
@@ -126,7 +136,7 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
             pl.col("concrete_inputs").str.split(";").alias("_concrete"),
         )
     )
-    flop, data = family_exprs()
+    calls = with_flops(calls)
     dtype_text = pl.coalesce(*(pl.col("_types").list.get(pl.col(f"pos_{r}"), null_on_oob=True) for r in DTYPE_ROLE))
     dtype = dtype_text.replace_strict(DTYPE_NAMES, default=dtype_text)
     tf32 = (dtype == "fp32") & (pl.col("algorithm") == "tf32") & pl.col("family").is_in(MATRIX_FAMILIES)
@@ -144,8 +154,8 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
         "kernels",
         "nested",
         pl.col("device_ns").cast(pl.Int64),
-        flop.alias("flop"),
-        data.alias("bytes"),
+        "flop",
+        "bytes",
     ).sort("rank", "start_ns", "op", "family")
 
 
@@ -155,12 +165,14 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
 ALGORITHMS = (("tf32", r"(?i)tf32"), ("winograd", r"(?i)winograd"), ("fft", r"(?i)fft"))
 
 
-def _algorithm(names: pl.Expr) -> pl.Expr:
-    """The ALGORITHMS name any of a call's kernels (`names`, in an aggregation) carries; null for none."""
-    out = pl.lit(None, pl.String)
-    for name, pattern in reversed(ALGORITHMS):
-        out = pl.when(names.str.contains(pattern).any()).then(pl.lit(name)).otherwise(out)
-    return out
+def _algorithm_of_names(names: pl.Series) -> pl.DataFrame:
+    """name, _algorithm: for each distinct task name, the position in ALGORITHMS of the first
+    pattern it matches (null for none); a call takes its tasks' smallest (the earlier pattern wins)."""
+    distinct = names.unique().to_frame("name")
+    position = pl.lit(None, pl.UInt8)
+    for i, (_, pattern) in reversed(list(enumerate(ALGORITHMS))):
+        position = pl.when(pl.col("name").str.contains(pattern)).then(pl.lit(i, pl.UInt8)).otherwise(position)
+    return distinct.with_columns(position.alias("_algorithm"))
 
 
 def device_op_calls(tasks: pl.DataFrame) -> pl.DataFrame:
