@@ -267,3 +267,18 @@ def test_a_config_file_may_hold_top_level_keys_and_a_model_table(tmp_path):
     assert (config.tp, config.dp) == (8, 2)  # both read; the [model] table wins
     with pytest.raises(ValueError, match="peak_tflops must be a positive number"):
         model_config(path, ["peak_tflops=inf"])
+
+
+def test_what_if_and_the_model_follow_the_step_asked():
+    from traceview.summary import build_summary
+
+    t = tv.load(SAMPLES / "dp4_nccl", use_cache=False)
+    config = dict(layers=4, hidden=1024, heads=8, seq=2048, micro_batch=2, dp=4)
+    doc = build_summary(t, step=4, model_config=config)
+    step4 = t.iteration_breakdown().filter(pl.col("step") == 4)
+    assert doc["what_if"][0]["iteration_us"] == pytest.approx(step4["iteration_us"].mean(), abs=1e-3)
+    measured = {r["term"]: r for r in doc["expected"]["terms"]}["step"]["measured"]
+    busiest = step4.sort(["iteration_computing_us", "rank"], descending=True).row(0, named=True)
+    assert measured == pytest.approx(busiest["iteration_us"], abs=1e-3)
+    whole = build_summary(t, model_config=config)
+    assert whole["what_if"][0]["iteration_us"] != doc["what_if"][0]["iteration_us"]
