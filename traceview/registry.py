@@ -29,26 +29,21 @@ from pathlib import Path
 
 import polars as pl
 
+from traceview import registry_reads as reads
 from traceview.analysis import (
     breakdown,
     bubbles,
     collectives,
-    expected,
-    facts,
-    findings,
     gaps,
     iteration,
     kernels,
     memory,
     phases,
-    platform,
     roofline,
-    throughput,
     traced_flops,
     what_if,
 )
 from traceview.analysis import classes as cls
-from traceview.analysis.model_config import model_config
 
 #: Marks an analysis that takes free keyword arguments (checked by the analysis itself).
 ANY_KEYWORDS = None
@@ -138,92 +133,6 @@ def _collectives(t) -> pl.DataFrame:
 def _clock_notes(t) -> list[str]:
     offsets = t.run("clock_offsets")
     return [] if offsets is None else [f"{t.source}: {collectives.clock_warning(offsets)}"]
-
-
-def _step_times(t) -> pl.DataFrame:
-    """Per rank and step, its wall time as throughput counts it: the iteration (host included), the
-    device window where a step has no iteration. Columns rank, step, step_time_us."""
-    lived = t.run("iteration_breakdown").select("rank", "step", pl.col("iteration_us").alias("step_time_us"))
-    device = t.run("step_breakdown").select("rank", "step", pl.col("duration_us").alias("step_time_us"))
-    return pl.concat([lived, device.join(lived, on=["rank", "step"], how="anti")])
-
-
-def _expected_ops(t, config, rules) -> tuple[pl.DataFrame, dict | None]:
-    """The analytical model's operations for `config` (a ModelConfig, dict or TOML path) on the
-    profile's device (the first rank's), and the limits it used (None without a config)."""
-    if config is None:
-        return pl.DataFrame(schema=expected.OPS_SCHEMA), None
-    config = model_config(config)
-    names = t.ranks["device_name"].drop_nulls()
-    limits = expected.system_limits(config, names[0] if names.len() else None, rules)
-    return expected.expected_ops(config, limits), limits
-
-
-def _expected(t, config, rules) -> pl.DataFrame:
-    ops, limits = _expected_ops(t, config, rules)
-    if limits is None:
-        return pl.DataFrame(schema=expected.TERMS_SCHEMA)
-    config = model_config(config)
-    measured = expected.measured_terms(
-        t.run("iteration_breakdown"),
-        _fact_frame(t, micro_batches=config.micro_batches) if config.pp > 1 else pl.DataFrame(),
-        t.run("op_calls"),
-        roofline.device_limits(t.ranks, rules),
-        model_limits=limits,
-        dtype=config.dtype,
-    )
-    return expected.expected_vs_measured(expected.expected_terms(ops, config), measured)
-
-
-def _traced_flops(t, rules) -> pl.DataFrame:
-    calls = t.run("op_calls")
-    if calls.is_empty():  # recorded without shapes: no step times to compute
-        return traced_flops.traced_flops(calls, pl.DataFrame(), pl.DataFrame())
-    return traced_flops.traced_flops(calls, _step_times(t), roofline.device_limits(t.ranks, rules))
-
-
-def _throughput(t, **kwargs) -> pl.DataFrame:
-    world = t.ranks["world_size"].drop_nulls()
-    kwargs.setdefault("devices", int(world.max()) if world.len() else t.ranks.height)
-    names = t.ranks["device_name"].drop_nulls()
-    kwargs.setdefault("device_name", names[0] if names.len() else None)
-    durations = _step_times(t).rename({"step_time_us": "duration_us"})
-    return throughput.throughput(durations, **kwargs)
-
-
-def _findings(t, throughput, rules, classes, details, micro_batches) -> pl.DataFrame:
-    table = _fact_frame(t, throughput, classes, details, micro_batches)
-    return findings.evaluate(table, findings.load_rules(rules))
-
-
-def _fact_frame(t, throughput=None, classes=None, details=True, micro_batches=None) -> pl.DataFrame:
-    """The facts frame the findings read (`traceview.analysis.facts.facts`)."""
-    return facts.facts(
-        t.run("step_breakdown"),
-        t.run("trace_breakdown"),
-        t.run("classified_tasks", classes=classes),
-        stream_idle=t.run("stream_idle") if details else None,
-        launch_calls=t.run("launch_calls") if details else None,
-        pipeline_stages=t.run("pipeline_stages") if details else None,
-        stragglers=t.run("stragglers"),
-        throughput=t.run("throughput", **throughput) if throughput else None,
-        micro_batches=micro_batches,
-        iterations=t.run("iteration_breakdown"),
-        gpu_bubbles=t.run("bubbles"),
-        platform=platform.platform_facts(t.ranks, t.host_events, t.device_tasks),
-        memory_peaks=t.run("memory_peaks"),
-        roofline=t.memoised("measured_roofline", lambda: _measured_roofline(t)),
-    )
-
-
-def _measured_roofline(t) -> pl.DataFrame:
-    """op_roofline over the calls the facts measure: those of a step, or every call of a rank
-    without steps (measured over its whole trace)."""
-    calls = t.run("op_calls")
-    stepped = calls.group_by("rank").agg(pl.col("step").is_not_null().any().alias("_stepped"))
-    measured = calls.join(stepped, on="rank").filter(pl.col("step").is_not_null() | ~pl.col("_stepped"))
-    rules = t.rules_file if "device_peaks" in t.rules_tables else None
-    return roofline.op_roofline(measured.drop("_stepped"), roofline.device_limits(t.ranks, rules))
 
 
 def _labelled_segments(*inputs) -> pl.DataFrame:
@@ -460,7 +369,7 @@ _ROWS = [
     ),
     Analysis(
         "throughput",
-        _throughput,
+        reads.throughput_of,
         "traceview.analysis.throughput",
         defaults=ANY_KEYWORDS,
         keys=("step",),
@@ -489,7 +398,7 @@ _ROWS = [
     ),
     Analysis(
         "traced_flops",
-        _traced_flops,
+        reads.traced_flops_of,
         "traceview.analysis.traced_flops",
         defaults={"rules": None},
         keys=("rank", "step"),
@@ -505,7 +414,7 @@ _ROWS = [
         "what_if",
         lambda t, peak_frac, micro_batches, rules: what_if.what_if(
             t.run("iteration_breakdown"),
-            _fact_frame(t, micro_batches=micro_batches) if micro_batches else pl.DataFrame(),
+            reads.fact_frame(t, micro_batches=micro_batches) if micro_batches else pl.DataFrame(),
             t.run("op_calls"),
             roofline.device_limits(t.ranks, rules),
             peak_frac=peak_frac,
@@ -518,7 +427,7 @@ _ROWS = [
     ),
     Analysis(
         "expected_ops",
-        lambda t, config, rules: _expected_ops(t, config, rules)[0],
+        lambda t, config, rules: reads.expected_ops(t, config, rules)[0],
         "traceview.analysis.expected",
         defaults={"config": None, "rules": None},
         keys=("op", "pass"),
@@ -526,7 +435,7 @@ _ROWS = [
     ),
     Analysis(
         "expected",
-        lambda t, config, rules: _expected(t, config, rules),
+        lambda t, config, rules: reads.expected_terms(t, config, rules),
         "traceview.analysis.expected",
         defaults={"config": None, "rules": None},
         keys=("term",),
@@ -534,7 +443,7 @@ _ROWS = [
     ),
     Analysis(
         "findings",
-        _findings,
+        reads.findings_of,
         "traceview.analysis.findings",
         defaults={"throughput": None, "rules": None, "classes": None, "details": True, "micro_batches": None},
         keys=("rule", "rank"),

@@ -19,26 +19,16 @@ import functools
 import polars as pl
 
 from traceview import rules as rule_tables
+from traceview.analysis.norm_formulas import _norm, _norm_bwd, _reduce, _rms_norm
+from traceview.analysis.shape_exprs import (
+    concrete_ints,
+    last_dim,
+    numel,
+    role_bpe,
+    role_dims,
+    tensor_numel,
+)
 
-#: Bytes per element of the dtypes Kineto records in `Input type`.
-DTYPE_BYTES = {
-    "c10::BFloat16": 2,
-    "c10::Half": 2,
-    "float": 4,
-    "double": 8,
-    "c10::Float8_e4m3fn": 1,
-    "c10::Float8_e5m2": 1,
-    "c10::Float8_e4m3fnuz": 1,
-    "c10::Float8_e5m2fnuz": 1,
-    "long int": 8,
-    "int": 4,
-    "short int": 2,
-    "signed char": 1,
-    "unsigned char": 1,
-    "bool": 1,
-    "c10::complex<float>": 8,
-    "c10::complex<double>": 16,
-}
 #: The short name of each dtype (the key of the device table's peaks).
 DTYPE_NAMES = {
     "c10::BFloat16": "bf16",
@@ -150,65 +140,32 @@ def op_names() -> list[str]:
 # --- expressions over one call's inputs ---------------------------------------------------------
 
 
-def _dims(role: str) -> pl.Expr:
-    """The dims of a role's input as List(Int64) (empty for a scalar; null when the op has no such role)."""
-    entry = pl.col("_shapes").list.get(pl.col(f"pos_{role}"), null_on_oob=True)
-    return entry.str.split(",").list.eval(pl.element().cast(pl.Int64, strict=False)).list.drop_nulls()
-
-
-def _numel(dims: pl.Expr) -> pl.Expr:
-    return dims.list.eval(pl.element().product()).list.first().cast(pl.Float64)
-
-
-def _last(dims: pl.Expr, i: int) -> pl.Expr:
-    return dims.list.get(-i, null_on_oob=True).cast(pl.Float64)
-
-
-def _bpe(role: str) -> pl.Expr:
-    """Bytes per element of a role's input (null when its dtype is not a known tensor dtype)."""
-    dtype = pl.col("_types").list.get(pl.col(f"pos_{role}"), null_on_oob=True)
-    return dtype.replace_strict(DTYPE_BYTES, default=None, return_dtype=pl.Float64)
-
-
-def _concrete_ints(arg: str) -> pl.Expr:
-    """The integers of a concrete input given as a list ("[16, 16]") at position `arg` (one beyond
-    Int64 reads as null)."""
-    text = pl.col("_concrete").list.get(pl.col(arg), null_on_oob=True)
-    return text.str.extract_all(r"-?\d+").list.eval(pl.element().cast(pl.Int64, strict=False))
-
-
-def _tensor_numel(role: str) -> pl.Expr:
-    """Elements of an optional tensor input: 0 when it was passed as None (its `Input type` entry
-    is empty) or is not a tensor (a Scalar), where the product of its empty dims would say 1."""
-    return pl.when(_bpe(role).is_not_null()).then(_numel(_dims(role))).otherwise(0.0)
-
-
 def _transposed() -> pl.Expr:
     return pl.col("_concrete").list.get(pl.col("transposed_arg"), null_on_oob=True) == "True"
 
 
 def _gemm() -> tuple[pl.Expr, pl.Expr]:
-    a = _dims("a")
-    b_numel = pl.coalesce(_numel(_dims("b")), _numel(_dims("w")))
-    n = pl.coalesce(_last(_dims("b"), 1), _last(_dims("w"), 2))
-    k = _last(a, 1)
-    rows = _numel(a) / k  # M over every batch
-    bias_n = _tensor_numel("bias")
+    a = role_dims("a")
+    b_numel = pl.coalesce(numel(role_dims("b")), numel(role_dims("w")))
+    n = pl.coalesce(last_dim(role_dims("b"), 1), last_dim(role_dims("w"), 2))
+    k = last_dim(a, 1)
+    rows = numel(a) / k  # M over every batch
+    bias_n = tensor_numel("bias")
     flop = 2 * rows * n * k + pl.when(bias_n > 0).then(rows * n).otherwise(0)
-    data = (_numel(a) + b_numel + rows * n + bias_n) * _bpe("a")
+    data = (numel(a) + b_numel + rows * n + bias_n) * role_bpe("a")
     return flop, data
 
 
 def _sdpa(backward: bool) -> tuple[pl.Expr, pl.Expr]:
-    q, k, v = _dims("q"), _dims("k"), _dims("v")
-    rows = _numel(q) / _last(q, 1)  # B * H * Nq
-    n_kv = _last(k, 2)
+    q, k, v = role_dims("q"), role_dims("k"), role_dims("v")
+    rows = numel(q) / last_dim(q, 1)  # B * H * Nq
+    n_kv = last_dim(k, 2)
     causal = pl.col("_concrete").list.get(pl.col("causal_arg"), null_on_oob=True) == "True"
-    flop = 2 * rows * n_kv * (_last(q, 1) + _last(v, 1)) * pl.when(causal).then(0.5).otherwise(1.0)
-    elements = _numel(q) + _numel(k) + _numel(v) + rows * _last(v, 1)
+    flop = 2 * rows * n_kv * (last_dim(q, 1) + last_dim(v, 1)) * pl.when(causal).then(0.5).otherwise(1.0)
+    elements = numel(q) + numel(k) + numel(v) + rows * last_dim(v, 1)
     if backward:
-        return 2.5 * flop, 2 * elements * _bpe("q")
-    return flop, elements * _bpe("q")
+        return 2.5 * flop, 2 * elements * role_bpe("q")
+    return flop, elements * role_bpe("q")
 
 
 def _spatial(dims: pl.Expr, i: int) -> pl.Expr:
@@ -217,22 +174,22 @@ def _spatial(dims: pl.Expr, i: int) -> pl.Expr:
 
 
 def _conv(backward: bool) -> tuple[pl.Expr, pl.Expr]:
-    x, w = _dims("input"), _dims("weight")
+    x, w = role_dims("input"), role_dims("weight")
     kernel = pl.lit(1.0)
     for i in range(3):
         kernel = kernel * _spatial(w, i).fill_null(1.0)
     per_output = 2 * w.list.get(1, null_on_oob=True).cast(pl.Float64) * kernel  # FLOPs per output element
     counted = ~_transposed().fill_null(False)  # a transposed convolution: neither FLOPs nor bytes
     if backward:
-        out = _numel(_dims("grad_output"))
+        out = numel(role_dims("grad_output"))
         return (
             pl.when(counted).then(2 * out * per_output),
-            pl.when(counted).then((out + 2 * _numel(x) + 2 * _numel(w)) * _bpe("input")),
+            pl.when(counted).then((out + 2 * numel(x) + 2 * numel(w)) * role_bpe("input")),
         )
     stride, padding, dilation = (
-        _concrete_ints("stride_arg"),
-        _concrete_ints("padding_arg"),
-        _concrete_ints("dilation_arg"),
+        concrete_ints("stride_arg"),
+        concrete_ints("padding_arg"),
+        concrete_ints("dilation_arg"),
     )
     out = x.list.get(0, null_on_oob=True).cast(pl.Float64) * w.list.get(0, null_on_oob=True).cast(pl.Float64)
     for i in range(3):
@@ -243,13 +200,15 @@ def _conv(backward: bool) -> tuple[pl.Expr, pl.Expr]:
         d = dilation.list.get(i, null_on_oob=True).fill_null(1)
         o = ((size + 2 * p - d * (k - 1) - 1) // s + 1).cast(pl.Float64)
         out = out * pl.when(size.is_null()).then(1.0).otherwise(o)
-    return pl.when(counted).then(out * per_output), pl.when(counted).then((_numel(x) + _numel(w) + out) * _bpe("input"))
+    return pl.when(counted).then(out * per_output), pl.when(counted).then(
+        (numel(x) + numel(w) + out) * role_bpe("input")
+    )
 
 
 def _unary() -> tuple[pl.Expr, pl.Expr]:
-    src = pl.when(pl.col("pos_src").is_not_null()).then(_numel(_dims("src"))).otherwise(_numel(_dims("x")))
-    bpe_in = pl.coalesce(_bpe("src"), _bpe("x"))
-    bpe_out = pl.coalesce(_bpe("dst"), bpe_in)
+    src = pl.when(pl.col("pos_src").is_not_null()).then(numel(role_dims("src"))).otherwise(numel(role_dims("x")))
+    bpe_in = pl.coalesce(role_bpe("src"), role_bpe("x"))
+    bpe_out = pl.coalesce(role_bpe("dst"), bpe_in)
     return src, src * (bpe_in + bpe_out)
 
 
@@ -259,165 +218,22 @@ BROADCAST_DIMS = 8
 
 
 def _binary() -> tuple[pl.Expr, pl.Expr]:
-    x, y = _dims("x"), _dims("y")
+    x, y = role_dims("x"), role_dims("y")
     out = pl.lit(1.0)
     for i in range(1, BROADCAST_DIMS + 1):
-        out = out * pl.max_horizontal(_last(x, i).fill_null(1.0), _last(y, i).fill_null(1.0))
-    bpe_x = _bpe("x")
-    data = _numel(x) * bpe_x + (_numel(y) * _bpe("y")).fill_null(0.0) + out * bpe_x
+        out = out * pl.max_horizontal(last_dim(x, i).fill_null(1.0), last_dim(y, i).fill_null(1.0))
+    bpe_x = role_bpe("x")
+    data = numel(x) * bpe_x + (numel(y) * role_bpe("y")).fill_null(0.0) + out * bpe_x
     return out, data
 
 
 def _resize() -> tuple[pl.Expr, pl.Expr]:
-    x = _dims("x")
-    size = _concrete_ints("size_arg")
+    x = role_dims("x")
+    size = concrete_ints("size_arg")
     size_numel = size.list.eval(pl.element().product()).list.first().cast(pl.Float64)
     out = x.list.get(0, null_on_oob=True).cast(pl.Float64) * x.list.get(1, null_on_oob=True).cast(pl.Float64)
     out = pl.when(size.list.len() > 0).then(out * size_numel)
-    return out, (_numel(x) + out) * _bpe("x")
-
-
-def _concrete(arg: str) -> pl.Expr:
-    """The concrete input text at position `arg` (null when the rule gives none)."""
-    return pl.col("_concrete").list.get(pl.col(arg), null_on_oob=True)
-
-
-def _product(values: pl.Expr) -> pl.Expr:
-    return values.list.eval(pl.element().product()).list.first().cast(pl.Float64)
-
-
-#: The families of normalizations (their formulas: `_norm`, `_norm_bwd`, `_rms_norm`).
-NORM_FAMILIES = ("batch_norm", "group_norm", "layer_norm", "rms_norm")
-
-
-def _norm_terms(backward: bool) -> dict[str, pl.Expr]:
-    """N (input elements), C (the channels the statistics and affine parameters run over: dim 1
-    of a batch or group norm's input, over the groups in a group norm's backward, the product of
-    a layer or RMS norm's normalized_shape), affine (a weight was passed), bias (a batch or group
-    norm's with the weight; a layer norm's own bias, or its backward's output_mask[2]), training
-    (the call's training argument, else the rule's `training`), mask0 / mask1 (output_mask: the
-    input's and the weight's gradient wanted; true without a mask) and bpe (the input's bytes per
-    element, the output's taken the same)."""
-    family = pl.col("family").str.strip_suffix("_bwd")
-    x = _dims("x")
-    per_shape = _product(_concrete_ints("normalized_shape_arg"))
-    dim1 = x.list.get(1, null_on_oob=True).cast(pl.Float64)
-    groups = _concrete("groups_arg").cast(pl.Float64, strict=False)
-    channels = (
-        pl.when(family.is_in(["layer_norm", "rms_norm"]))
-        .then(per_shape)
-        .when(pl.col("groups_arg").is_not_null())
-        .then(dim1 / groups)
-        .otherwise(dim1)
-    )
-    mask = _concrete("output_mask_arg").str.extract_all(r"True|False")
-    mask_at = [(mask.list.get(i, null_on_oob=True) == "True").fill_null(True) for i in (0, 1, 2)]
-    affine = _bpe("weight").is_not_null()
-    layer_bias = mask_at[2] if backward else _bpe("bias").is_not_null()
-    flag = _concrete("training_arg")  # an overload may hold another value there: then unknown
-    training = pl.when(flag.is_in(["True", "False"])).then(flag == "True").otherwise(pl.col("training")).fill_null(True)
-    return {
-        "n": _numel(x),
-        "c": channels,
-        "affine": affine,
-        "bias": pl.when(family == "layer_norm").then(layer_bias).otherwise(affine),
-        "training": training,
-        "mask0": mask_at[0],
-        "mask1": mask_at[1],
-        "bpe": _bpe("x"),
-    }
-
-
-def _flag(condition: pl.Expr, value) -> pl.Expr:
-    return pl.when(condition).then(value).otherwise(0.0)
-
-
-#: Bytes of a layer norm's per-row statistics, mean and 1/std in fp32 (two values per row).
-_LAYER_STATS = 2 * 4
-
-
-def _is_layer_norm() -> pl.Expr:
-    return pl.col("family").str.strip_suffix("_bwd") == "layer_norm"
-
-
-def _norm() -> tuple[pl.Expr, pl.Expr]:
-    """Batch, group and layer norm forward: FLOPs 6·C (the per-channel scale and shift) + 3·N
-    (mean and variance, when training) + 2·N (normalize, scale and shift); bytes: the input read
-    and output written, C values each for the weight and bias (when passed), and the statistics:
-    a batch or group norm's C-sized mean and variance (and running statistics written when
-    training), a layer norm's mean and 1/std per row (N / C rows, fp32)."""
-    t = _norm_terms(backward=False)
-    flop = 6 * t["c"] + _flag(t["training"], 3 * t["n"]) + 2 * t["n"]
-    params = _flag(t["affine"], 1.0) + _flag(t["affine"] & t["bias"], 1.0)
-    channel_stats = (2 + params + _flag(t["training"], 2.0)) * t["c"] * t["bpe"]
-    row_stats = params * t["c"] * t["bpe"] + _LAYER_STATS * t["n"] / t["c"]
-    stats = pl.when(_is_layer_norm()).then(row_stats).otherwise(channel_stats)
-    return flop, 2 * t["n"] * t["bpe"] + stats
-
-
-def _norm_bwd() -> tuple[pl.Expr, pl.Expr]:
-    """Their backward: FLOPs 4·N (the dot products) + 5·N (the input's gradient from batch
-    statistics) or, without that gradient, 2·N, + 3·C (1/std, without training); bytes: the
-    output's gradient, the input (twice for the batch-statistics gradient), the statistics read
-    (a batch or group norm's C-sized 1/std when training, a layer norm's per-row mean and 1/std),
-    the weight, and the weight's and bias's gradients when training."""
-    t = _norm_terms(backward=True)
-    n, c = t["n"], t["c"]
-    flop = _flag(~t["training"], 3 * c) + 4 * n + _flag(t["mask0"] & t["training"], 5 * n) + _flag(~t["mask0"], 2 * n)
-    inputs = n + n * pl.when(t["mask0"] & t["training"]).then(2.0).otherwise(1.0)
-    params = _flag(t["affine"], c + _flag(t["training"], c * pl.when(t["bias"]).then(2.0).otherwise(1.0)))
-    stats = pl.when(_is_layer_norm()).then(_LAYER_STATS * n / c).otherwise(_flag(t["training"], c) * t["bpe"])
-    return flop, (inputs + params) * t["bpe"] + stats
-
-
-def _rms_norm(backward: bool) -> tuple[pl.Expr, pl.Expr]:
-    """RMS norm forward: FLOPs (N / C)·(2·C + 2) (the root mean square per row) + N (scale) + N
-    (the weight); bytes: input and output, and the weight. Backward: FLOPs N (x̂) + N (the weight)
-    + 6·N (the input's gradient) + N (the weight's gradient) + N (its sum over rows, when more
-    than one); bytes: the output's gradient, the input twice, the weight and its gradient."""
-    t = _norm_terms(backward)
-    n, c = t["n"], t["c"]
-    if not backward:
-        flop = n / c * (2 * c + 2) + n + _flag(t["affine"], n)
-        return flop, (2 * n + _flag(t["affine"], c)) * t["bpe"]
-    weight_grad = _flag(t["mask1"] & t["affine"], n + _flag(n / c > 1, n))
-    flop = _flag(t["affine"], n) + n + _flag(t["mask0"], 6 * n) + weight_grad
-    return flop, (3 * n + _flag(t["affine"], 2 * c)) * t["bpe"]
-
-
-#: Input dims a reduction's output count is worked out over (a tensor of more dims reduces exactly
-#: over the first this many).
-REDUCE_DIMS = 8
-
-
-def _reduce(scan: bool) -> tuple[pl.Expr, pl.Expr]:
-    """A reduction (sum, mean, max, min, norms, std, var, logsumexp, amax, amin): one FLOP per
-    input element; bytes: the input and the output, whose elements are the input's over the
-    reduced dims' sizes (the `dim` argument, negative dims from the end; none or [] reduces all
-    dims). A scan (cumsum, cumprod) writes as many elements as it reads. A max or min of two
-    tensors is elementwise, not a reduction: not counted."""
-    x = _dims("x")
-    n_in = _numel(x)
-    if scan:
-        return n_in, 2 * n_in * _bpe("x")
-    text = _concrete("dim_arg")
-    # a list of dims ("[-1]"), or one integer where the op takes one (max, min); anything else at
-    # that position (an overload's dtype) is not a dim: every dim is reduced
-    is_dim = text.str.starts_with("[") | (pl.col("dim_scalar").fill_null(False) & text.str.contains(r"^-?\d+$"))
-    dims = pl.when(is_dim).then(_concrete_ints("dim_arg"))
-    ndim = x.list.len().cast(pl.Int64)
-    all_dims = dims.is_null() | (dims.list.len() == 0)
-    reduced = pl.lit(1.0)
-    for i in range(REDUCE_DIMS):
-        hit = dims.list.contains(i) | dims.list.contains(pl.lit(i) - ndim)
-        size = x.list.get(i, null_on_oob=True).cast(pl.Float64)
-        reduced = reduced * pl.when(hit & size.is_not_null()).then(size).otherwise(1.0)
-    n_out = pl.when(all_dims).then(1.0).otherwise(n_in / reduced)
-    elementwise = _bpe("y").is_not_null()
-    return (
-        pl.when(~elementwise).then(n_in),
-        pl.when(~elementwise).then((n_in + n_out) * _bpe("x")),
-    )
+    return out, (numel(x) + out) * role_bpe("x")
 
 
 def family_formulas() -> dict[str, tuple[pl.Expr, pl.Expr]]:
@@ -506,10 +322,10 @@ def device_op_exprs() -> tuple[pl.Expr, pl.Expr, pl.Expr]:
         _entry_dims("input_shapes", 0),
         _entry_dims("input_shapes", 1),
     )
-    out = _numel(out_dims)
-    a, b = _numel(a_dims), _numel(b_dims)
-    bias = pl.when(_ascend_bpe(2).is_not_null()).then(_numel(_entry_dims("input_shapes", 2))).otherwise(0.0)
-    k = a * _last(out_dims, 1) / out
+    out = numel(out_dims)
+    a, b = numel(a_dims), numel(b_dims)
+    bias = pl.when(_ascend_bpe(2).is_not_null()).then(numel(_entry_dims("input_shapes", 2))).otherwise(0.0)
+    k = a * last_dim(out_dims, 1) / out
     bpe0 = _ascend_bpe(0)
     family = pl.col("family")
     flop = (
