@@ -28,7 +28,7 @@ from traceview.dashboards.overview_tables import (
 from traceview.dashboards.query import parse_filters, parse_query
 from traceview.dashboards.state import DashboardState
 from traceview.safe_text import one_line
-from traceview.summary import finding_heading, headline_lines
+from traceview.summary import expected_value_text, finding_heading, headline_lines
 
 __all__ = ["FONT", "GRAPH_CONFIG", "OUTPUTS", "TABLE_TOP", "kernel_rows", "overview_layout", "update_overview"]
 
@@ -257,19 +257,14 @@ def _expected(summary: dict) -> html.Div:
     if not doc:
         return html.Div(id="expected")
 
-    def shown(row: dict, key: str) -> str:
-        value, unit = row[key], row["unit"]
-        if value is None:
-            return "-"
-        if unit == "frac":
-            return f"{value * 100:.1f} %"
-        return f"{value / 1e12:,.3f} TFLOP" if unit == "flop" else f"{value / 1000:,.3f} ms"
-
     head = ["term", "expected", "measured", "measured - expected", "what it is"]
     body = [
         html.Tr(
             [html.Td(r["term"])]
-            + [html.Td(shown(r, k), style={"textAlign": "right"}) for k in ("expected", "measured", "difference")]
+            + [
+                html.Td(expected_value_text(r[k], r["unit"]), style={"textAlign": "right"})
+                for k in ("expected", "measured", "difference")
+            ]
             + [html.Td(r["definition"], style={"color": MUTED})]
         )
         for r in doc["terms"]

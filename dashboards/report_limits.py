@@ -6,6 +6,7 @@ and returns report blocks (`html_page`)."""
 from __future__ import annotations
 
 from traceview.dashboards.html_page import Page, fmt_ms, fmt_pct, items, table, text
+from traceview.summary import expected_value_text
 
 
 def roofline_section(page: Page, trace, summary: dict) -> list[dict]:
@@ -93,18 +94,10 @@ def expected_section(summary: dict) -> list[dict]:
     """The analytical model's terms beside the measured ones (the summary's "expected"; docs/roofline.md)."""
     doc = summary["expected"]
 
-    def shown(row: dict, key: str) -> str:
-        value, unit = row[key], row["unit"]
-        if value is None:
-            return "-"
-        if unit == "frac":
-            return f"{value * 100:.1f} %"
-        return f"{value / 1e12:,.3f} TFLOP" if unit == "flop" else f"{fmt_ms(value)} ms"
-
     rows = [
         {
             "term": r["term"],
-            **{k: shown(r, k) for k in ("expected", "measured", "difference")},
+            **{k: expected_value_text(r[k], r["unit"]) for k in ("expected", "measured", "difference")},
             "definition": r["definition"],
         }
         for r in doc["terms"]

@@ -320,6 +320,16 @@ def _with_traced(rows: pl.DataFrame, traced: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def expected_value_text(value: float | None, unit: str) -> str:
+    """A term of the analytical model (`Trace.expected`) in words, the same in every view: µs as
+    ms (3 decimals), FLOPs as TFLOP, shares in %; "-" for none."""
+    if value is None:
+        return "-"
+    if unit == "frac":
+        return f"{value * 100:.1f} %"
+    return f"{value / 1e12:,.3f} TFLOP" if unit == "flop" else f"{value / 1000:,.3f} ms"
+
+
 def _expected(trace, config) -> dict:
     """The analytical model's section: its configuration, verdict and terms."""
     import dataclasses

@@ -12,6 +12,7 @@ from traceview.analysis.model_config import model_config
 from traceview.cli.text import bullet_list, table
 from traceview.errors import TraceError
 from traceview.safe_text import json_text, one_line, one_line_strings
+from traceview.summary import expected_value_text
 from traceview.trace import Trace
 
 COLUMNS = [
@@ -124,20 +125,12 @@ def _model(trace: Trace, config, rules) -> tuple[pl.DataFrame, pl.DataFrame] | N
 def expected_text(line: str, terms: list[dict]) -> str:
     """The analytical model as text: its verdict `line`, then the `terms` (rows of
     `Trace.expected`) in ms (FLOPs in TFLOP, the roofline share in %)."""
-    scale = {"us": (1e-3, " ms", 2), "flop": (1e-12, " TFLOP", 3), "frac": (100.0, " %", 1)}
-
-    def shown(value, unit: str) -> str | None:
-        if value is None:
-            return None
-        factor, suffix, digits = scale[unit]
-        return f"{value * factor:,.{digits}f}{suffix}"
-
     rows = [
         {
             "term": r["term"],
-            "expected": shown(r["expected"], r["unit"]),
-            "measured": shown(r["measured"], r["unit"]),
-            "difference": shown(r["difference"], r["unit"]),
+            "expected": expected_value_text(r["expected"], r["unit"]),
+            "measured": expected_value_text(r["measured"], r["unit"]),
+            "difference": expected_value_text(r["difference"], r["unit"]),
             "definition": r["definition"],
         }
         for r in terms
