@@ -81,8 +81,9 @@ def unaligned_gemm_facts(
     roofline: pl.DataFrame | None, per: pl.DataFrame, alignment: int = GEMM_ALIGNMENT
 ) -> pl.DataFrame:
     """Per rank, of its GEMM operator rows (analysis.roofline.op_roofline over the measured
-    steps, family gemm or Ascend's matmul, with a roofline): gemm_aligned_roofline_frac and gemm_unaligned_roofline_frac = Σ expected time / Σ
-    device time of the rows whose M, N and K are (are not) all multiples of `alignment`
+    steps, family gemm or Ascend's matmul, with a roofline): gemm_aligned_roofline_frac and
+    gemm_unaligned_roofline_frac = Σ expected time / Σ device time (null without such rows or
+    device time) of the rows whose M, N and K are (are not) all multiples of `alignment`
     (`gemm_dims`), and gemm_unaligned_cost_ms = what the unaligned ones would save per step at the
     aligned ones' share: max(0, Σ device − Σ expected / gemm_aligned_roofline_frac) / steps, ms
     (null without both kinds)."""
@@ -104,7 +105,8 @@ def unaligned_gemm_facts(
 
     def share(flag: bool) -> pl.Expr:
         on = pl.col("gemm_aligned") == flag
-        return pl.col("expected_us").filter(on).sum() / pl.col("device_time_us").filter(on).sum()
+        device = pl.col("device_time_us").filter(on).sum()
+        return pl.when(device > 0).then(pl.col("expected_us").filter(on).sum() / device)
 
     sums = rows.group_by("rank").agg(
         share(True).alias("gemm_aligned_roofline_frac"),
@@ -113,14 +115,16 @@ def unaligned_gemm_facts(
         pl.col("expected_us").filter(~pl.col("gemm_aligned")).sum().alias("_expected"),
     )
     cost = (pl.col("_device") - pl.col("_expected") / pl.col("gemm_aligned_roofline_frac")).clip(lower_bound=0)
-    both = pl.col("gemm_aligned_roofline_frac").is_finite() & pl.col("gemm_unaligned_roofline_frac").is_finite()
+    both = pl.col("gemm_aligned_roofline_frac").is_not_null() & pl.col("gemm_unaligned_roofline_frac").is_not_null()
     return (
         sums.join(per.select("rank", "steps"), on="rank")
         .select(
             "rank",
-            pl.col("gemm_aligned_roofline_frac").fill_nan(None),
-            pl.col("gemm_unaligned_roofline_frac").fill_nan(None),
-            pl.when(both).then(cost / pl.col("steps") / 1000).alias("gemm_unaligned_cost_ms"),
+            "gemm_aligned_roofline_frac",
+            "gemm_unaligned_roofline_frac",
+            pl.when(both & (pl.col("gemm_aligned_roofline_frac") > 0))
+            .then(cost / pl.col("steps") / 1000)
+            .alias("gemm_unaligned_cost_ms"),
         )
         .cast(schema)
     )
