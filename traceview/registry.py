@@ -435,7 +435,7 @@ _ROWS = [
     ),
     Analysis(
         "expected",
-        lambda t, config, rules: reads.expected_terms(t, config, rules),
+        lambda t, config, rules: reads.model_beside_measured(t, config, rules),
         "traceview.analysis.expected",
         defaults={"config": None, "rules": None},
         keys=("term",),

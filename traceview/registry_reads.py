@@ -30,7 +30,9 @@ def expected_ops(t, config, rules) -> tuple[pl.DataFrame, dict | None]:
     return expected.expected_ops(config, limits), limits
 
 
-def expected_terms(t, config, rules) -> pl.DataFrame:
+def model_beside_measured(t, config, rules) -> pl.DataFrame:
+    """The analytical model's step terms for `config` beside the busiest rank's measured ones
+    (`expected.expected_vs_measured`; an empty frame without a config)."""
     ops, limits = expected_ops(t, config, rules)
     if limits is None:
         return pl.DataFrame(schema=expected.TERMS_SCHEMA)
