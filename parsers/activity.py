@@ -21,7 +21,7 @@ import polars as pl
 
 from traceview.errors import Warnings
 from traceview.parsers import steps
-from traceview.parsers.base import ParsedRank
+from traceview.parsers.base import ParsedRank, drop_bad_times
 
 #: An annotation range naming a step (case-insensitive): its number is the step.
 STEP_RANGE = r"(?i)^\s*(?:ProfilerStep#|step[\s_#:-]*|iteration[\s_#:-]*|iter[\s_#:-]*)(\d+)\s*$"
@@ -44,13 +44,16 @@ def task_columns(frame: pl.DataFrame, kind: pl.Expr, name: pl.Expr, grid: pl.Exp
     )
 
 
-def _timed(frames: list[pl.DataFrame]) -> pl.DataFrame | None:
+def _timed(frames: list[pl.DataFrame], what: str, warn: Warnings) -> pl.DataFrame | None:
+    """The frames as one, sorted by start, with dur_ns; rows without usable times dropped and
+    counted (`base.drop_bad_times`); None when nothing is left."""
     if not frames:
         return None
-    return (
-        pl.concat(frames, how="vertical_relaxed")
-        .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
-        .sort("start_ns", maintain_order=True)
+    timed = drop_bad_times(pl.concat(frames, how="vertical_relaxed"), what, warn)
+    if timed.is_empty():
+        return None
+    return timed.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns")).sort(
+        "start_ns", maintain_order=True
     )
 
 
@@ -67,8 +70,8 @@ def activity_rank(
     with `extra` canonical frames as they are (memory_events, ...); `no_device` is the warning
     given when there is no device task. `meta` gets `device_type` ("gpu" when there are device
     tasks) unless it names one."""
-    device_tasks = _timed([t.cast({"bytes": pl.Int64}) for t in tasks if t.height])
-    host_events = _timed([h for h in host if h.height])
+    device_tasks = _timed([t.cast({"bytes": pl.Int64}) for t in tasks if t.height], "device tasks", warn)
+    host_events = _timed([h for h in host if h.height], "host events", warn)
     frames = dict(extra or {})
     if device_tasks is not None:
         frames["device_tasks"] = device_tasks

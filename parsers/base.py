@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from traceview import schema
+from traceview.errors import Warnings
 from traceview.safe_text import path_text
 
 #: Canonical collective of a communication task, from its "Collective name" (Kineto args) or, when
@@ -124,8 +125,11 @@ class ParsedRank:
             if "rank" not in df.columns or df["rank"].null_count() == df.height:
                 df = df.with_columns(pl.lit(rank, dtype=pl.Int64).alias("rank"))
             out[table] = schema.conform(df, table)
+        net = Warnings(meta.get("source") or "")
+        for table, what in TIMED_TABLES.items():
+            out[table] = drop_bad_times(out[table], what, net)
         tasks, copies = drop_duplicate_tasks(out["device_tasks"])
-        warnings = list(warnings)
+        warnings = list(warnings) + net.messages()
         if copies:
             warnings.append(f"{meta.get('source')}: {copies:,} {DUPLICATE_TASKS}")
         out["device_tasks"] = tasks
@@ -183,6 +187,41 @@ class RankGroup:
 #: row); counting both would double its time in every sum.
 DUPLICATE_KEY = ("device", "stream", "kind", "name", "start_ns", "end_ns", "correlation")
 DUPLICATE_TASKS = "exact duplicate device tasks (same name, stream, start and end) dropped"
+
+
+#: A time beyond this many ns from its clock's zero (about 146 years) is no real time: the
+#: difference of two such times (a span, a duration) would overflow Int64 and wrap around.
+TIME_BOUND_NS = 1 << 62
+#: What each timed table's rows are called in warnings.
+TIMED_TABLES = {"device_tasks": "device tasks", "host_events": "host events"}
+
+
+def bad_time_warnings(what: str) -> tuple[str, str, str]:
+    """The three warnings (missing time, end before start, time out of range) for rows called `what`."""
+    return (
+        f"{what} with a missing start or end time dropped",
+        f"{what} with an end before their start (a negative duration) dropped",
+        f"{what} with a time beyond ±2**62 ns (146 years from the clock's zero) dropped",
+    )
+
+
+def drop_bad_times(df: pl.DataFrame, what: str, warn: Warnings) -> pl.DataFrame:
+    """`df` (start_ns, end_ns) without the rows no number can use, each kind counted in `warn`
+    (`bad_time_warnings`): a null start or end, an end before the start, a time whose magnitude
+    reaches TIME_BOUND_NS. Every reader calls it on its device tasks and host events before their
+    steps are built, and `ParsedRank.build` again on what it is given (any reader)."""
+    if df.is_empty() or not {"start_ns", "end_ns"} <= set(df.columns):
+        return df
+    start, end = pl.col("start_ns"), pl.col("end_ns")
+    missing = start.is_null() | end.is_null()
+    huge = ~missing & ((start.abs() >= TIME_BOUND_NS) | (end.abs() >= TIME_BOUND_NS))
+    negative = ~missing & ~huge & (end < start)
+    counts = df.select(missing.sum().alias("m"), negative.sum().alias("n"), huge.sum().alias("h")).row(0)
+    if not any(counts):
+        return df
+    for message, n in zip(bad_time_warnings(what), counts):
+        warn.add(message, n)
+    return df.filter(~(missing | huge | negative))
 
 
 #: Tables whose `name` is shown to people (text, HTML, CSV): NUL characters there are replaced.

@@ -52,7 +52,7 @@ from traceview.parsers.ascend.reference import (
 )
 from traceview.parsers.ascend.steps import build_steps, empty_host_steps, fill_steps
 from traceview.parsers.ascend.trace_view import attach_trace_tasks, read_trace_view, trace_events_frame
-from traceview.parsers.base import ParsedRank
+from traceview.parsers.base import ParsedRank, drop_bad_times
 from traceview.parsers.detect import is_ascend_rank_dir
 from traceview.parsers.jsonio import gc_paused
 
@@ -65,11 +65,12 @@ def parse_msprof_db(path: Path) -> ParsedRank:
     warnings = Warnings(path)
     with gc_paused():
         db = read_profiler_db(path, warnings)
-        frames = {"host_events": db["host_events"]}
+        frames = {"host_events": drop_bad_times(db["host_events"], "host events", warnings)}
         for table in ("memory_events", "memory_allocations"):
             if db[table] is not None:
                 frames[table] = db[table]
-        tasks, step_rule = fill_steps(db["tasks"], db["host_steps"], "correlation", warnings)
+        tasks = drop_bad_times(db["tasks"], "device tasks", warnings)
+        tasks, step_rule = fill_steps(tasks, db["host_steps"], "correlation", warnings)
         frames["device_tasks"] = tasks.drop("launch_ns", strict=False)
         frames["steps"] = build_steps(db["host_steps"], tasks, step_rule)
         overlap = read_overlap_analysis(path, warnings)
@@ -120,6 +121,9 @@ def _parse(path: Path) -> ParsedRank:
             if db[table] is not None:
                 frames[table] = db[table]
 
+    tasks = drop_bad_times(tasks, "device tasks", warnings)
+    if "host_events" in frames:
+        frames["host_events"] = drop_bad_times(frames["host_events"], "host events", warnings)
     tasks, step_rule = fill_steps(tasks, host_steps, rule, warnings)
     frames["device_tasks"] = tasks.drop("launch_ns", strict=False)
     frames["steps"] = build_steps(host_steps, tasks, step_rule)
