@@ -16,7 +16,7 @@ import threading
 
 import polars as pl
 
-from traceview.analysis import memory
+from traceview.analysis import gaps, memory
 from traceview.analysis import timeline as tl
 from traceview.analysis import timeline_tracks as tt
 
@@ -194,17 +194,7 @@ def memory_span(trace, lanes: pl.DataFrame) -> tuple[int, int] | None:
 
 
 def device_items(trace) -> pl.DataFrame:
-    tasks = trace.classified_tasks()
-    launches = trace.launch_calls()
-    if launches.height and "correlation" in tasks.columns:
-        tasks = tasks.join(
-            launches.select("rank", "correlation", "launch_end_ns"),
-            on=["rank", "correlation"],
-            how="left",
-            maintain_order="left",
-        ).with_columns((pl.col("start_ns") - pl.col("launch_end_ns")).alias("launch_delay_ns"))
-    else:
-        tasks = tasks.with_columns(pl.lit(None, pl.Int64).alias("launch_delay_ns"))
+    tasks = gaps.with_launch_delay(trace.classified_tasks(), trace.launch_calls())
     roles = tt.stream_roles(tasks)
     tasks = tasks.join(roles, on=["rank", "stream"], how="left", nulls_equal=True)
     label = (

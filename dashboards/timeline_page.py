@@ -18,6 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
+from traceview.analysis import gaps
 from traceview.analysis import timeline as tl
 from traceview.dashboards.colors import class_color
 from traceview.safe_text import one_line
@@ -86,18 +87,9 @@ class TimelineData:
     @classmethod
     def from_trace(cls, trace) -> TimelineData:
         """The device tasks, classified, with launch_delay_ns = task start − its launch call's end
-        (null without a launch call; see `traceview.analysis.gaps.launch_delays`)."""
-        tasks = trace.classified_tasks()
+        (null without a launch call or for a synchronous call: `gaps.with_launch_delay`)."""
         launches = trace.launch_calls() if hasattr(trace, "launch_calls") else None
-        if launches is not None and launches.height and "correlation" in tasks.columns:
-            tasks = tasks.join(
-                launches.select("rank", "correlation", "launch_end_ns"),
-                on=["rank", "correlation"],
-                how="left",
-                maintain_order="left",
-            )
-            tasks = tasks.with_columns((pl.col("start_ns") - pl.col("launch_end_ns")).alias("launch_delay_ns"))
-        return cls(tasks, trace.steps)
+        return cls(gaps.with_launch_delay(trace.classified_tasks(), launches), trace.steps)
 
     # ---- windows ----
 

@@ -253,6 +253,96 @@ def test_launch_delay_stats_without_launches():
     assert (stats["tasks"], stats["count"], stats["p50_us"], stats["max_us"]) == (1, 0, None, None)
 
 
+SYNC = ("^cudaMemcpy(?:_v\\d+)?$",)
+
+
+def test_synchronous_copies_are_left_out_of_launch_delays_and_counted():
+    """A synchronous cudaMemcpy returns once its copy is done: task start - call end is minus the
+    copy's length. It is no launch delay: left out of the distribution, counted apart (issue 30);
+    the per-task delay of such a task is null (the timeline's tooltip)."""
+    tasks = _tasks(
+        [
+            {"start": 100_000, "end": 110_000, "corr": 1},
+            {"kind": "memcpy", "start": 120_000, "end": 300_000, "corr": 2},
+            {"start": 310_000, "end": 320_000, "corr": 3},
+        ]
+    )
+    host = _host(
+        [
+            {"start": 90_000, "end": 95_000, "corr": 1},
+            {"start": 115_000, "end": 301_000, "corr": 2, "name": "cudaMemcpy"},
+            {"start": 115_000, "end": 300_900, "corr": 2, "name": "cudaMemcpy_v3020"},
+            {"start": 302_000, "end": 305_000, "corr": 3},
+        ]
+    )
+    launches = gaps.launch_calls(host, SYNC)
+    assert dict(zip(launches["correlation"], launches["synchronous"])) == {1: False, 2: True, 3: False}
+    stats = gaps.launch_delay_stats(tasks, host, launches).row(0, named=True)
+    assert (stats["tasks"], stats["count"], stats["synchronous"]) == (3, 2, 1)
+    assert (stats["p50_us"], stats["max_us"]) == (pytest.approx(5.0), 5.0)
+    assert gaps.launch_delay_stats(tasks, host, synchronous=SYNC).row(0) == tuple(stats.values())
+    assert gaps.launch_delays(tasks, host, synchronous=SYNC)["correlation"].to_list() == [1, 3]
+    delays = gaps.with_launch_delay(tasks, launches)["launch_delay_ns"].to_list()
+    assert delays == [5_000, None, 5_000]
+    # without the rule the copy's -181 µs is in the distribution
+    assert gaps.launch_delay_stats(tasks, host).row(0, named=True)["max_us"] == 5.0
+    assert gaps.launch_delay_stats(tasks, host)["count"].item() == 3
+
+
+def test_a_real_nsight_export_of_synchronous_copies(tmp_path):
+    """pipit's MPI+CUDA saxpy export (tests/data/nsys): 15 synchronous cudaMemcpy and 5 kernel
+    launches. The launch delay was -18,468 µs at p50 (the copies' own length); now it is over the
+    5 asynchronous launches only, each recounted here from the export's own tables."""
+    import gzip
+    import shutil
+    import sqlite3
+
+    from tests.conftest import DATA
+
+    path = tmp_path / "saxpy.sqlite"
+    with gzip.open(DATA / "nsys" / "saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz") as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    stats = tv.load(path, use_cache=False).launch_delays().row(0, named=True)
+    db = sqlite3.connect(path)
+    delays = [
+        (k_start - r_end) / 1000
+        for k_start, r_end in db.execute(
+            'SELECT k.start, MAX(r."end") FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r '
+            "USING (correlationId) GROUP BY k.correlationId"
+        )
+    ]
+    (copies,) = db.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY").fetchone()
+    assert (stats["count"], stats["synchronous"]) == (len(delays), copies) == (5, 15)
+    assert stats["p50_us"] == pytest.approx(statistics.median(delays)) and stats["p50_us"] > 0
+    assert stats["mean_us"] == pytest.approx(statistics.mean(delays))
+
+
+@needs_shared
+def test_launch_delay_mean_follows_htas_rule_on_the_param_linear_trace():
+    """HTA's kernel launch statistics: the GPU events whose correlation id is that of a
+    cudaLaunchKernel, cudaMemcpyAsync or cudaMemsetAsync call, delay = GPU start - (call ts +
+    dur). Recounted from the raw JSON: traceview's mean and count equal it."""
+    import gzip
+
+    rel = "param/et_replay/tests/inputs/linear_kineto.json.gz"
+    events = json.loads(gzip.decompress((SHARED_TRACES / rel).read_bytes()))["traceEvents"]
+    calls = {
+        e["args"]["correlation"]: e["ts"] + e["dur"]
+        for e in events
+        if e.get("ph") == "X" and e.get("name") in ("cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync")
+    }
+    delays = [
+        e["ts"] - calls[e["args"]["correlation"]]
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+        and e.get("args", {}).get("correlation") in calls
+    ]
+    stats = tv.load(SHARED_TRACES / rel, use_cache=False).launch_delays().row(0, named=True)
+    assert stats["count"] == len(delays) == 10_356
+    assert stats["mean_us"] == pytest.approx(statistics.mean(delays), abs=1e-6)
+
+
 # ---------------------------------------------------------------------------------------------
 # step_times
 

@@ -313,10 +313,12 @@ _ROWS = [
     ),
     Analysis(
         "launch_calls",
-        lambda t: gaps.launch_calls(t.host_events),
+        lambda t, rules: gaps.launch_calls(t.host_events, iteration.load_host_rules(rules).synchronous),
         "traceview.analysis.gaps",
         "rank",
+        {"rules": None},
         keys=("rank", "correlation"),
+        rule_params={"rules": "phases"},
     ),
     Analysis(
         "stream_idle",
@@ -330,9 +332,11 @@ _ROWS = [
     ),
     Analysis(
         "launch_delays",
-        lambda t: gaps.launch_delay_stats(t.device_tasks, t.host_events, t.run("launch_calls")),
+        lambda t, rules: gaps.launch_delay_stats(t.device_tasks, t.host_events, t.run("launch_calls", rules=rules)),
         "traceview.analysis.gaps",
         "rank",
+        {"rules": None},
+        rule_params={"rules": "phases"},
     ),
     Analysis(
         "long_steps",

@@ -273,7 +273,9 @@ class Trace:
         return self.run("op_calls")
 
     def launch_delays(self) -> pl.DataFrame:
-        """Per rank: launch delay (task start − launch call end) statistics, µs."""
+        """Per rank: launch delay (task start − launch call end) statistics, µs, over the tasks of
+        asynchronous launch calls; `synchronous` counts the tasks of synchronous calls (a
+        `cudaMemcpy` returns once its copy is done), left out."""
         return self.run("launch_delays")
 
     def long_steps(self, factor: float = 1.2) -> pl.DataFrame:

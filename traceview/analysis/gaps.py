@@ -45,19 +45,27 @@ def _us(expr: pl.Expr) -> pl.Expr:
     return expr.cast(pl.Float64) / 1000.0
 
 
-def launch_calls(host_events: pl.DataFrame) -> pl.DataFrame:
+def launch_calls(host_events: pl.DataFrame, synchronous: tuple[str, ...] = ()) -> pl.DataFrame:
     """Launch call of each correlation id, per rank.
 
-    Returns rank, correlation, launch_start_ns, launch_end_ns: over the host events of kind
-    `runtime` with that (rank, correlation), the earliest start and the latest end (ns).
+    Returns rank, correlation, launch_start_ns, launch_end_ns, synchronous: over the host events
+    of kind `runtime` with that (rank, correlation), the earliest start and the latest end (ns),
+    and whether one of them is a synchronous call (its name matches one of the regexes
+    `synchronous`, `phases.toml` [[synchronous]]: a call that returns once the device work it
+    issued has finished, e.g. `cudaMemcpy`; its tasks have no launch delay to speak of).
     """
-    return (
-        host_events.filter((pl.col("kind") == "runtime") & pl.col("correlation").is_not_null())
-        .group_by("rank", "correlation")
-        .agg(
-            pl.col("start_ns").min().alias("launch_start_ns"),
-            pl.col("end_ns").max().alias("launch_end_ns"),
-        )
+    runtime = host_events.filter((pl.col("kind") == "runtime") & pl.col("correlation").is_not_null())
+    if synchronous and runtime.height:
+        pattern = "|".join(f"(?:{p})" for p in synchronous)
+        names = runtime.select(pl.col("name").unique().drop_nulls())
+        sync_names = names.filter(pl.col("name").str.contains(pattern))["name"]
+        is_sync = pl.col("name").is_in(sync_names.implode()).any()
+    else:
+        is_sync = pl.lit(False)
+    return runtime.group_by("rank", "correlation").agg(
+        pl.col("start_ns").min().alias("launch_start_ns"),
+        pl.col("end_ns").max().alias("launch_end_ns"),
+        is_sync.alias("synchronous"),
     )
 
 
@@ -69,7 +77,26 @@ def _with_launch(
     `launches`: `launch_calls(host_events)` when the caller already has it (computed otherwise)."""
     if launches is None:
         launches = launch_calls(host_events)
+    launches = launches.select("rank", "correlation", "launch_start_ns", "launch_end_ns")
     return device_tasks.join(launches, on=["rank", "correlation"], how=how, maintain_order="left")
+
+
+def with_launch_delay(tasks: pl.DataFrame, launches: pl.DataFrame | None) -> pl.DataFrame:
+    """`tasks` (rank, correlation, start_ns, ...) with launch_delay_ns = task start − its launch
+    call's end (ns), null without a launch call and for the tasks of a synchronous call (whose
+    call lasts as long as the copy: `launch_calls`); the per-task value behind `launch_delays`."""
+    if launches is None or not launches.height or "correlation" not in tasks.columns:
+        return tasks.with_columns(pl.lit(None, pl.Int64).alias("launch_delay_ns"))
+    ends = launches.select(
+        "rank",
+        "correlation",
+        pl.when(pl.col("synchronous")).then(None).otherwise(pl.col("launch_end_ns")).alias("_launch_end"),
+    )
+    return (
+        tasks.join(ends, on=["rank", "correlation"], how="left", maintain_order="left")
+        .with_columns((pl.col("start_ns") - pl.col("_launch_end")).alias("launch_delay_ns"))
+        .drop("_launch_end")
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -292,26 +319,44 @@ def _first_of_each_launch(tasks: pl.DataFrame) -> pl.DataFrame:
     return tasks.filter(pl.col("correlation").is_null() | first)
 
 
+def _asynchronous(tasks: pl.DataFrame, launches: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(tasks not launched by a synchronous call, per rank the count of those that were)."""
+    sync = launches.filter(pl.col("synchronous")).select("rank", "correlation")
+    counts = (
+        tasks.join(sync, on=["rank", "correlation"], how="semi")
+        .group_by("rank")
+        .agg(pl.len().cast(pl.Int64).alias("synchronous"))
+    )
+    return tasks.join(sync, on=["rank", "correlation"], how="anti", maintain_order="left"), counts
+
+
 def launch_delays(
-    device_tasks: pl.DataFrame, host_events: pl.DataFrame, launches: pl.DataFrame | None = None
+    device_tasks: pl.DataFrame,
+    host_events: pl.DataFrame,
+    launches: pl.DataFrame | None = None,
+    synchronous: tuple[str, ...] = (),
 ) -> pl.DataFrame:
-    """Launch delay of every device task that has a launch call.
+    """Launch delay of every device task that has an asynchronous launch call.
 
     launch_delay_us = task start − launch call end (µs); negative when the task started before
     the launch call returned (common for a short kernel on an idle device). launch_us = the
     launch call's duration (µs). Tasks without a launch call (see the module docstring) are left
     out, and so are all but the first task of a launch call that launched several (a CUDA/HIP
-    graph replay: its later kernels wait for the graph's own earlier ones, not for the host).
+    graph replay: its later kernels wait for the graph's own earlier ones, not for the host), and
+    the tasks of synchronous calls (`launch_calls`' synchronous column; `synchronous` gives its
+    regexes when `launches` is not given): such a call returns when its copy has finished, so
+    its "delay" is minus the copy's length, no delay at all (`launch_delay_stats` counts them
+    apart; HTA leaves them out alike).
 
     Returns rank, stream, step, name, kind, correlation, start_ns, launch_start_ns,
     launch_end_ns, launch_us, launch_delay_us; sorted by rank, start_ns.
     """
-    tasks = _with_launch(
-        _first_of_each_launch(device_tasks.select("rank", "stream", "step", "name", "kind", "correlation", "start_ns")),
-        host_events,
-        how="inner",
-        launches=launches,
+    if launches is None:
+        launches = launch_calls(host_events, synchronous)
+    tasks = _first_of_each_launch(
+        device_tasks.select("rank", "stream", "step", "name", "kind", "correlation", "start_ns")
     )
+    tasks = _with_launch(_asynchronous(tasks, launches)[0], host_events, how="inner", launches=launches)
     return tasks.with_columns(
         _us(pl.col("launch_end_ns") - pl.col("launch_start_ns")).alias("launch_us"),
         _us(pl.col("start_ns") - pl.col("launch_end_ns")).alias("launch_delay_us"),
@@ -319,20 +364,28 @@ def launch_delays(
 
 
 def launch_delay_stats(
-    device_tasks: pl.DataFrame, host_events: pl.DataFrame, launches: pl.DataFrame | None = None
+    device_tasks: pl.DataFrame,
+    host_events: pl.DataFrame,
+    launches: pl.DataFrame | None = None,
+    synchronous: tuple[str, ...] = (),
 ) -> pl.DataFrame:
     """Launch-delay distribution per rank (µs), over the tasks of `launch_delays`.
 
-    Returns rank, tasks (all device tasks of the rank), count (tasks with a launch call, a graph
-    replay counted once), mean_us, p50_us, p90_us, p99_us, max_us (quantiles with linear interpolation between the
-    two nearest ranks, as numpy's default; null when count = 0); sorted by rank.
+    Returns rank, tasks (all device tasks of the rank), count (tasks with an asynchronous launch
+    call, a graph replay counted once), synchronous (tasks of synchronous calls, left out of the
+    distribution; see `launch_delays`), mean_us, p50_us, p90_us, p99_us, max_us (quantiles with
+    linear interpolation between the two nearest ranks, as numpy's default; null when count = 0);
+    sorted by rank.
     """
+    if launches is None:
+        launches = launch_calls(host_events, synchronous)
     every = device_tasks.select("rank", "correlation", "start_ns")
-    tasks = _with_launch(_first_of_each_launch(every), host_events, launches=launches)
+    tasks, sync_counts = _asynchronous(_first_of_each_launch(every), launches)
+    tasks = _with_launch(tasks, host_events, launches=launches)
     totals = every.group_by("rank").agg(pl.len().cast(pl.Int64).alias("tasks"))
     d = _us(pl.col("start_ns") - pl.col("launch_end_ns"))  # null without a launch call
     return (
-        tasks.join(totals, on="rank")
+        tasks.join(totals, on="rank", how="right")
         .group_by("rank")
         .agg(
             pl.col("tasks").first(),
@@ -342,6 +395,18 @@ def launch_delay_stats(
             d.quantile(0.9, "linear").alias("p90_us"),
             d.quantile(0.99, "linear").alias("p99_us"),
             d.max().alias("max_us"),
+        )
+        .join(sync_counts, on="rank", how="left", nulls_equal=True)
+        .select(
+            "rank",
+            "tasks",
+            "count",
+            pl.col("synchronous").fill_null(0),
+            "mean_us",
+            "p50_us",
+            "p90_us",
+            "p99_us",
+            "max_us",
         )
         .sort("rank", nulls_last=True)
     )

@@ -128,17 +128,18 @@ _MEASURES.update(_phase_measures())
 class HostRules:
     """What the host's spans mean (`traceview/rules/phases.toml`; `load_host_rules`): regexes of
     host event names that are data loading / not program activity / a task queue's Enqueue and
-    Dequeue, and the phase rules, (phase, "host" or "task", regex) in order."""
+    Dequeue / a synchronous runtime call (the host waits for what it issues), and the phase rules, (phase, "host" or "task", regex) in order."""
 
     data_loading: tuple[str, ...] = ()
     not_activity: tuple[str, ...] = ()
     enqueue: tuple[str, ...] = ()
     dequeue: tuple[str, ...] = ()
+    synchronous: tuple[str, ...] = ()
     phase_rules: tuple[tuple[str, str, str], ...] = ()
 
 
 #: The pattern lists of `traceview/rules/phases.toml` (each entry one `pattern`).
-_PATTERN_KEYS = ("data_loading", "not_activity", "enqueue", "dequeue")
+_PATTERN_KEYS = ("data_loading", "not_activity", "enqueue", "dequeue", "synchronous")
 _PHASE_KEYS = {"phase", "host", "task"}
 
 

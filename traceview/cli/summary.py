@@ -172,9 +172,11 @@ def _rank_details(r: dict) -> list[str]:
         out += ["", "  idle per stream (host wait: the device waited for the launch):", table(rows, IDLE_COLUMNS)]
     d = r.get("launch_delay")
     if d and d.get("count"):
+        sync = d.get("synchronous") or 0
+        apart = f" ({sync:,} tasks of synchronous calls left out: their call lasts as long as the copy)" if sync else ""
         out.append(
             f"  launch delay (task start - launch end): p50 {d['p50_us']:,.1f} us, p99 {d['p99_us']:,.1f} us, "
-            f"max {d['max_us']:,.1f} us over {d['count']:,} tasks"
+            f"max {d['max_us']:,.1f} us over {d['count']:,} asynchronous launches{apart}"
         )
     for s in r.get("long_steps", []):
         out.append(
