@@ -25,6 +25,8 @@ from pathlib import Path
 import orjson
 import polars as pl
 
+from traceview.safe_text import csv_safe
+
 RANK_FIELDS = ("device", "format", "window_rule", "pipeline_stage", "pipeline_stages", "unclassified_share")
 NESTED = {
     "steps": "steps",
@@ -92,7 +94,7 @@ def write_tables(summary: dict, folder: Path, fmt: str) -> list[Path]:
                     if t.is_nested()
                 ]
             )
-            frame.write_csv(path)
+            csv_safe(frame).write_csv(path)
         else:
             frame.write_parquet(path)
         written.append(path)

@@ -71,3 +71,24 @@ def path_text(path) -> str:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a surrogate that is not an escaped byte (text, not a file name)
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+#: A CSV cell a spreadsheet reads as a formula (OWASP's CSV injection list): it starts with one of
+#: these characters. Such a cell is written with a leading apostrophe, which a spreadsheet shows as
+#: text and does not run (`=cmd|' /C calc'!A0` from a kernel name would run a program).
+FORMULA_START = r"^[=+\-@\t\r]"
+
+
+def csv_safe(frame):
+    """A polars frame whose text cells that a spreadsheet would run as a formula (FORMULA_START)
+    start with an apostrophe instead; numbers are untouched. Every CSV traceview writes goes
+    through it (docs/report.md)."""
+    import polars as pl
+
+    text = [c for c, t in frame.schema.items() if t == pl.String]
+    if not text:
+        return frame
+    return frame.with_columns(
+        pl.when(pl.col(c).str.contains(FORMULA_START)).then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c)
+        for c in text
+    )

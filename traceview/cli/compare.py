@@ -16,7 +16,7 @@ import polars as pl
 
 from traceview.cli.text import bullet_list, table
 from traceview.run_compare import change_text, headlines
-from traceview.safe_text import json_text, one_line_strings
+from traceview.safe_text import csv_safe, json_text, one_line_strings
 from traceview.summary import size_text
 
 #: A run's label in a column header is cut to this many characters.
@@ -128,7 +128,7 @@ def render_json(doc: dict) -> str:
 def render_csv(doc: dict) -> str:
     """The table (one row per run, the JSON's `runs` columns) as CSV."""
     buffer = io.StringIO()
-    pl.DataFrame(doc["runs"], infer_schema_length=None).write_csv(buffer)
+    csv_safe(pl.DataFrame(doc["runs"], infer_schema_length=None)).write_csv(buffer)
     return buffer.getvalue()
 
 

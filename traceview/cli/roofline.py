@@ -11,7 +11,7 @@ from traceview.analysis.expected import verdict
 from traceview.analysis.model_config import model_config
 from traceview.cli.text import bullet_list, table
 from traceview.errors import TraceError
-from traceview.safe_text import json_text, one_line, one_line_strings
+from traceview.safe_text import csv_safe, json_text, one_line, one_line_strings
 from traceview.summary import expected_value_text
 from traceview.trace import Trace
 
@@ -54,7 +54,7 @@ def render_roofline(trace: Trace, fmt: str, top: int, rules=None, config=None, b
     frame = trace.op_roofline(rules=rules, by_step=by_step)
     model = _model(trace, config, rules)
     if fmt == "csv":
-        return frame.write_csv()
+        return csv_safe(frame).write_csv()
     if fmt == "json":
         doc = {"source": trace.source, "operators": frame.to_dicts(), "warnings": trace.warnings}
         if model is not None:
