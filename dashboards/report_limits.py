@@ -48,6 +48,8 @@ def roofline_section(page: Page, trace, summary: dict) -> list[dict]:
                 ("traced_flops", "traced TFLOP", lambda v: None if v is None else f"{v / 1e12:,.3f}"),
                 ("traced_tflops_per_device", "TFLOP/s per device", None),
                 ("traced_mfu_frac", "MFU (%)", fmt_pct),
+                ("flops_coverage_frac", "FLOPs known for (% of device time)", fmt_pct),
+                ("traced_note", "note", lambda v: v or ""),
                 ("peak_dtype", "peak of", None),
             ],
             "traced-flops-table",
@@ -130,10 +132,11 @@ def throughput_section(summary: dict) -> list[dict]:
         ("mfu_frac", "MFU (%)", fmt_pct),
         ("hfu_frac", "HFU (%)", fmt_pct),
     ]
-    if any(r.get("traced_mfu_frac") is not None for r in rows):
+    if any(r.get("traced_mfu_frac") is not None or r.get("traced_note") for r in rows):
+        rows = [dict(r, traced_mfu_frac=r.get("traced_note") or r.get("traced_mfu_frac")) for r in rows]
         cols += [
             ("traced_tflops_per_device", "traced TFLOP/s per device", lambda v: "-" if v is None else f"{v:,.1f}"),
-            ("traced_mfu_frac", "traced MFU (%)", fmt_pct),
+            ("traced_mfu_frac", "traced MFU (%)", lambda v: v if isinstance(v, str) else fmt_pct(v)),
         ]
     blocks = [table(rows, cols, "throughput-table")]
     formulas = [rows[0][k] for k in ("mfu_formula", "hfu_formula", "traced_formula") if rows and rows[0].get(k)]

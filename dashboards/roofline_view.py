@@ -14,6 +14,7 @@ from dash import dcc, html
 
 from traceview.dashboards.query import TIMELINE_PATH, instances_query, parse_query
 from traceview.dashboards.roofline_figure import roofline_figure
+from traceview.summary import traced_rate_text
 
 #: Operators listed under the figure.
 TABLE_ROWS = 25
@@ -70,9 +71,8 @@ def update_roofline(state, search):
     )
     flops = [
         html.Div(
-            f"rank {r['rank']}, step {r['step']}: {r['traced_flops'] / 1e12:,.3f} TFLOP traced from recorded shapes, "
-            f"{_fmt(r['traced_tflops_per_device'], 1)} TFLOP/s per device"
-            + ("" if r["traced_mfu_frac"] is None else f", MFU {100 * r['traced_mfu_frac']:.1f} %")
+            f"rank {r['rank']}, step {r['step']}: {r['traced_flops'] / 1e12:,.3f} TFLOP traced from recorded shapes"
+            f"{traced_rate_text(r)}"
         )
         for r in traced.head(16).iter_rows(named=True)
     ]

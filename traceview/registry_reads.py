@@ -52,7 +52,7 @@ def traced_flops_of(t, rules) -> pl.DataFrame:
     calls = t.run("op_calls")
     if calls.is_empty():  # recorded without shapes: no step times to compute
         return traced_flops.traced_flops(calls, pl.DataFrame(), pl.DataFrame())
-    return traced_flops.traced_flops(calls, step_times(t), roofline.device_limits(t.ranks, rules))
+    return traced_flops.traced_flops(calls, step_times(t), roofline.device_limits(t.ranks, rules), t.device_tasks)
 
 
 def throughput_of(t, **kwargs) -> pl.DataFrame:

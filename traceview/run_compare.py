@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.analysis import diff as d
-from traceview.analysis import iteration
+from traceview.analysis import iteration, traced_flops
 from traceview.analysis import throughput as throughput_analysis
 from traceview.errors import TraceError
 from traceview.run_diff import iteration_headline, iteration_table, prepare
@@ -286,12 +286,13 @@ def _memory_peak(trace) -> dict:
 
 def _traced(trace) -> dict:
     """The run's FLOPs traced from recorded shapes (`Trace.traced_flops`): mean over its rank-steps
-    of the traced TFLOP/s per device and of the traced MFU; null without recorded shapes."""
+    of the traced TFLOP/s per device and of the traced MFU, their lowest coverage and its note
+    (`traced_flops.traced_means`: null values and a note when a rank-step's FLOPs are too little
+    known); null without recorded shapes."""
     rows = trace.traced_flops()
-    return {
-        "traced_tflops_per_device": rows["traced_tflops_per_device"].mean() if rows.height else None,
-        "traced_mfu_frac": rows["traced_mfu_frac"].mean() if rows.height else None,
-    }
+    if not rows.height:
+        return dict.fromkeys(("traced_tflops_per_device", "traced_mfu_frac", "flops_coverage_frac", "traced_note"))
+    return traced_flops.traced_means(rows, []).row(0, named=True)
 
 
 def _share(part, total):
@@ -306,6 +307,7 @@ def _schema() -> dict:
     out |= dict.fromkeys([*HEADLINE, *THROUGHPUT, "speedup"], pl.Float64)
     out |= {"peak_allocated_bytes": pl.Int64, "peak_reserved_bytes": pl.Int64}
     out |= {"traced_tflops_per_device": pl.Float64, "traced_mfu_frac": pl.Float64}
+    out |= {"flops_coverage_frac": pl.Float64, "traced_note": pl.String}
     for against in AGAINST:
         out |= {f"{against}_delta_us": pl.Float64, f"{against}_delta_pct": pl.Float64, f"{against}_term": pl.String}
         out |= {f"{against}_term_delta_us": pl.Float64, f"{against}_term_share": pl.Float64}

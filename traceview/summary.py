@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.analysis import findings, iteration, kernels, memory
+from traceview.analysis import findings, iteration, kernels, memory, traced_flops
 from traceview.analysis import throughput as throughput_analysis
 from traceview.analysis.breakdown import DERIVED, TERM_LABELS, TERMS
 from traceview.analysis.iteration import LABELS
@@ -310,14 +310,34 @@ TRACED_FORMULA = (
 
 
 def _with_traced(rows: pl.DataFrame, traced: pl.DataFrame) -> pl.DataFrame:
-    """Throughput rows with the traced estimate beside them (per step, the mean over ranks of
-    traced_tflops_per_device and traced_mfu_frac, and its formula); unchanged without shapes."""
+    """Throughput rows with the traced estimate beside them (per step over ranks,
+    `traced_flops.traced_means`: traced_tflops_per_device, traced_mfu_frac, flops_coverage_frac,
+    traced_note, and its formula); unchanged without shapes."""
     if traced.is_empty() or rows.is_empty():
         return rows
-    per_step = traced.group_by("step").agg(pl.col("traced_tflops_per_device").mean(), pl.col("traced_mfu_frac").mean())
+    per_step = traced_flops.traced_means(traced, ["step"])
     return rows.join(per_step, on="step", how="left").with_columns(
         pl.when(pl.col("traced_mfu_frac").is_not_null()).then(pl.lit(TRACED_FORMULA)).alias("traced_formula")
     )
+
+
+def traced_rate_text(s: dict) -> str:
+    """The traced TFLOP/s and MFU of a row (`traced_flops`, or a mean of them) with the coverage
+    they stand on, or the note that replaces them: ": 123.4 TFLOP/s, MFU 11.8 % of 989 bf16
+    (FLOPs known for 94 % of device time)" / ": n/a (FLOPs known for 29 % of device time)"."""
+    if s.get("traced_note"):
+        return f": {s['traced_note']}"
+    if s.get("traced_tflops_per_device") is None:
+        return ""
+    mfu = (
+        ""
+        if s.get("traced_mfu_frac") is None
+        else f", MFU {100 * s['traced_mfu_frac']:.1f} %"
+        + (f" of {s['peak_tflops']:g} {s['peak_dtype']}" if s.get("peak_dtype") else "")
+    )
+    cover = s.get("flops_coverage_frac")
+    known = "" if cover is None else f" (FLOPs known for {100 * cover:.0f} % of device time)"
+    return f": {s['traced_tflops_per_device']:,.1f} TFLOP/s{mfu}{known}"
 
 
 def expected_value_text(value: float | None, unit: str) -> str:

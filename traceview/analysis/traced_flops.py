@@ -21,11 +21,72 @@ TRACED_SCHEMA = pl.Schema(
         "peak_tflops": pl.Float64,
         "peak_dtype": pl.String,
         "traced_mfu_frac": pl.Float64,
+        "flops_coverage_frac": pl.Float64,
+        "traced_note": pl.String,
     }
 )
 
+#: Below this coverage (the share of a step's kernel time whose FLOPs are known) a traced TFLOP/s
+#: and MFU say more about what the formulas cover than about the run: they are null, and
+#: traced_note says why ("n/a (FLOPs known for 3 % of device time)"). docs/roofline.md.
+MIN_FLOPS_COVERAGE = 0.5
 
-def traced_flops(calls: pl.DataFrame, step_times: pl.DataFrame, limits: pl.DataFrame) -> pl.DataFrame:
+
+def _note(coverage: pl.Expr) -> pl.Expr:
+    """The words every view shows in place of a traced TFLOP/s or MFU below MIN_FLOPS_COVERAGE:
+    "n/a (FLOPs known for 3 % of device time)" ("... for no device time" without kernel time)."""
+    pct = (coverage * 100).round(0).cast(pl.Int64).cast(pl.String)
+    return pl.format(
+        "n/a (FLOPs known for {} of device time)", pl.when(coverage.is_null()).then(pl.lit("no")).otherwise(pct + " %")
+    )
+
+
+def traced_means(traced: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Rows of `traced_flops` summed up per `by` (e.g. per step over ranks; [] for one row over
+    the whole run): traced_tflops_per_device and traced_mfu_frac are their means when every row
+    has them by coverage (else null: a mean over the covered ranks only would speak for ranks it
+    does not see), flops_coverage_frac the lowest, traced_note that lowest coverage's note when
+    any row has one."""
+    covered = pl.col("traced_note").is_null().all()
+    lowest = pl.col("flops_coverage_frac").min()
+    aggs = [
+        pl.when(covered).then(pl.col("traced_tflops_per_device").mean()).alias("traced_tflops_per_device"),
+        pl.when(covered).then(pl.col("traced_mfu_frac").mean()).alias("traced_mfu_frac"),
+        lowest.alias("flops_coverage_frac"),
+        pl.when(covered).then(pl.lit(None, pl.String)).otherwise(_note(lowest)).alias("traced_note"),
+    ]
+    return traced.group_by(by, maintain_order=True).agg(aggs) if by else traced.select(aggs)
+
+
+def flops_coverage(calls: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
+    """rank, step, flops_coverage_frac: the device time of the outermost listed calls whose FLOPs
+    are known (`op_calls`: not nested, flop not null; their device_ns) over the step's kernel
+    time (the summed durations of its tasks of kind "kernel": compute, not communication, copies
+    or memsets), at most 1. A call whose formula cannot apply (a convolution recorded without its
+    concrete stride) counts as unknown, and so does any listed call nested in it: the coverage is
+    a lower bound. Null for a step without kernel time."""
+    known = (
+        calls.filter(~pl.col("nested") & pl.col("flop").is_not_null() & pl.col("step").is_not_null())
+        .group_by("rank", "step")
+        .agg(pl.col("device_ns").sum().alias("_known"))
+    )
+    kernels = (
+        tasks.filter((pl.col("kind") == "kernel") & pl.col("step").is_not_null())
+        .group_by("rank", "step")
+        .agg(pl.col("dur_ns").sum().alias("_kernel"))
+    )
+    return kernels.join(known, on=["rank", "step"], how="left").select(
+        "rank",
+        "step",
+        pl.when(pl.col("_kernel") > 0)
+        .then((pl.col("_known").fill_null(0) / pl.col("_kernel")).clip(upper_bound=1.0))
+        .alias("flops_coverage_frac"),
+    )
+
+
+def traced_flops(
+    calls: pl.DataFrame, step_times: pl.DataFrame, limits: pl.DataFrame, tasks: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Model FLOPs per rank and step summed from the operators themselves (TRACED_SCHEMA):
     traced_flops = the FLOPs of every listed call of the step (nested ones too: each formula
     counts its own operator's work; a call's step is its first task's), matrix_flops = those of
@@ -34,7 +95,12 @@ def traced_flops(calls: pl.DataFrame, step_times: pl.DataFrame, limits: pl.DataF
     peak_tflops = the device's dense peak for the dtype that carries most of the rank's matrix
     FLOPs (peak_dtype; `limits` as `device_limits`); traced_mfu_frac = traced TFLOP/s / that peak.
     The FLOPs are those the recorded shapes define: operators not listed in op_flops.toml (or
-    recorded without shapes) add none, so this is a lower bound of the work done."""
+    recorded without shapes) add none, so this is a lower bound of the work done.
+
+    flops_coverage_frac (`flops_coverage`, from the device `tasks`): the share of the step's
+    kernel time whose FLOPs are known. Below MIN_FLOPS_COVERAGE the TFLOP/s and MFU would
+    measure the formulas' reach, not the run: both are null and traced_note says
+    `coverage_text` (every view shows it in their place); traced_note is null otherwise."""
     if calls.is_empty():
         return pl.DataFrame(schema=TRACED_SCHEMA)
     matrix = pl.col("family").is_in(MATRIX_FAMILIES)
@@ -60,11 +126,19 @@ def traced_flops(calls: pl.DataFrame, step_times: pl.DataFrame, limits: pl.DataF
         "rank", "peak_dtype", pl.col("matrix_tflops").alias("peak_tflops")
     )
     seconds = pl.when(pl.col("step_time_us") > 0).then(pl.col("step_time_us") / 1e6)
+    coverage = (
+        flops_coverage(calls, tasks)
+        if tasks is not None and tasks.height
+        else pl.DataFrame(schema={"rank": pl.Int64, "step": pl.Int64, "flops_coverage_frac": pl.Float64})
+    )
+    enough = pl.col("flops_coverage_frac") >= MIN_FLOPS_COVERAGE
     out = (
         per_step.join(step_times.select("rank", "step", "step_time_us"), on=["rank", "step"], how="left")
         .join(peaks, on="rank", how="left")
-        .with_columns((pl.col("traced_flops") / seconds / 1e12).alias("traced_tflops_per_device"))
+        .join(coverage, on=["rank", "step"], how="left")
+        .with_columns(pl.when(enough).then(pl.col("traced_flops") / seconds / 1e12).alias("traced_tflops_per_device"))
         .with_columns((pl.col("traced_tflops_per_device") / pl.col("peak_tflops")).alias("traced_mfu_frac"))
+        .with_columns(pl.when(~enough).then(_note(pl.col("flops_coverage_frac"))).alias("traced_note"))
     )
     return out.select(TRACED_SCHEMA.names()).cast(dict(TRACED_SCHEMA)).sort("rank", "step")
 

@@ -38,7 +38,7 @@ def _short(name: str) -> str:
 def _runs_text(doc: dict) -> list[str]:
     with_model = any(r.get("tokens_per_s_per_device") is not None for r in doc["runs"])
     with_memory = any(r.get("peak_allocated_bytes") is not None for r in doc["runs"])
-    with_traced = any(r.get("traced_tflops_per_device") is not None for r in doc["runs"])
+    with_traced = any(r.get("traced_tflops_per_device") is not None or r.get("traced_note") for r in doc["runs"])
     columns = [
         ("run", "#"),
         ("label", "run"),
@@ -69,14 +69,19 @@ def _runs_text(doc: dict) -> list[str]:
             "mfu_pct": _pct(r.get("mfu_frac")),
             "hfu_pct": _pct(r.get("hfu_frac")),
             "memory": size_text(r.get("peak_allocated_bytes")),
-            "traced_tflops": None
+            "traced_tflops": "n/a"
+            if r.get("traced_note")
+            else None
             if r.get("traced_tflops_per_device") is None
             else round(r["traced_tflops_per_device"], 1),
-            "traced_mfu_pct": _pct(r.get("traced_mfu_frac")),
+            "traced_mfu_pct": "n/a" if r.get("traced_note") else _pct(r.get("traced_mfu_frac")),
         }
         for r in doc["runs"]
     ]
-    return ["Runs (mean per step; changes of the iteration):", table(rows, columns)]
+    notes = [
+        f"  run {r['run']}: traced TFLOP/s and MFU {r['traced_note']}" for r in doc["runs"] if r.get("traced_note")
+    ]
+    return ["Runs (mean per step; changes of the iteration):", table(rows, columns), *notes]
 
 
 def _terms_text(doc: dict) -> list[str]:

@@ -9,10 +9,11 @@ import orjson
 from traceview.analysis import iteration, phases
 from traceview.analysis.breakdown import TABLE_TERMS, TERM_LABELS
 from traceview.analysis.memory import REMAINDERS
+from traceview.analysis.traced_flops import MIN_FLOPS_COVERAGE
 from traceview.cli.roofline import expected_text
 from traceview.cli.text import bullet_list, table
 from traceview.safe_text import json_text, one_line, one_line_strings
-from traceview.summary import finding_heading, headline_lines, size_text
+from traceview.summary import finding_heading, headline_lines, size_text, traced_rate_text
 
 #: (summary key, column header) of the per-step table; values shown in ms.
 STEP_COLUMNS = [
@@ -193,14 +194,9 @@ def roofline_lines(roofline: dict | None) -> list[str]:
         return []
     out = [""]
     for s in roofline["steps"]:
-        mfu = (
-            ""
-            if s["traced_mfu_frac"] is None
-            else f", MFU {100 * s['traced_mfu_frac']:.1f} % of {s['peak_tflops']:g} {s['peak_dtype']}"
-        )
-        rate = "" if s["traced_tflops_per_device"] is None else f": {s['traced_tflops_per_device']:,.1f} TFLOP/s"
         out.append(
-            f"  traced FLOPs, step {s['step']}: {s['traced_flops'] / 1e12:,.3f} TFLOP from recorded shapes{rate}{mfu}"
+            f"  traced FLOPs, step {s['step']}: {s['traced_flops'] / 1e12:,.3f} TFLOP from recorded shapes"
+            f"{traced_rate_text(s)}"
         )
     if roofline["operators"]:
         rows = [
@@ -380,13 +376,24 @@ def _throughput_text(rows: list[dict] | None) -> list[str]:
             step_time_ms=r["step_time_us"] / 1000,
             mfu_pct=None if r["mfu_frac"] is None else 100 * r["mfu_frac"],
             hfu_pct=None if r["hfu_frac"] is None else 100 * r["hfu_frac"],
-            traced_mfu_pct=None if r.get("traced_mfu_frac") is None else 100 * r["traced_mfu_frac"],
+            traced_mfu_pct=(
+                "n/a"
+                if r.get("traced_note")
+                else None
+                if r.get("traced_mfu_frac") is None
+                else 100 * r["traced_mfu_frac"]
+            ),
+            traced_tflops_per_device="n/a" if r.get("traced_note") else r.get("traced_tflops_per_device"),
         )
         for r in rows
     ]
     source = rows[0].get("peak_source") or "unknown device: give --peak-tflops"
-    columns = TPUT_COLUMNS + (TRACED_COLUMNS if any(r.get("traced_mfu_frac") is not None for r in rows) else [])
+    traced = any(r.get("traced_mfu_frac") is not None or r.get("traced_note") for r in rows)
+    columns = TPUT_COLUMNS + (TRACED_COLUMNS if traced else [])
     out = ["", f"Throughput (peak: {source}):", table(shown, columns)]
+    note = next((r["traced_note"] for r in rows if r.get("traced_note")), None)
+    if note:
+        out.append(f"  traced TFLOP/s and MFU: {note} (below {100 * MIN_FLOPS_COVERAGE:.0f} %: docs/roofline.md)")
     formulas = ("mfu_formula", "hfu_formula", "traced_formula")
     out += [f"  {r[k]}" for k in formulas for r in rows[:1] if r.get(k)]
     check = next((r["check"] for r in rows if r.get("check")), None)
