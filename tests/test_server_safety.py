@@ -306,3 +306,56 @@ def test_the_real_server_sends_no_banner_and_enforces_host_and_body(tmp_path):
         proc.terminate()
         out, err = proc.communicate(timeout=20)
     assert b"development server" not in out + err and b"Traceback" not in err, err.decode()[-2000:]
+
+
+# ---- Integers the API and the address take (issue 30) -------------------------------------------
+
+from traceview.dashboards.overview_tables import instances_link  # noqa: E402
+from traceview.dashboards.query import parse_compare, parse_query  # noqa: E402
+
+
+def _fullwidth(text: str) -> str:
+    return text.translate({ord(d): ord(d) + 0xFEE0 for d in "0123456789"})
+
+
+def test_api_integers_are_ascii_digits_only(served):
+    """Python's int() takes '１２' (full-width), '١٢' (Arabic-Indic), '1_2' and '+12', and
+    str.isdigit() takes '²': every integer the timeline's routes take is ASCII digits only (400)."""
+    app, _ = served
+    client = app.server.test_client()
+    raw = client.get("/api/timeline/window?start=0&end=1000000&px=100").get_json()["raw"]
+    item = str(raw["id"][0])
+    arabic = {ord(d): ord(d) + 0x0660 - 0x30 for d in "0123456789"}
+    good_bad = [
+        ("window?start=0&end=1000000&px=100", [_fullwidth("window?start=0&end=1000000&px=100")]),
+        ("window?start=0&end=1000000&px=100", ["window?start=0&end=1000000&px=" + "100".translate(arabic)]),
+        ("window?start=0&end=1000000&px=100", ["window?start=0&end=1_000_000&px=100", "window?start=+0&end=10"]),
+        ("window?start=0&end=1000000&px=100", ["window?start=%200&end=10", "window?start=0&end=10&px=1%C2%B2"]),
+        (f"task?id={item}", [f"task?id={_fullwidth(item)}", f"task?id=+{item}"]),
+        ("range?start=0&end=1000&ranks=0,1", [f"range?start=0&end=1000&ranks=0,{_fullwidth('1')}"]),
+        ("search?q=nccl&ranks=1", [f"search?q=nccl&ranks={_fullwidth('1')}"]),
+    ]
+    for good, bads in good_bad:
+        assert client.get("/api/timeline/" + good).status_code == 200, good
+        for bad in bads:
+            resp = client.get("/api/timeline/" + bad)
+            assert resp.status_code == 400 and b"ASCII digits" in resp.data, (bad, resp.status_code, resp.data[:200])
+
+
+def test_query_string_integers_are_ascii_digits_only():
+    """The address's rank, step and compare (and a table row's id from the page) read ASCII
+    digits only; another script's digits are not a rank, and '²' does not raise."""
+    ranks, steps = [0, 1, 2, 12], [0, 1, 2]
+    assert parse_query("?rank=1,12&step=2", ranks, steps) == ([1, 12], 2)
+    assert parse_query(f"?rank={_fullwidth('1')},{_fullwidth('12')}&step={_fullwidth('2')}", ranks, steps) == (
+        None,
+        None,
+    )
+    assert parse_query("?rank=²&step=١", ranks, steps) == (None, None)
+    assert parse_compare("?compare=2,0", ranks) == [2, 0]
+    assert parse_compare(f"?compare={_fullwidth('2')},0", ranks) == [0]
+    rows = [{"name": "gemm", "short_name": "gemm", "rank": 0}, {"name": "nccl", "short_name": "nccl", "rank": 1}]
+    cell = {"colId": "short_name", "rowId": "1"}
+    assert instances_link("kernel-table", cell, rows, "") is not None
+    for row_id in (_fullwidth("1"), "²", "+1", " 1"):
+        assert instances_link("kernel-table", {**cell, "rowId": row_id}, rows, "") is None, row_id
