@@ -2,10 +2,13 @@
 
 What the server answers (`harden`): its pages, Dash's endpoints and Dash's registered bundles, and
 only to requests whose `Host:` names the address it was bound to (loopback names by default), so a
-web page elsewhere cannot reach it through DNS rebinding; every answer carries a Content-Security-
-Policy that the pages run under (scripts only from the server itself, no frames, no forms, nothing
-fetched elsewhere), `X-Frame-Options: DENY`, `X-Content-Type-Options: nosniff` and
-`Referrer-Policy: no-referrer`, and no `Server:` banner; request bodies are capped at MAX_BODY.
+web page elsewhere cannot reach it through DNS rebinding; its data (DATA_PATHS: Dash's JSON
+endpoints, the timeline's JSON routes, the Perfetto download) only to its own pages, so a page of
+another site open in the same browser can neither read it nor make the server compute it
+(`foreign_request`); every answer carries a Content-Security-Policy that the pages run under
+(scripts only from the server itself, no frames, no forms, nothing fetched elsewhere),
+`X-Frame-Options: DENY`, `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`, and
+no `Server:` banner; request bodies are capped at MAX_BODY.
 It is served by waitress, a production WSGI server, not Flask's development server.
 """
 
@@ -16,8 +19,11 @@ import socket
 import sys
 import threading
 import webbrowser
+from collections import Counter
+from urllib.parse import urlsplit
 
-from traceview.dashboards.query import COMPARE_PATH, ROOFLINE_PATH, TIMELINE_PATH
+from traceview.dashboards.query import COMPARE_PATH, ROOFLINE_PATH, TIMELINE_PATH, ascii_int
+from traceview.safe_text import one_line
 
 # What the dashboard's HTTP server answers: its pages, Dash's own endpoints, and the JavaScript
 # bundles Dash registered (it checks the name against its list), the canvas timeline's scripts
@@ -31,6 +37,13 @@ BUNDLES = "/_dash-component-suites/"
 ASSETS = tuple(f"/assets/tv_timeline_{part}.js" for part in ("1_data", "2_draw", "3_ui", "4_overlays"))
 TIMELINE_API = tuple(f"/api/timeline/{route}" for route in ("meta", "window", "task", "search", "range", "overlays"))
 DOWNLOADS = ("/download/perfetto.json",)  # the profile for Perfetto (app.register_download)
+#: What answers the profile's data rather than a page or a script: only the dashboard's own pages
+#: (and a typed address, or a tool such as curl) get it (`foreign_request`).
+DATA_PATHS = frozenset(("/_dash-layout", "/_dash-dependencies", "/_dash-update-component", *TIMELINE_API, *DOWNLOADS))
+#: The `Sec-Fetch-Site` values a data path answers: a fetch by the server's own page, and an
+#: address the user typed or bookmarked. `same-site` (another port of this host) and
+#: `cross-site` (any other site) are refused, as is a value a browser may add later.
+OWN_SITES = frozenset({"same-origin", "none"})
 
 
 #: Request bodies above this are refused (413): Dash's callback requests are a few KB.
@@ -68,6 +81,62 @@ def host_name(header: str) -> str:
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
+def host_port(header: str) -> int | None:
+    """The port of a `Host:` header value (`[::1]:8050` -> 8050, `localhost` -> None)."""
+    header = header.strip()
+    if header.startswith("["):
+        rest = header[header.find("]") + 1 :] if "]" in header else ""
+    else:
+        rest = header[header.find(":") :] if header.count(":") == 1 else ""
+    return ascii_int(rest[1:]) if rest.startswith(":") else None
+
+
+def same_origin(origin: str, host: str) -> bool:
+    """Whether the `Origin:` header value names this server: http(s), the `Host:` header's name
+    and port (a missing port is the scheme's default). `null` (a sandboxed frame, a file: page)
+    and anything that is not a bare origin is not."""
+    try:
+        parts = urlsplit(origin.strip())
+        port = parts.port
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query or parts.username:
+        return False
+    default = 443 if parts.scheme == "https" else 80
+    return parts.hostname == host_name(host) and (port or default) == (host_port(host) or default)
+
+
+def foreign_request(headers, host: str) -> str | None:
+    """Why a request for a data path comes from another site, or None: its `Sec-Fetch-Site` is not
+    one of OWN_SITES, or its `Origin` is not this server's (`same_origin`). A request with neither
+    header (curl, scripts, old browsers) is not foreign: the `Host:` check already stops a page
+    that reaches the server through DNS rebinding."""
+    site = headers.get("Sec-Fetch-Site")
+    if site is not None and site.strip().lower() not in OWN_SITES:
+        return f"Sec-Fetch-Site: {site[:40]}"
+    origin = headers.get("Origin")
+    if origin is not None and not same_origin(origin, host):
+        return f"Origin: {origin[:100]}"
+    return None
+
+
+class Refusals:
+    """Log lines for refused requests: the first of each kind, then one at 10, 100, 1000, ... of
+    that kind (with the count), so a page that keeps asking cannot flood the terminal. Header
+    values are shown with control characters escaped (`safe_text.one_line`)."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def refused(self, kind: str, detail: str) -> None:
+        with self._lock:
+            self._counts[kind] += 1
+            n = self._counts[kind]
+        if str(n).rstrip("0") == "1":
+            log.warning("refused %s (%s)%s", kind, one_line(detail), f"; {n:,} such requests so far" if n > 1 else "")
+
+
 def allowed_path(path: str) -> bool:
     """Whether the server answers `path` (percent-decoded, as Flask sees it)."""
     if "\\" in path or "\x00" in path or any(part in ("..", ".") for part in path.split("/")):
@@ -86,23 +155,30 @@ def allowed_path(path: str) -> bool:
 def harden(app) -> None:
     """Install what the server answers (module docstring): 403 to a foreign `Host:`, 404 to every
     path outside `allowed_path` and to unknown bundle names (Dash raises an error for those, which
-    would be a 500 with a logged traceback), 413 to bodies over MAX_BODY, the security headers on
+    would be a 500 with a logged traceback), 403 with a one-line body to a request for a data path
+    from another site (`foreign_request`), 413 to bodies over MAX_BODY, the security headers on
     every answer. Call after every callback is registered (the CSP holds their hashes). The
     allowed hosts are the loopback names until `serve` sets those of the bound address."""
     from dash.exceptions import DependencyException
-    from flask import abort, request
+    from flask import Response, abort, request
 
     app.server.config[CONFIG_HOSTS] = LOOPBACK_NAMES
     app.server.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     csp = CSP.format(hashes=" ".join(app.csp_hashes()))  # each already quoted: 'sha256-...'
+    refusals = Refusals()
 
     def guard():
         hosts = app.server.config[CONFIG_HOSTS]
         if hosts is not None and host_name(request.host) not in hosts:
-            log.warning("refused a request for host %r (not this server's address)", request.host[:100])
+            refusals.refused("a request for another host", f"Host: {request.host[:100]}: not this server's address")
             abort(403)
         if not allowed_path(request.path):
             abort(404)
+        if request.path in DATA_PATHS and (why := foreign_request(request.headers, request.host)):
+            refusals.refused("a request from another site", f"{request.path}, {why}")
+            text = "refused: the dashboard's data is only for its own pages (open the dashboard's address)\n"
+            return Response(text, status=403, mimetype="text/plain")
+        return None
 
     def headers(response):
         response.headers["Content-Security-Policy"] = csp
