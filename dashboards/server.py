@@ -9,7 +9,9 @@ another site open in the same browser can neither read it nor make the server co
 (scripts only from the server itself, no frames, no forms, nothing fetched elsewhere),
 `X-Frame-Options: DENY`, `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`, and
 no `Server:` banner; request bodies are capped at MAX_BODY.
-It is served by waitress, a production WSGI server, not Flask's development server.
+It is served by waitress, a production WSGI server, not Flask's development server, with its
+connection limits set on purpose (`waitress_settings`: many idle or slow connections neither lock
+the dashboard nor fill memory or the temporary folder).
 """
 
 from __future__ import annotations
@@ -48,6 +50,20 @@ OWN_SITES = frozenset({"same-origin", "none"})
 
 #: Request bodies above this are refused (413): Dash's callback requests are a few KB.
 MAX_BODY = 2 * 1024 * 1024
+#: The request line and headers above this are refused (431): the longest the pages send is a
+#: timeline request with a 2,000-character name filter, percent-encoded.
+MAX_HEADERS = 64 * 1024
+#: Open connections at most (waitress' connection_limit; fewer when the open-file limit is lower,
+#: `connection_limit`): idle and slow ones (a browser's keep-alive sockets, a client that sends its
+#: request a byte at a time) stay far from locking the dashboard. Each may hold a socket and up
+#: to two buffer files.
+CONNECTIONS = 1000
+FILES_PER_CONNECTION = 3
+#: Open files kept for everything but the connections (the listening socket, the wake-up pipe, logs).
+OTHER_FILES = 64
+#: Seconds a connection may stay idle (nothing received, nothing sent, no request being
+#: computed) before waitress closes it: a browser opens a new one in a millisecond on this machine.
+IDLE_TIMEOUT = 10
 #: Host names a loopback server answers to (the name part of `Host:`, lower case).
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
@@ -226,8 +242,64 @@ def url_for(host: str, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
+def connection_limit(wanted: int = CONNECTIONS) -> int:
+    """How many connections the server may hold open: `wanted`, or fewer when the process may not
+    open FILES_PER_CONNECTION files for each. The soft open-file limit is raised towards the hard
+    one first (it is often 1024 while the hard limit is far higher)."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX: waitress' own default
+        return 100
+    need = wanted * FILES_PER_CONNECTION + OTHER_FILES
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (OSError, ValueError):
+            pass
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    return max(1, min(wanted, (soft - OTHER_FILES) // FILES_PER_CONNECTION))
+
+
+def waitress_settings() -> dict:
+    """waitress' limits, each set on purpose (docs/dashboard.md, "Connections and slow clients"):
+
+    - threads 8: requests computed at once; the analyses are CPU-bound (polars runs its own
+      threads), so more buy nothing, and 8 keep a slow one (the timeline's first build) from
+      queueing the quick ones.
+    - connection_limit (`connection_limit`, up to CONNECTIONS) with asyncore_use_poll: poll(),
+      unlike select(), watches sockets numbered beyond 1023.
+    - channel_timeout IDLE_TIMEOUT s, checked every second (cleanup_interval): a connection with
+      nothing received or sent for that long and no request in progress is closed, whether it never
+      sent a request (a silent slowloris), stopped reading an answer, or is a browser's idle keep-alive.
+    - outbuf_overflow 8 MiB: an answer waiting for a slow reader stays in memory up to this, then
+      goes to a temporary file (a whole-trace timeline window at 8,192 px with host lanes is
+      2.6 MB for 50,000 kernels; the Perfetto download is not buffered at all: it is sent from
+      the one copy in memory, app.register_download);
+      outbuf_high_watermark 16 MiB: a streamed answer pauses while that much waits to be sent.
+    - inbuf_overflow MAX_BODY: a request body (at most MAX_BODY, larger ones get 413) stays in
+      memory, never in a temporary file; max_request_header_size MAX_HEADERS.
+    """
+    return {
+        "threads": 8,
+        "connection_limit": connection_limit(),
+        "asyncore_use_poll": True,
+        "channel_timeout": IDLE_TIMEOUT,
+        "cleanup_interval": 1,
+        "outbuf_overflow": 8 << 20,
+        "outbuf_high_watermark": 16 << 20,
+        "inbuf_overflow": MAX_BODY,
+        "max_request_body_size": MAX_BODY,
+        "max_request_header_size": MAX_HEADERS,
+    }
+
+
 def serve(app, host: str, port: int, open_browser: bool = False) -> None:
-    """Serve `app` (hardened by `harden`) with waitress on `host`:`port` until Ctrl+C."""
+    """Serve `app` (hardened by `harden`) with waitress on `host`:`port` until Ctrl+C, with
+    `waitress_settings`."""
     import waitress
 
     app.server.config[CONFIG_HOSTS] = allowed_hosts(host)
@@ -243,8 +315,7 @@ def serve(app, host: str, port: int, open_browser: bool = False) -> None:
         host=host,
         port=port,
         ident="",
-        threads=8,
-        max_request_body_size=MAX_BODY,
         clear_untrusted_proxy_headers=True,
         _quiet=True,
+        **waitress_settings(),
     )

@@ -1,6 +1,7 @@
-"""`traceview serve` under clients that ask for the Perfetto download and never read it (issue 30):
-the export is built once and sent from one copy in memory, never spooled per client. The tests
-run a real server process (tests/support/serve.py) and talk to it over raw sockets."""
+"""`traceview serve` under many idle, slow and non-reading clients (issue 30): waitress' limits
+(`dashboards/server.waitress_settings`) keep the dashboard answering, close idle connections, and
+the Perfetto download is built once and sent from one copy in memory, never spooled per client.
+Each test runs a real server process (tests/support/serve.py) and talks to it over raw sockets."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import select
 import socket
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,6 +21,7 @@ import traceview as tv
 from tests.conftest import SAMPLES
 from tests.support.serve import serve, stop
 from traceview.dashboards.app import PERFETTO_PATH, create_app
+from traceview.dashboards.server import IDLE_TIMEOUT
 from traceview.summary import build_summary
 
 pytestmark = pytest.mark.integration
@@ -57,6 +60,68 @@ def start(target: Path, tmp_path: Path) -> tuple:
             time.sleep(0.2)
     stop(proc)
     raise AssertionError("the server did not start")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    proc, port = start(SAMPLES / "dp4_nccl", tmp_path_factory.mktemp("limits"))
+    yield port
+    stop(proc)
+
+
+def test_slowloris_connections_do_not_lock_the_dashboard(server):
+    """120 connections, half silent and half sending a request line a byte every half second,
+    and a normal client still gets `/` at once (waitress' default limit of 100 connections made
+    it wait for the idle ones' timeout, minutes)."""
+    port = server
+    silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(60)]
+    trickling = [socket.create_connection(("127.0.0.1", port)) for _ in range(60)]
+    for conn in trickling:
+        conn.sendall(b"GET /timeline?q=")
+    done = threading.Event()
+
+    def trickle() -> None:
+        while not done.wait(0.5):
+            for conn in trickling:
+                try:
+                    conn.send(b"x")
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    try:
+        t0 = time.monotonic()
+        reply = get(port, "/", timeout=10)
+        assert reply.startswith(b"HTTP/1.1 200"), reply[:200]
+        assert time.monotonic() - t0 < 10
+        assert get(port, "/_dash-layout", timeout=10).startswith(b"HTTP/1.1 200")
+    finally:
+        done.set()
+        thread.join()
+        for conn in silent + trickling:
+            conn.close()
+
+
+def test_idle_connections_are_closed_after_the_idle_timeout(server):
+    """A connection that never sends a request, and a keep-alive connection after its answer,
+    are closed by the server once idle for IDLE_TIMEOUT seconds (checked every second)."""
+    port = server
+    silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
+    kept = socket.create_connection(("127.0.0.1", port))
+    kept.sendall(f"GET /_favicon.ico HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    t0 = time.monotonic()
+    closed_after = []
+    try:
+        for conn in [*silent, kept]:
+            conn.settimeout(IDLE_TIMEOUT + 15)
+            while conn.recv(1 << 16):  # the keep-alive one's answer, then the end of the stream
+                pass
+            closed_after.append(time.monotonic() - t0)
+    finally:
+        for conn in [*silent, kept]:
+            conn.close()
+    assert min(closed_after) >= IDLE_TIMEOUT - 1 and max(closed_after) <= IDLE_TIMEOUT + 15, closed_after
 
 
 def temp_bytes(pid: int, folder: Path) -> int:
@@ -145,3 +210,36 @@ def test_concurrent_first_downloads_build_the_export_once(monkeypatch):
         replies = list(pool.map(download, range(30)))
     assert len(calls) == 1
     assert all(r.status_code == 200 and r.data == b'{"traceEvents":[]}' for r in replies)
+
+
+def _limits_in_child(soft: int, hard: int) -> tuple[int, int]:
+    """(connection_limit(), the soft open-file limit after it) in a child started with these limits."""
+    import resource
+    import subprocess
+
+    code = (
+        "import resource; from traceview.dashboards.server import connection_limit; "
+        "print(connection_limit(), resource.getrlimit(resource.RLIMIT_NOFILE)[0])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        check=True,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard)),
+    ).stdout.split()
+    return int(out[0]), int(out[1])
+
+
+@linux_only
+def test_connection_limit_follows_the_open_file_limit():
+    """1000 connections when the soft open-file limit can be raised to 3 files each (it is, from
+    1024); fewer under a hard limit of 256, so that a connection never fails for want of a file."""
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 3064:
+        pytest.skip(f"the hard open-file limit ({hard}) is below 3,064")
+    assert _limits_in_child(1024, hard) == (1000, 3064)
+    assert _limits_in_child(256, 256) == ((256 - 64) // 3, 256)
