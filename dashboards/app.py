@@ -15,7 +15,9 @@ or data, which React, plotly and the grid escape; nothing is formatted into HTML
 from __future__ import annotations
 
 import functools
+import io
 import re
+import threading
 from pathlib import Path
 
 import dash
@@ -126,20 +128,51 @@ PERFETTO_PATH = "/download/perfetto.json"
 PERFETTO_TITLE = "Download the profile for ui.perfetto.dev: every rank, flows, and the iteration, terms, phases and findings as tracks"
 
 
-def register_download(server, trace) -> None:
-    """The Perfetto export as a download (built when asked; docs/export.md)."""
-    from flask import Response
+class PerfettoDownload:
+    """The profile's Perfetto export (`perfetto.perfetto_json`), built once: on the first request,
+    under a lock, so that requests arriving meanwhile wait for that build instead of starting
+    their own; then kept in memory for the server's life (one copy, the size of the export)."""
 
-    from traceview.dashboards.perfetto import perfetto_json
+    def __init__(self, trace) -> None:
+        self.trace = trace
+        self._body: bytes | None = None
+        self._lock = threading.Lock()
+        self.builds = 0  # how many times the export was built (1 once asked for)
+
+    def body(self) -> bytes:
+        with self._lock:
+            if self._body is None:
+                from traceview.dashboards.perfetto import perfetto_json
+
+                self._body = perfetto_json(self.trace)
+                self.builds += 1
+            return self._body
+
+
+def register_download(server, trace) -> PerfettoDownload:
+    """The Perfetto export as a download (built on the first request, then reused; docs/export.md).
+    Each answer reads the one copy in memory through the server's file wrapper (waitress sends it
+    as the client takes it): a client that reads slowly, or never, costs neither a copy nor a
+    temporary file."""
+    from flask import Response, request
+    from werkzeug.wsgi import wrap_file
 
     stem = re.sub(r"(\.pt\.trace)?\.json(\.gz)?$", "", Path(str(trace.source)).name)
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", stem)[:100].strip("._") or "profile"
+    export = PerfettoDownload(trace)
 
     def download():
-        disposition = f'attachment; filename="{name}.perfetto.json"'
-        return Response(perfetto_json(trace), mimetype="application/json", headers={"Content-Disposition": disposition})
+        body = export.body()
+        headers = {
+            "Content-Disposition": f'attachment; filename="{name}.perfetto.json"',
+            "Content-Length": str(len(body)),
+        }
+        # io.BytesIO over bytes shares them (no copy until written to)
+        stream = wrap_file(request.environ, io.BytesIO(body))
+        return Response(stream, mimetype="application/json", headers=headers, direct_passthrough=True)
 
     server.add_url_rule(PERFETTO_PATH, "perfetto_download", download, methods=["GET"])
+    return export
 
 
 def layout(state: DashboardState) -> html.Div:

@@ -20,7 +20,7 @@ from dash import html
 
 from traceview.analysis import kernels
 from traceview.dashboards.colors import class_color
-from traceview.dashboards.query import TIMELINE_PATH, instances_query
+from traceview.dashboards.query import TIMELINE_PATH, ascii_int, instances_query
 from traceview.dashboards.timeline_page import name_contains
 from traceview.safe_text import one_line
 
@@ -164,10 +164,10 @@ def instances_link(
     column, field, host = INSTANCE_LINKS[table]
     if not cell or cell.get("colId") != column or not rows:
         return None
-    row_id = str(cell.get("rowId", ""))
-    if not row_id.isdigit() or int(row_id) >= len(rows):
+    row_id = ascii_int(str(cell.get("rowId", "")))
+    if row_id is None or not 0 <= row_id < len(rows):
         return None
-    row = rows[int(row_id)]
+    row = rows[row_id]
     name = row.get(field)
     if not isinstance(name, str) or not name.strip():
         return None

@@ -4,6 +4,7 @@ have; `make_query` is the inverse."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qs, urlencode
 
 TIMELINE_PATH = "/timeline"
@@ -28,9 +29,20 @@ def _query(search: str | None) -> dict[str, list[str]]:
     return parse_qs((search or "").lstrip("?"))
 
 
+#: An integer as the dashboard writes one: ASCII digits, an optional minus, at most 20 digits.
+#: Python's int() and str.isdigit() also take other scripts' digits ('１２', '٣'), superscripts
+#: (isdigit only: int('²') raises) and underscores ('1_000'); none of those is read as a number.
+ASCII_INTEGER = re.compile(r"-?[0-9]{1,20}")
+
+
+def ascii_int(text: str) -> int | None:
+    """`text` as an int when it is ASCII digits with an optional leading minus (no sign, space,
+    underscore or other script's digit), else None."""
+    return int(text) if isinstance(text, str) and ASCII_INTEGER.fullmatch(text) else None
+
+
 def _integer(text: str) -> int | None:
-    text = text.strip()
-    return int(text) if text.lstrip("-").isdigit() else None
+    return ascii_int(text.strip())
 
 
 def parse_query(search: str | None, ranks: list[int], steps: list[int]) -> tuple[list[int] | None, int | None]:

@@ -35,7 +35,7 @@ import polars as pl
 
 from traceview.analysis import timeline_tracks as tt
 from traceview.dashboards.colors import ITERATION_COLORS, class_color
-from traceview.dashboards.query import MAX_NAME
+from traceview.dashboards.query import MAX_NAME, ascii_int
 from traceview.dashboards.timeline_model import FAMILIES, TimelineModel
 from traceview.dashboards.timeline_overlays import TimelineOverlays
 from traceview.safe_text import one_line
@@ -89,10 +89,9 @@ def _int(args, name: str, default=None, lo=None, hi=None) -> int:
         if default is None:
             raise BadRequest(f"missing parameter {name}")
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise BadRequest(f"{name} must be an integer") from None
+    value = ascii_int(raw)
+    if value is None:
+        raise BadRequest(f"{name} must be an integer (ASCII digits)")
     if abs(value) > MAX_INT or (lo is not None and value < lo) or (hi is not None and value > hi):
         raise BadRequest(f"{name} out of range")
     return value
@@ -102,10 +101,10 @@ def _ranks(args, model: TimelineModel) -> list[int] | None:
     raw = args.get("ranks") or ""
     if not raw:
         return None
-    try:
-        ranks = [int(r) for r in raw.split(",") if r != ""]
-    except ValueError:
-        raise BadRequest("ranks must be integers separated by commas") from None
+    parsed = [ascii_int(r) for r in raw.split(",") if r != ""]
+    ranks = [r for r in parsed if r is not None]
+    if len(ranks) != len(parsed):
+        raise BadRequest("ranks must be integers (ASCII digits) separated by commas")
     if any(abs(r) > MAX_INT for r in ranks):
         raise BadRequest("ranks out of range")
     return ranks

@@ -302,7 +302,173 @@ def test_the_real_server_sends_no_banner_and_enforces_host_and_body(tmp_path):
             b"Content-Length: %d\r\nConnection: close\r\n\r\n" % (300 * 1024 * 1024)
         )
         assert big.startswith(b"HTTP/1.1 413")
+        foreign = ask(
+            b"GET /download/perfetto.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nSec-Fetch-Site: cross-site\r\n"
+            b"Connection: close\r\n\r\n" % port
+        )
+        assert foreign.startswith(b"HTTP/1.1 403") and b"traceEvents" not in foreign
     finally:
         proc.terminate()
         out, err = proc.communicate(timeout=20)
     assert b"development server" not in out + err and b"Traceback" not in err, err.decode()[-2000:]
+
+
+# ---- Requests from other sites (issue 30) --------------------------------
+
+from traceview.dashboards.app import PERFETTO_PATH  # noqa: E402
+from traceview.dashboards.server import DATA_PATHS, Refusals, foreign_request, host_port, same_origin  # noqa: E402
+
+HOST = {"Host": "127.0.0.1:8050"}
+#: One request for each kind of data path: Dash's JSON endpoints, the timeline's routes, the download.
+DATA_REQUESTS = [
+    ("GET", "/_dash-layout"),
+    ("GET", "/_dash-dependencies"),
+    ("POST", "/_dash-update-component"),
+    ("GET", "/api/timeline/meta"),
+    ("GET", "/api/timeline/range?start=0&end=1000"),
+    ("GET", PERFETTO_PATH),
+]
+FOREIGN = [
+    {"Sec-Fetch-Site": "cross-site"},
+    {"Sec-Fetch-Site": "same-site"},  # another port of this machine
+    {"Sec-Fetch-Site": "Cross-Site "},
+    {"Origin": "https://evil.example"},
+    {"Origin": "http://127.0.0.1:9999"},
+    {"Origin": "http://localhost:8050"},  # another name than the Host: another origin to the browser
+    {"Origin": "null"},
+    {"Sec-Fetch-Site": "same-origin", "Origin": "http://evil.example"},
+]
+OWN = [{}, {"Sec-Fetch-Site": "same-origin"}, {"Sec-Fetch-Site": "none"}, {"Origin": "http://127.0.0.1:8050"}]
+
+
+def _ask(client, method: str, path: str, headers: dict):
+    headers = {**HOST, **headers}
+    if method == "POST":
+        dep = callbacks.dependency(client, "fig-breakdown.figure")
+        body = callbacks.request(dep, [{"id": "url", "property": "search", "value": ""}], ["url.search"], state=[])
+        return client.post(path, data=orjson.dumps(body), headers={**headers, "Content-Type": "application/json"})
+    return client.get(path, headers=headers)
+
+
+def test_data_paths_refuse_requests_from_other_sites(served):
+    """A page of another site (or another port) open in the same browser can neither read the
+    profile's data nor make the server compute it: 403 with a one-line body, before any work."""
+    app, _ = served
+    client = app.server.test_client()
+    assert {path.split("?")[0] for _, path in DATA_REQUESTS} <= DATA_PATHS
+    for method, path in DATA_REQUESTS:
+        for headers in FOREIGN:
+            resp = _ask(client, method, path, headers)
+            assert resp.status_code == 403, (method, path, headers, resp.status_code)
+            assert resp.data.count(b"\n") == 1 and len(resp.data) < 200 and resp.data.startswith(b"refused")
+            assert resp.headers["X-Frame-Options"] == "DENY"
+        for headers in OWN:  # the dashboard's own pages, a typed address, curl
+            resp = _ask(client, method, path, headers)
+            assert resp.status_code == 200, (method, path, headers, resp.status_code, resp.data[:200])
+
+
+def test_pages_open_from_a_link_on_another_site(served):
+    """A link to the dashboard on another page opens it (a navigation): only its data is guarded."""
+    app, _ = served
+    client = app.server.test_client()
+    for path in ("/", "/timeline", "/_favicon.ico"):
+        assert client.get(path, headers={**HOST, "Sec-Fetch-Site": "cross-site"}).status_code == 200, path
+
+
+def test_refusals_are_logged_sparingly(caplog):
+    """A page that keeps asking cannot flood the terminal: the first refusal of a kind is
+    logged, then the 10th, 100th, ... with the count."""
+    refusals = Refusals()
+    with caplog.at_level(logging.WARNING, logger="traceview.serve"):
+        for i in range(150):
+            refusals.refused("a request from another site", f"/_dash-layout, Sec-Fetch-Site: cross-site #{i}")
+        refusals.refused("a request for another host", "Host: evil.example\x1b]0;x\x07")
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 4, lines
+    assert lines[0] == "refused a request from another site (/_dash-layout, Sec-Fetch-Site: cross-site #0)"
+    assert lines[1].endswith("#9); 10 such requests so far") and lines[2].endswith("#99); 100 such requests so far")
+    assert lines[3] == "refused a request for another host (Host: evil.example\\x1b]0;x\\x07)"
+
+
+@pytest.mark.parametrize(
+    "origin, host, same",
+    [
+        ("http://127.0.0.1:8050", "127.0.0.1:8050", True),
+        ("HTTP://LOCALHOST:8050", "localhost:8050", True),
+        ("http://[::1]:8050", "[::1]:8050", True),
+        ("http://localhost", "localhost", True),
+        ("http://localhost:80", "localhost", True),
+        ("https://node7", "node7", True),  # behind a TLS proxy: the scheme's default port
+        ("http://localhost:8051", "localhost:8050", False),
+        ("http://evil.example:8050", "localhost:8050", False),
+        ("http://localhost:8050/", "localhost:8050", False),
+        ("http://user@localhost:8050", "localhost:8050", False),
+        ("null", "localhost:8050", False),
+        ("file://", "localhost:8050", False),
+        ("http://localhost:x", "localhost:8050", False),
+        ("http://localhost:8050", "localhost:８０５０", False),
+    ],
+)
+def test_same_origin(origin, host, same):
+    assert same_origin(origin, host) is same
+
+
+def test_host_port_and_foreign_request():
+    assert host_port("[::1]:8050") == 8050 and host_port("localhost") is None and host_port("a:８０") is None
+    assert foreign_request({}, "localhost:1") is None
+    assert foreign_request({"Sec-Fetch-Site": "same-origin"}, "localhost:1") is None
+    assert foreign_request({"Sec-Fetch-Site": "cross-site"}, "localhost:1") == "Sec-Fetch-Site: cross-site"
+    assert foreign_request({"Sec-Fetch-Site": "unheard-of"}, "localhost:1")  # a value added later: refused
+
+
+# ---- Integers the API and the address take (issue 30) -------------------------------------------
+
+from traceview.dashboards.overview_tables import instances_link  # noqa: E402
+from traceview.dashboards.query import parse_compare, parse_query  # noqa: E402
+
+
+def _fullwidth(text: str) -> str:
+    return text.translate({ord(d): ord(d) + 0xFEE0 for d in "0123456789"})
+
+
+def test_api_integers_are_ascii_digits_only(served):
+    """Python's int() takes '１２' (full-width), '١٢' (Arabic-Indic), '1_2' and '+12', and
+    str.isdigit() takes '²': every integer the timeline's routes take is ASCII digits only (400)."""
+    app, _ = served
+    client = app.server.test_client()
+    raw = client.get("/api/timeline/window?start=0&end=1000000&px=100").get_json()["raw"]
+    item = str(raw["id"][0])
+    arabic = {ord(d): ord(d) + 0x0660 - 0x30 for d in "0123456789"}
+    good_bad = [
+        ("window?start=0&end=1000000&px=100", [_fullwidth("window?start=0&end=1000000&px=100")]),
+        ("window?start=0&end=1000000&px=100", ["window?start=0&end=1000000&px=" + "100".translate(arabic)]),
+        ("window?start=0&end=1000000&px=100", ["window?start=0&end=1_000_000&px=100", "window?start=+0&end=10"]),
+        ("window?start=0&end=1000000&px=100", ["window?start=%200&end=10", "window?start=0&end=10&px=1%C2%B2"]),
+        (f"task?id={item}", [f"task?id={_fullwidth(item)}", f"task?id=+{item}"]),
+        ("range?start=0&end=1000&ranks=0,1", [f"range?start=0&end=1000&ranks=0,{_fullwidth('1')}"]),
+        ("search?q=nccl&ranks=1", [f"search?q=nccl&ranks={_fullwidth('1')}"]),
+    ]
+    for good, bads in good_bad:
+        assert client.get("/api/timeline/" + good).status_code == 200, good
+        for bad in bads:
+            resp = client.get("/api/timeline/" + bad)
+            assert resp.status_code == 400 and b"ASCII digits" in resp.data, (bad, resp.status_code, resp.data[:200])
+
+
+def test_query_string_integers_are_ascii_digits_only():
+    """The address's rank, step and compare (and a table row's id from the page) read ASCII
+    digits only; another script's digits are not a rank, and '²' does not raise."""
+    ranks, steps = [0, 1, 2, 12], [0, 1, 2]
+    assert parse_query("?rank=1,12&step=2", ranks, steps) == ([1, 12], 2)
+    assert parse_query(f"?rank={_fullwidth('1')},{_fullwidth('12')}&step={_fullwidth('2')}", ranks, steps) == (
+        None,
+        None,
+    )
+    assert parse_query("?rank=²&step=١", ranks, steps) == (None, None)
+    assert parse_compare("?compare=2,0", ranks) == [2, 0]
+    assert parse_compare(f"?compare={_fullwidth('2')},0", ranks) == [0]
+    rows = [{"name": "gemm", "short_name": "gemm", "rank": 0}, {"name": "nccl", "short_name": "nccl", "rank": 1}]
+    cell = {"colId": "short_name", "rowId": "1"}
+    assert instances_link("kernel-table", cell, rows, "") is not None
+    for row_id in (_fullwidth("1"), "²", "+1", " 1"):
+        assert instances_link("kernel-table", {**cell, "rowId": row_id}, rows, "") is None, row_id
