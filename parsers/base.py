@@ -8,6 +8,7 @@ import polars as pl
 
 from traceview import schema
 from traceview.errors import Warnings
+from traceview.parsers import kinds
 from traceview.safe_text import path_text
 
 #: Canonical collective of a communication task, from its "Collective name" (Kineto args) or, when
@@ -142,6 +143,7 @@ class ParsedRank:
         tasks = out["device_tasks"]
         out["device_tasks"] = schema.conform(fill_collective(tasks, out["ascend_communication"]), "device_tasks")
         full_meta = {col: meta.get(col) for col in schema.RANKS}
+        full_meta["graph_capture"] = is_graph_capture(out["host_events"])
         full_meta["source"] = None if meta.get("source") is None else path_text(meta["source"])
         return cls(frames=out, meta=full_meta, warnings=[path_text(w) for w in warnings])
 
@@ -187,6 +189,19 @@ class RankGroup:
 #: row); counting both would double its time in every sum.
 DUPLICATE_KEY = ("device", "stream", "kind", "name", "start_ns", "end_ns", "correlation")
 DUPLICATE_TASKS = "exact duplicate device tasks (same name, stream, start and end) dropped"
+
+
+def is_graph_capture(host_events: pl.DataFrame) -> bool:
+    """Whether a rank's trace captures CUDA/HIP graphs and replays none: runtime calls that begin a
+    stream capture and no graph launch (`kinds.GRAPH_CAPTURE_PATTERN` / `GRAPH_LAUNCH_PATTERN`):
+    the capture trace of a graph-replaying run (schema `ranks.graph_capture`)."""
+    if host_events.is_empty():
+        return False
+    runtime = host_events.filter(pl.col("kind") == "runtime").select(pl.col("name").unique())["name"]
+    return bool(
+        runtime.str.contains(kinds.GRAPH_CAPTURE_PATTERN).any()
+        and not runtime.str.contains(kinds.GRAPH_LAUNCH_PATTERN).any()
+    )
 
 
 #: A time beyond this many ns from its clock's zero (about 146 years) is no real time: the

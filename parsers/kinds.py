@@ -36,6 +36,10 @@ IGNORED_CATEGORIES: tuple[str, ...] = tuple(_KINETO["ignored_categories"])
 #: The shipped patterns: a GPU kernel whose name matches any (case-insensitive) is communication.
 COMMUNICATION_KERNEL_PATTERNS: tuple[str, ...] = tuple(r["pattern"] for r in _KINETO["communication"])
 
+#: Host runtime calls that begin a CUDA/HIP stream capture, and that replay a captured graph.
+GRAPH_CAPTURE_PATTERN: str = _TABLE["graphs"]["capture"]
+GRAPH_LAUNCH_PATTERN: str = _TABLE["graphs"]["launch"]
+
 #: The kinds a rule may give, and the fields each format's rules may test.
 KINDS = ("communication", "memcpy", "memset", "kernel")
 RULE_FIELDS = {"ascend": ("name", "op_type", "core_type"), "mindspore": ("name", "op_type")}

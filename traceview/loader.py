@@ -160,11 +160,17 @@ def load(
         if not parsed and first_error is not None:
             raise first_error
         failures = [str(errors[s]) for s in sources if s in errors]
+        beside = companions(sources, parsed)
+        ranked = [s for s in sources if s not in beside]
         if rank_sel is None:
-            kept = [s for s in sources if s in parsed]
+            kept = [s for s in ranked if s in parsed]
             trace = assemble(path_text(path), [(s, parsed[s]) for s in kept], failures)
         else:
-            trace, kept = _assemble_selected(path_text(path), sources, parsed, skipped, rank_sel, failures, first_error)
+            trace, kept = _assemble_selected(path_text(path), ranked, parsed, skipped, rank_sel, failures, first_error)
+        trace.companions = _companion_frame(beside, parsed, trace)
+        trace.load_warnings += [
+            f"{path_text(s.path)}: {LONE_CAPTURE}" for s in kept if parsed[s].meta.get("graph_capture")
+        ]
         if store and analyse and user.file is None:  # a user's rules: the stored ones would not be theirs
             store.store_analyses(trace, [parsed[s] for s in kept], kept)
     finally:  # whatever stops the load (Ctrl-C, an error), what was parsed is cached
@@ -174,6 +180,54 @@ def load(
         trace.load_warnings.append(store.problem)
     trace.rules_file, trace.rules_tables = user.file, user.tables
     return select_steps(trace, step_sel) if step_sel is not None else trace
+
+
+#: The warning for a graph-capture trace loaded with no trace of the run beside it.
+LONE_CAPTURE = (
+    "a CUDA/HIP graph capture trace (stream captures, no graph launch): its device time is the capture, "
+    "not the run that replays the graphs (load it beside the run's trace, where it is that rank's companion)"
+)
+
+
+def companions(sources: list[Source], parsed: dict[Source, ParsedRank]) -> dict[Source, Source]:
+    """The parsed sources that are another's companion, not ranks: a graph-capture trace (schema
+    `ranks.graph_capture`: vLLM's and SGLang's capture_traces/) that records the same rank as a
+    parsed trace that is no capture (both recording none counts as the same), mapped to that
+    trace (the first in source order). Its kernels and shapes describe the graphs the other
+    replays; counted as a rank it would add a 99.9 % idle rank and advice against the graphs the
+    run already uses. A capture trace with no such trace beside it stays a rank."""
+    runs: dict[int | None, Source] = {}
+    for s in sources:
+        if s in parsed and not parsed[s].meta.get("graph_capture"):
+            runs.setdefault(parsed[s].meta.get("rank"), s)
+    return {
+        s: runs[parsed[s].meta.get("rank")]
+        for s in sources
+        if s in parsed and parsed[s].meta.get("graph_capture") and parsed[s].meta.get("rank") in runs
+    }
+
+
+def _companion_frame(beside: dict[Source, Source], parsed: dict[Source, ParsedRank], trace: Trace):
+    """Trace.companions: per companion, the number its rank got in `trace`, its source, its kind
+    and its device tasks; companions of ranks not in the trace (a selection) are left out."""
+    import polars as pl
+
+    from traceview.trace import COMPANIONS_SCHEMA
+
+    numbers = dict(zip(trace.ranks["source"].to_list(), trace.ranks["rank"].to_list()))
+    rows = []
+    for companion, run in beside.items():
+        rank = numbers.get(parsed[run].meta.get("source"))
+        if rank is None:
+            continue
+        member = parsed[companion]
+        if member.group is not None:
+            group_tasks = member.group.frames.get("device_tasks")
+            tasks = None if group_tasks is None else int((group_tasks["rank"] == member.index).sum())
+        else:
+            tasks = member.frames["device_tasks"].height if "device_tasks" in member.frames else None
+        rows.append((rank, parsed[companion].meta.get("source"), "graph capture", tasks))
+    return pl.DataFrame(rows, schema=COMPANIONS_SCHEMA, orient="row")
 
 
 def _unit_errors(unit: list[Source], error: TraceError) -> dict[Source, TraceError]:

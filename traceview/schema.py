@@ -134,6 +134,12 @@ RANKS: dict[str, tuple[pl.DataType, str]] = {
         "Memory of the rank's device, bytes (Kineto deviceProperties `totalGlobalMem` of the device its tasks "
         "ran on, or of every listed device when all have the same); null if not recorded.",
     ),
+    "graph_capture": (
+        pl.Boolean,
+        "The trace captures CUDA/HIP graphs and replays none (stream-capture calls, no graph launch: "
+        "task_kinds.toml [graphs]): the capture of the graphs a run replays, not the run. Beside the "
+        "execution trace of the same rank it is that rank's companion, not a rank (Trace.companions).",
+    ),
 }
 
 #: The memory allocator's records: Kineto `[memory]` instant events (torch.profiler(profile_memory=True)),

@@ -72,6 +72,7 @@ def select_steps(trace, steps):
     )
     selected = type(trace)(trace.source, trace.ranks, frames, warnings, list(trace.failures))
     selected.rules_file, selected.rules_tables = trace.rules_file, trace.rules_tables
+    selected.companions = trace.companions
     return selected
 
 

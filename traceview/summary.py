@@ -297,9 +297,19 @@ def build_summary(
     doc["findings_by_rule"] = _finding_rows(findings.by_rule(found))
     return {
         **doc,
+        "companions": trace.companions.to_dicts(),
         "warnings": list(trace.warnings) + checks,
         "failures": list(trace.failures),
     }
+
+
+def companion_text(row: dict) -> str:
+    """A companion of `Trace.companions` in words, the same in every view."""
+    tasks = "" if row.get("device_tasks") is None else f", {row['device_tasks']:,} device tasks"
+    return (
+        f"rank {row['rank']}: {row['source']}: the CUDA/HIP graph capture of the graphs this rank replays"
+        f"{tasks}; kept beside the rank (it describes the graphs' kernels), not counted as a rank"
+    )
 
 
 #: The traced estimate set beside the 6 x params x tokens one (docs/roofline.md).

@@ -8,6 +8,9 @@ import polars as pl
 
 from traceview import schema
 
+#: Columns of `Trace.companions`.
+COMPANIONS_SCHEMA = {"rank": pl.Int64, "source": pl.String, "kind": pl.String, "device_tasks": pl.Int64}
+
 
 class Trace:
     """A loaded profile (one or many ranks).
@@ -39,6 +42,9 @@ class Trace:
         #: the user's rules file (`traceview.load(rules=...)`) and the tables it extends
         self.rules_file: str | None = None
         self.rules_tables: frozenset[str] = frozenset()
+        #: traces loaded beside a rank that describe it rather than being ranks themselves
+        #: (`traceview.loader.companions`): rank, source, kind ("graph capture"), device_tasks
+        self.companions: pl.DataFrame = pl.DataFrame(schema=COMPANIONS_SCHEMA)
         self._memo: dict = {}
 
     device_tasks = property(lambda self: self._frames["device_tasks"], doc="Device tasks of all ranks.")

@@ -64,7 +64,8 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
     ),
     "launch_us": (
         pl.Float64,
-        "Mean duration of the launch calls of the rank's kernels, µs; null without launch calls.",
+        "Mean duration of the calls that launched the rank's kernels, each call once, graph launches left "
+        "out (one replays a whole graph), µs; null without such calls.",
     ),
     "kernels_per_step": (pl.Float64, "Kernels (kind 'kernel': no communication, memcpy, memset) per step."),
     "tiny_kernels_per_step": (pl.Float64, "Kernels shorter than 10 µs per step."),
@@ -169,5 +170,10 @@ FACTS: dict[str, tuple[pl.DataType, str]] = {
         pl.Float64,
         "Device time of the tasks graph launches replayed / all device time of the rank (0 without graph launches; "
         "null without device tasks; analysis.platform).",
+    ),
+    "graph_capture": (
+        pl.Boolean,
+        "The rank's trace captures CUDA/HIP graphs and replays none: the program runs graphs, this trace "
+        "recorded their capture (schema ranks.graph_capture; analysis.platform).",
     ),
 }

@@ -176,13 +176,18 @@ def _task_facts(tasks: pl.DataFrame, windows: pl.DataFrame, tiny_kernel_us: floa
 
 
 def _launch_us(tasks: pl.DataFrame, launch_calls: pl.DataFrame | None) -> pl.DataFrame:
-    """rank, launch_us: mean launch-call duration of the rank's kernels (µs)."""
+    """rank, launch_us: mean duration (µs) of the calls that launched the rank's kernels, each call
+    once (a graph launch replays hundreds of kernels: weighted by them, its one call read as the
+    typical launch), graph launches (`launch_calls`' graph column) left out: one pays for a whole
+    graph, so it is no per-kernel launch cost."""
     if launch_calls is None or launch_calls.is_empty():
         return pl.DataFrame(schema={"rank": pl.Int64, "launch_us": pl.Float64})
+    calls = launch_calls.filter(~pl.col("graph")) if "graph" in launch_calls.columns else launch_calls
     return (
         tasks.filter(pl.col("kind") == "kernel")
         .select("rank", "correlation")
-        .join(launch_calls, on=["rank", "correlation"], how="inner")
+        .unique()
+        .join(calls, on=["rank", "correlation"], how="inner")
         .group_by("rank")
         .agg(((pl.col("launch_end_ns") - pl.col("launch_start_ns")).mean() / 1000.0).alias("launch_us"))
     )

@@ -26,6 +26,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.analysis import intervals as iv
+from traceview.analysis.platform import GRAPH_LAUNCH_PATTERN
 
 #: idle categories of `stream_idle`, in the order they are tested
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
@@ -48,24 +49,28 @@ def _us(expr: pl.Expr) -> pl.Expr:
 def launch_calls(host_events: pl.DataFrame, synchronous: tuple[str, ...] = ()) -> pl.DataFrame:
     """Launch call of each correlation id, per rank.
 
-    Returns rank, correlation, launch_start_ns, launch_end_ns, synchronous: over the host events
+    Returns rank, correlation, launch_start_ns, launch_end_ns, synchronous, graph: over the host events
     of kind `runtime` with that (rank, correlation), the earliest start and the latest end (ns),
-    and whether one of them is a synchronous call (its name matches one of the regexes
+    whether one of them is a synchronous call (its name matches one of the regexes
     `synchronous`, `phases.toml` [[synchronous]]: a call that returns once the device work it
-    issued has finished, e.g. `cudaMemcpy`; its tasks have no launch delay to speak of).
+    issued has finished, e.g. `cudaMemcpy`; its tasks have no launch delay to speak of), and
+    whether one is a graph launch (`platform.GRAPH_LAUNCH_PATTERN`: one call replays a whole graph).
     """
     runtime = host_events.filter((pl.col("kind") == "runtime") & pl.col("correlation").is_not_null())
-    if synchronous and runtime.height:
-        pattern = "|".join(f"(?:{p})" for p in synchronous)
-        names = runtime.select(pl.col("name").unique().drop_nulls())
-        sync_names = names.filter(pl.col("name").str.contains(pattern))["name"]
-        is_sync = pl.col("name").is_in(sync_names.implode()).any()
-    else:
-        is_sync = pl.lit(False)
+    names = runtime.select(pl.col("name").unique().drop_nulls())
+
+    def named(pattern: str) -> pl.Expr:
+        """Whether one of the call's runtime events has a name matching `pattern` (each distinct
+        name matched once)."""
+        if not pattern or not names.height:
+            return pl.lit(False)
+        return pl.col("name").is_in(names.filter(pl.col("name").str.contains(pattern))["name"].implode()).any()
+
     return runtime.group_by("rank", "correlation").agg(
         pl.col("start_ns").min().alias("launch_start_ns"),
         pl.col("end_ns").max().alias("launch_end_ns"),
-        is_sync.alias("synchronous"),
+        named("|".join(f"(?:{p})" for p in synchronous)).alias("synchronous"),
+        named(GRAPH_LAUNCH_PATTERN).alias("graph"),
     )
 
 

@@ -6,6 +6,7 @@ import orjson
 
 from traceview.cli.text import bullet_list, table
 from traceview.safe_text import json_text, one_line, one_line_strings
+from traceview.summary import companion_text
 from traceview.trace import Trace
 
 COLUMNS = [
@@ -38,7 +39,13 @@ def info_rows(trace: Trace) -> list[dict]:
 def render_info(trace: Trace, fmt: str) -> str:
     rows = info_rows(trace)
     if fmt == "json":
-        doc = {"source": trace.source, "ranks": rows, "warnings": trace.warnings, "failures": trace.failures}
+        doc = {
+            "source": trace.source,
+            "ranks": rows,
+            "companions": trace.companions.to_dicts(),
+            "warnings": trace.warnings,
+            "failures": trace.failures,
+        }
         return json_text(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
     rows = one_line_strings(rows)
     for row in rows:
@@ -46,7 +53,8 @@ def render_info(trace: Trace, fmt: str) -> str:
     formats = sorted({r["format"] for r in rows})
     head = f"{one_line(trace.source)}: {len(rows)} rank{'s' if len(rows) != 1 else ''} ({', '.join(formats)})"
     parts = [head, "", table(rows, COLUMNS)]
-    for title, items in (("Warnings", trace.warnings), ("Failed", trace.failures)):
+    companions = [companion_text(c) for c in trace.companions.to_dicts()]
+    for title, items in (("Companions", companions), ("Warnings", trace.warnings), ("Failed", trace.failures)):
         block = bullet_list(title, items)
         if block:
             parts += ["", block]

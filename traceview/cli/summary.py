@@ -13,7 +13,7 @@ from traceview.analysis.traced_flops import MIN_FLOPS_COVERAGE
 from traceview.cli.roofline import expected_text
 from traceview.cli.text import bullet_list, table
 from traceview.safe_text import json_text, one_line, one_line_strings
-from traceview.summary import finding_heading, headline_lines, size_text, traced_rate_text
+from traceview.summary import companion_text, finding_heading, headline_lines, size_text, traced_rate_text
 
 #: (summary key, column header) of the per-step table; values shown in ms.
 STEP_COLUMNS = [
@@ -466,7 +466,8 @@ def render_summary(doc: dict, fmt: str) -> str:
     if doc.get("expected"):
         parts += ["", expected_text(one_line(doc["expected"]["verdict"]), doc["expected"]["terms"])]
     parts += _findings_text(doc)
-    for title, items in (("Warnings", doc["warnings"]), ("Failed", doc["failures"])):
+    companions = [companion_text(c) for c in doc.get("companions") or []]
+    for title, items in (("Companions", companions), ("Warnings", doc["warnings"]), ("Failed", doc["failures"])):
         block = bullet_list(title, items)
         if block:
             parts += ["", block]
