@@ -196,7 +196,7 @@ class ClassOptions:
         """Read the file before the (longer) load: TraceError (one line) if it is bad."""
         from traceview.analysis.classes import load_rules
 
-        _check(self.classes, load_rules)
+        check_rules_file(self.classes, load_rules)
 
     @property
     def file(self) -> str | None:
@@ -223,7 +223,7 @@ class AdviceOptions:
         """Read the rules file before the (longer) load: TraceError (one line) if it is bad."""
         from traceview.analysis.findings import load_rules
 
-        _check(self.findings_rules, load_rules)
+        check_rules_file(self.findings_rules, load_rules)
 
     def summary_args(self) -> dict:
         """The keyword arguments of `build_summary` these options set."""
@@ -289,7 +289,9 @@ ExpectOptions.options = _group(
 )
 
 
-def _check(path: Path | None, load_rules) -> None:
+def check_rules_file(path: Path | None, load_rules) -> None:
+    """Read a rules file with `load_rules` before the (longer) load: TraceError (one line, exit 1)
+    if it is bad; nothing when `path` is None."""
     from traceview.errors import TraceError
 
     if path is not None:
