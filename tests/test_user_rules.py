@@ -221,6 +221,30 @@ BAD = {
         "[[device_peaks.rule]]\nname = 'x'\nmatch = 'H100'\nexclude = '(?<=x)y'\npeak_tflops = 1.0\n",
         "a device name the entry must not match goes in 'exclude'",
     ),
+    "findings threshold nan": (
+        "[[findings.rule]]\nid = 'exposed_communication'\nabove = nan\n",
+        "rule 'exposed_communication': 'above' must be a finite number, got nan",
+    ),
+    "findings critical inf": (
+        "[[findings.rule]]\nid = 'exposed_communication'\nabove = 0.1\ncritical = inf\n",
+        "rule 'exposed_communication': 'critical' must be a finite number, got inf",
+    ),
+    "findings below -inf": (
+        "[[findings.rule]]\nid = 'long_step'\nbelow = -inf\n",
+        "rule 'long_step': 'below' must be a finite number, got -inf",
+    ),
+    "findings when with too many terms": (
+        "[[findings.rule]]\nid = 'long_step'\nwhen = '" + " and ".join(["steps >= 1"] * 2000) + "'\n",
+        "rule 'long_step': 'when' 'steps >= 1 and steps >= 1 and steps >= 1 and steps >= 1 ...': more than 200 terms",
+    ),
+    "findings when nested too deep": (
+        "[[findings.rule]]\nid = 'long_step'\nwhen = '" + "not " * 3000 + "is_straggler'\n",
+        "more than 32 levels of 'not' and parentheses",
+    ),
+    "findings when with an infinite number": (
+        "[[findings.rule]]\nid = 'long_step'\nwhen = 'steps > 1e999'\n",
+        "'when' 'steps > 1e999': a number must be finite, found '1e999' at column 9",
+    ),
 }
 
 
