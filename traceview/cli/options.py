@@ -159,7 +159,22 @@ class ModelOptions:
         return {**given, "recompute": self.recompute} if given else None
 
 
-_POSITIVE = click.FloatRange(min=0, min_open=True)
+class _Positive(click.ParamType):
+    """A positive finite number (click's FloatRange lets nan and inf through)."""
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not 0 < number < float("inf"):
+            self.fail(f"{value!r} is not a positive finite number", param, ctx)
+        return number
+
+
+_POSITIVE = _Positive()
 ModelOptions.options = _group(
     ModelOptions,
     "model",
