@@ -5,6 +5,7 @@ step whose shapes are known, the layout's links, configuration errors, and the C
 from __future__ import annotations
 
 import json
+import math
 
 import polars as pl
 import pytest
@@ -13,6 +14,7 @@ import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared, run_cli
 from tests.test_roofline import _transformer_step
 from traceview.analysis import expected as ex
+from traceview.analysis import model_config as model_config_module
 from traceview.analysis.model_config import ModelConfig, model_config
 
 H100 = {"peak_tflops": 989.0, "memory_tbps": 3.35, "intra_node_gbps": 450.0, "inter_node_gbps": 50.0}
@@ -129,6 +131,47 @@ def test_configuration_errors_are_one_line():
     with pytest.raises(ValueError, match="records no device name"):
         ex.system_limits(model_config(good), None)
     assert ex.system_limits(model_config({**good, "peak_tflops": 100, "memory_tbps": 1}), None)["device"] == "config"
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        # issue 30: each of these was accepted and failed (or printed nan) after the whole load
+        (
+            "hidden=1" + "0" * 300,
+            "hidden must be a positive integer from 1 to 2,147,483,648, got an integer of 997 bits",
+        ),
+        (
+            "hidden=18446744073709551616",
+            "hidden must be a positive integer from 1 to 2,147,483,648, got 18446744073709551616",
+        ),
+        ("layers=2097152", "layers must be a positive integer from 1 to 1,048,576, got 2097152"),
+        ("vocab=4294967296", "vocab must be an integer from 0 to 2,147,483,648, got 4294967296"),
+        ("memory_tbps=1e-310", "memory_tbps must be a positive number from 0.001 to 1e+06 TB/s, got 1e-310"),
+        ("memory_tbps=nan", "memory_tbps must be a positive number from 0.001 to 1e+06 TB/s, got nan"),
+        ("peak_tflops=inf", "peak_tflops must be a positive number from 0.001 to 1e+06 TFLOP/s, got inf"),
+        ("inter_node_gbps=2e6", "inter_node_gbps must be a positive number from 0.001 to 1e+06 GB/s, got 2000000.0"),
+        ("hidden=1" + "0" * 5000, "hidden must be an integer, got '1000000000"),  # beyond Python's int parsing
+    ],
+    ids=["hidden 1e300", "hidden 2**64", "layers 2**21", "vocab 2**32", "subnormal memory_tbps", "memory_tbps nan"]
+    + ["peak_tflops inf", "inter_node_gbps 2e6", "hidden of 5001 digits"],
+)
+def test_model_config_numbers_are_finite_and_in_range(override, message):
+    good = dict(layers=4, hidden=512, heads=8, seq=64, micro_batch=1)
+    with pytest.raises(ValueError) as info:
+        model_config(good, [override])
+    assert str(info.value).startswith("model config: " + message) and len(str(info.value)) < 200
+
+
+def test_model_config_at_its_ranges_gives_finite_times():
+    """Every key at the top of its range (and the rates at the bottom): every figure stays finite."""
+    top = {k: high for k, (low, high) in model_config_module.INT_RANGES.items()}
+    top |= {"kv_heads": 1, "devices_per_node": 1, "recompute": True, "gated_ffn": True, "dtype": "fp8"}
+    low = {k: lo for k, (lo, hi) in model_config_module.FLOAT_RANGES.items()}
+    config = model_config({**top, **low})
+    limits = ex.system_limits(config, None)
+    terms = ex.expected_terms(ex.expected_ops(config, limits), config)
+    assert all(math.isfinite(v) and v >= 0 for v in terms.values()) and terms["step"] > 0
 
 
 def test_config_file_and_cli(tmp_path):

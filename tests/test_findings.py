@@ -23,6 +23,7 @@ import pytest
 import traceview as tv
 from tests.conftest import DATA, ROOT, SAMPLES, SHARED_TRACES, needs_shared
 from tests.support.kineto import complete_event, ns, write_trace
+from traceview.analysis import conditions
 from traceview.analysis import facts as facts_mod
 from traceview.analysis import findings as F
 from traceview.cli.summary import render_summary
@@ -424,7 +425,7 @@ BAD_RULES = [
     ('[[rule]]\nid = "exposed_communication"\nmetric = "window"\n', "metric 'window' is not a numeric fact"),
     ('[[rule]]\nid = "exposed_communication"\nbelow = 0.2\nabove = 0.1\n', "exactly one threshold"),
     ('[[rule]]\nid = "exposed_communication"\ncritical = 0.05\n', "'critical' (0.05) must be beyond"),
-    ('[[rule]]\nid = "exposed_communication"\nabove = "high"\n', "'above' must be a number"),
+    ('[[rule]]\nid = "exposed_communication"\nabove = "high"\n', "'above' must be a finite number"),
     ('[[rule]]\nid = "exposed_communication"\nmessage = "{nope:.1f}"\n', "unknown fact {nope}"),
     (
         '[[rule]]\nid = "exposed_communication"\nmessage = "{window:.1f}"\n',
@@ -506,6 +507,59 @@ def test_when_conditions(text, want):
     )
     got = df.select(F.condition(text).alias("c"))["c"].to_list()
     assert [bool(g) if g is not None else None for g in got] == want
+
+
+def test_and_or_chains_keep_the_logic_of_nulls():
+    """A chain of `and` / `or` terms is one all_horizontal / any_horizontal (flat, issue 30): the
+    same Kleene logic as `&` / `|` on every combination of true, false and null."""
+    values = [True, False, None]
+    combos = [(a, b, c) for a in values for b in values for c in values]
+    df = pl.DataFrame(
+        {k: [row[i] for row in combos] for i, k in enumerate(("is_straggler", "ddp_seen", "fsdp_seen"))},
+        schema=dict.fromkeys(("is_straggler", "ddp_seen", "fsdp_seen"), pl.Boolean),
+    )
+    a, b, c = pl.col("is_straggler"), pl.col("ddp_seen"), pl.col("fsdp_seen")
+    cases = {
+        "is_straggler and ddp_seen and fsdp_seen": a & b & c,
+        "is_straggler or ddp_seen or fsdp_seen": a | b | c,
+        "is_straggler and ddp_seen or fsdp_seen": (a & b) | c,
+        "is_straggler or ddp_seen and not fsdp_seen": a | (b & ~c),
+        "not (is_straggler or ddp_seen) and fsdp_seen": ~(a | b) & c,
+    }
+    for text, reference in cases.items():
+        assert df.select(F.condition(text)).to_series().to_list() == df.select(reference).to_series().to_list(), text
+
+
+def test_a_condition_at_the_limits_is_accepted():
+    terms = " and ".join(f"steps >= {i}" for i in range(conditions.MAX_TERMS))
+    nested = "(" * (conditions.MAX_DEPTH - 1) + "not is_straggler" + ")" * (conditions.MAX_DEPTH - 1)
+    df = pl.DataFrame({"steps": [500, 5, None], "is_straggler": [False, False, True]})
+    assert df.select(F.condition(terms)).to_series().to_list() == [True, False, None]
+    assert df.select(F.condition(nested)).to_series().to_list() == [True, True, False]
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        # issue 30: 2,000 terms ran for minutes in polars' optimiser, 3,000 nested `not` was a RecursionError
+        (
+            " and ".join(["steps >= 1"] * 2000),
+            "more than 200 terms (comparisons or Boolean facts), found 'steps' at column 3001",
+        ),
+        (" or ".join(["is_straggler"] * 201), "more than 200 terms"),
+        ("not " * 3000 + "is_straggler", "more than 32 levels of 'not' and parentheses nested in each other"),
+        ("(" * 3000 + "is_straggler" + ")" * 3000, "more than 32 levels of 'not' and parentheses"),
+        ("steps > 1e999", "a number must be finite, found '1e999' at column 9"),
+        ("steps > -1e400", "a number must be finite"),
+    ],
+    ids=["2000 and", "201 or", "3000 not", "3000 parentheses", "1e999", "-1e400"],
+)
+def test_a_condition_past_the_limits_is_one_line_naming_the_rule(text, problem):
+    with pytest.raises(ValueError) as err:
+        F.condition(text, "my.toml: rule 'r'")
+    message = str(err.value)
+    assert message.startswith("my.toml: rule 'r': 'when' ") and problem in message
+    assert "\n" not in message and len(message) < 300
 
 
 # --- summary ---------------------------------------------------------------------------------------

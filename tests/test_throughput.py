@@ -250,3 +250,112 @@ def test_the_headline_shows_tokens_mfu_and_hfu_with_their_formulas():
     assert f"MFU {100 * first['mfu_frac']:.1f} % (HFU {100 * first['hfu_frac']:.1f} %)" in text[1]
     assert first["mfu_formula"] in text[:8] and first["hfu_formula"] in text[:8]
     assert "mfu_frac" not in build_summary(trace)["headline"]
+
+
+# Issue 30: device names are matched by polars' linear-time regex engine, and the shipped table's
+# look-around became `exclude` patterns. Every name below (the shipped entries' comments, the
+# corpus, and variants seen in the wild) maps to the entry the table's look-around patterns gave
+# (written down from the table before the change), with and without the roofline's `needs="tflops"`.
+SAME_ENTRY_AS_BEFORE = {
+    "NVIDIA V100S PCIe": "NVIDIA V100S PCIe",
+    "Tesla V100S-PCIE-32GB": "NVIDIA V100S PCIe",
+    "NVIDIA V100 PCIe": "NVIDIA V100 PCIe",
+    "Tesla V100-PCIE-32GB": "NVIDIA V100 PCIe",
+    "Tesla V100-PCIE-16GB": "NVIDIA V100 PCIe",
+    "NVIDIA V100 SXM2": "NVIDIA V100 SXM2",
+    "Tesla V100-SXM2-32GB": "NVIDIA V100 SXM2",
+    "Tesla V100-SXM2-16GB": "NVIDIA V100 SXM2",
+    "Tesla V100-DGXS-32GB": "NVIDIA V100 SXM2",
+    "NVIDIA A100 80GB PCIe": "NVIDIA A100 80GB PCIe",
+    "NVIDIA A100-PCIe-80GB": "NVIDIA A100 80GB PCIe",
+    "NVIDIA A800 80GB PCIe": "NVIDIA A100 80GB PCIe",
+    "NVIDIA A100 80GB SXM": "NVIDIA A100 80GB SXM",
+    "NVIDIA A100-SXM4-80GB": "NVIDIA A100 80GB SXM",
+    "NVIDIA A800-SXM4-80GB": "NVIDIA A100 80GB SXM",
+    "NVIDIA A100": "NVIDIA A100",
+    "NVIDIA A100-PG509-200": "NVIDIA A100",
+    "NVIDIA A100-PCIE-40GB": "NVIDIA A100",
+    "NVIDIA A100-SXM4-40GB": "NVIDIA A100",
+    "NVIDIA A800-SXM4-40GB": "NVIDIA A100",
+    "NVIDIA H100 PCIe": "NVIDIA H100 PCIe",
+    "NVIDIA H100 PCIE": "NVIDIA H100 PCIe",
+    "nvidia h100 pcie": "NVIDIA H100 PCIe",
+    "NVIDIA H800 PCIe": "NVIDIA H100 PCIe",
+    "H100 PCIe H800": "NVIDIA H100 PCIe",
+    "NVIDIA H100 SXM": "NVIDIA H100 SXM",
+    "NVIDIA H100 80GB HBM3": "NVIDIA H100 SXM",
+    "NVIDIA H100": "NVIDIA H100 SXM",
+    "NVIDIA H800": "NVIDIA H100 SXM",
+    "NVIDIA H800 80GB HBM3": "NVIDIA H100 SXM",
+    "NVIDIA PCIe H100": "NVIDIA H100 SXM",  # the look-ahead only looked after the H100
+    "NVIDIA H100 NVL": None,
+    "NVIDIA H200": "NVIDIA H200",
+    "NVIDIA GH200 480GB": "NVIDIA H200",
+    "NVIDIA GH200 144G HBM3e": "NVIDIA H200",
+    "NVIDIA H200 NVL": None,
+    "NVIDIA B200": "NVIDIA B200",
+    "nvidia b200": "NVIDIA B200",
+    "NVIDIA GB200": None,
+    "nvidia gb200 nvl72": None,
+    "AMD Instinct MI250X": "AMD Instinct MI250X",
+    "AMD Instinct MI250X / MI250": "AMD Instinct MI250X",
+    "AMD Instinct MI250": None,
+    "AMD Instinct MI300X": "AMD Instinct MI300X",
+    "AMD Instinct MI300X VF": "AMD Instinct MI300X",
+    "AMD Instinct MI210": "AMD Instinct MI210",
+    "AMD Instinct MI355X": "AMD Instinct MI355X",
+    "Huawei Ascend 910B": "Huawei Ascend 910B",
+    "Ascend910B1": "Huawei Ascend 910B",
+    "Ascend910B2": "Huawei Ascend 910B",
+    "Ascend910B3": "Huawei Ascend 910B",
+    "Ascend910B4": "Huawei Ascend 910B",
+    "Ascend910A": None,
+    "Ascend910_9392": None,
+    "Ascend": None,
+    "NVIDIA H20": None,
+    "NVIDIA L40S": None,
+    "NVIDIA GeForce RTX 2080 Ti": None,
+    "NVIDIA GeForce RTX 4090": None,
+    "AMD Radeon Graphics": None,
+    "ARTEMIS": None,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAME_ENTRY_AS_BEFORE))
+def test_device_names_match_the_same_entry_as_before_the_exclude_patterns(name):
+    want = SAME_ENTRY_AS_BEFORE[name]
+    for needs in (None, "tflops"):
+        got = device_peak(name, needs=needs)
+        assert (got and got["name"]) == want, needs
+
+
+def test_the_shipped_table_uses_no_look_around_and_every_pattern_runs_in_polars():
+    for entry in load_device_peaks():
+        for key in ("match", "exclude"):
+            if key in entry:
+                assert "(?<" not in entry[key] and "(?=" not in entry[key] and "(?!" not in entry[key]
+                pl.Series([""]).str.contains("(?i)" + entry[key])  # raises on a pattern Rust regex refuses
+
+
+def test_a_users_exclude_pattern_keeps_a_name_out_of_its_entry(tmp_path):
+    rules = tmp_path / "r.toml"
+    rules.write_text(
+        '[[device_peaks.rule]]\nname = "Chip"\nmatch = "MyChip"\nexclude = "MyChip.*lite"\npeak_tflops = 100.0\n'
+    )
+    assert device_peak("ACME MyChip 9", str(rules))["name"] == "Chip"
+    assert device_peak("acme mychip 9 LITE", str(rules)) is None  # exclude is case-insensitive too
+    assert device_peak("NVIDIA H100 PCIe", str(rules))["name"] == "NVIDIA H100 PCIe"
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"params": float("nan")}, "params must be a finite number, got nan"),
+        ({"peak_tflops": float("inf")}, "peak_tflops must be a finite number, got inf"),
+        ({"tokens_per_step": 10**400}, "tokens_per_step must be a finite number, got an integer of 1329 bits"),
+    ],
+)
+def test_throughput_inputs_must_be_finite(given, message):
+    with pytest.raises(ValueError) as info:
+        throughput([1e6], **{"tokens_per_step": 1.0, "params": 1.0, "devices": 1, **given})
+    assert str(info.value) == message

@@ -181,12 +181,69 @@ BAD = {
     "turn off a rule that is not there": ("[[findings.rule]]\nid = 'stragler'\nenabled = false\n", "no such rule"),
     "peak not a number": (
         "[[device_peaks.rule]]\nname = 'x'\nmatch = 'a'\npeak_tflops = 'fast'\n",
-        "peak_tflops must be a positive number",
+        "'peak_tflops' must be a number from 0.001 to 1e+06, got 'fast'",
     ),
     "not TOML": ("[[task_kinds", "invalid TOML"),
     "devices per package 0": (
         "[[device_peaks.rule]]\nname = 'x'\nmatch = 'a'\npeak_tflops = 1.0\ndevices_per_package = 0\n",
-        "devices_per_package must be a positive integer",
+        "'devices_per_package' must be an integer from 1 to 1024, got 0",
+    ),
+    # issue 30: every number of a device entry is finite, positive and in range, checked before parsing
+    "peak inf": (
+        "[[device_peaks.rule]]\nname = 'x'\nmatch = 'a'\npeak_tflops = inf\n",
+        "device peak 1 ('x'): 'peak_tflops' must be a number from 0.001 to 1e+06, got inf",
+    ),
+    "dtype peak nan": (
+        "[[device_peaks.rule]]\nname = 'x'\nmatch = 'a'\npeak_tflops = 1.0\ntflops = { bf16 = nan }\n",
+        "'tflops.bf16' must be a number from 0.001 to 1e+06, got nan",
+    ),
+    "subnormal memory bandwidth": (
+        "[[device_peaks.rule]]\nname = 'x'\nmatch = 'a'\npeak_tflops = 1.0\nmemory_tbps = 1e-310\n",
+        "'memory_tbps' must be a number from 0.001 to 1e+06, got 1e-310",
+    ),
+    "negative link": (
+        "[[device_peaks.rule]]\nname = 'x'\nmatch = 'a'\npeak_tflops = 1.0\nlink_gbps = { intra = -5.0 }\n",
+        "'link_gbps.intra' must be a number from 0.001 to 1e+06, got -5.0",
+    ),
+    "unknown link": (
+        "[[device_peaks.rule]]\nname = 'x'\nmatch = 'a'\npeak_tflops = 1.0\nlink_gbps = { intr = 5.0 }\n",
+        "'link_gbps' has unknown key 'intr' (allowed: intra, inter)",
+    ),
+    "misspelt device key": (
+        "[[device_peaks.rule]]\nname = 'x'\nmatch = 'a'\npeak_tflops = 1.0\nmemory_tpbs = 2.0\n",
+        "unknown key(s) memory_tpbs",
+    ),
+    "look-around in a device match": (
+        "[[device_peaks.rule]]\nname = 'x'\nmatch = 'H100(?!.*PCIe)'\npeak_tflops = 1.0\n",
+        "device peak 1 ('x'): invalid regex for 'match': 'H100(?!.*PCIe)'",
+    ),
+    "look-around in a device exclude": (
+        "[[device_peaks.rule]]\nname = 'x'\nmatch = 'H100'\nexclude = '(?<=x)y'\npeak_tflops = 1.0\n",
+        "a device name the entry must not match goes in 'exclude'",
+    ),
+    "findings threshold nan": (
+        "[[findings.rule]]\nid = 'exposed_communication'\nabove = nan\n",
+        "rule 'exposed_communication': 'above' must be a finite number, got nan",
+    ),
+    "findings critical inf": (
+        "[[findings.rule]]\nid = 'exposed_communication'\nabove = 0.1\ncritical = inf\n",
+        "rule 'exposed_communication': 'critical' must be a finite number, got inf",
+    ),
+    "findings below -inf": (
+        "[[findings.rule]]\nid = 'long_step'\nbelow = -inf\n",
+        "rule 'long_step': 'below' must be a finite number, got -inf",
+    ),
+    "findings when with too many terms": (
+        "[[findings.rule]]\nid = 'long_step'\nwhen = '" + " and ".join(["steps >= 1"] * 2000) + "'\n",
+        "rule 'long_step': 'when' 'steps >= 1 and steps >= 1 and steps >= 1 and steps >= 1 ...': more than 200 terms",
+    ),
+    "findings when nested too deep": (
+        "[[findings.rule]]\nid = 'long_step'\nwhen = '" + "not " * 3000 + "is_straggler'\n",
+        "more than 32 levels of 'not' and parentheses",
+    ),
+    "findings when with an infinite number": (
+        "[[findings.rule]]\nid = 'long_step'\nwhen = 'steps > 1e999'\n",
+        "'when' 'steps > 1e999': a number must be finite, found '1e999' at column 9",
     ),
 }
 

@@ -31,6 +31,7 @@ appended only when none of its facts is null.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import string
 from collections.abc import Sequence
@@ -141,8 +142,9 @@ def _number(raw: dict, key: str, where: str) -> float | None:
     value = raw.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{where}: '{key}' must be a number, got {value!r}")
+    finite = isinstance(value, float) and math.isfinite(value) or isinstance(value, int) and abs(value) < 2**1023
+    if isinstance(value, bool) or not finite:
+        raise ValueError(f"{where}: '{key}' must be a finite number, got {rule_tables.shown(value)}")
     return float(value)
 
 

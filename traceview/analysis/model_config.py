@@ -25,17 +25,23 @@ key, its unit and default:
   device: NVLink / HCCS / Infinity Fabric inside a node, the device's share of the node's network
   between nodes).
 
+Ranges (`RANGES`; every number the model computes from them stays finite): the counts layers,
+heads, kv_heads, micro_batch, micro_batches, tp, pp, dp and devices_per_node are integers from 1 to
+2**20 (1,048,576); the sizes hidden, ffn and seq from 1 to 2**31 (2,147,483,648), vocab from 0 to
+2**31; the rates from 0.001 to 1e6 in their unit (the device table's range): nan, inf, a subnormal
+or a negative rate is refused.
+
 Errors are ValueError with one line naming the key (the CLI shows them as usage errors).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from traceview import rules as rule_tables
+from traceview.analysis.device_peaks import RATE_RANGE
 
 #: Bytes per element of each dtype the model takes.
 DTYPE_BYTES = {"fp8": 1, "bf16": 2, "fp16": 2, "fp32": 4, "tf32": 4}
@@ -100,23 +106,21 @@ class ModelConfig:
         return self.layers * self.layer_params() + self.vocab * self.hidden
 
 
-_INT_KEYS = {
-    "layers",
-    "hidden",
-    "heads",
-    "seq",
-    "micro_batch",
-    "ffn",
-    "kv_heads",
-    "micro_batches",
-    "tp",
-    "pp",
-    "dp",
-    "devices_per_node",
+_COUNT = (1, 2**20)
+_SIZE = (1, 2**31)
+#: The range of each integer key, inclusive.
+INT_RANGES = {
+    **dict.fromkeys(("layers", "heads", "kv_heads", "micro_batch", "micro_batches"), _COUNT),
+    **dict.fromkeys(("tp", "pp", "dp", "devices_per_node"), _COUNT),
+    **dict.fromkeys(("hidden", "ffn", "seq"), _SIZE),
+    "vocab": (0, 2**31),
 }
-_ZERO_OK = {"vocab"}
+#: The range of each rate, inclusive, in its unit (TFLOP/s, TB/s, GB/s): the device table's.
+FLOAT_RANGES = dict.fromkeys(("peak_tflops", "memory_tbps", "intra_node_gbps", "inter_node_gbps"), RATE_RANGE)
+#: Every key's range (docs/roofline.md lists them).
+RANGES = {**INT_RANGES, **FLOAT_RANGES}
+_UNITS = {"peak_tflops": "TFLOP/s", "memory_tbps": "TB/s", "intra_node_gbps": "GB/s", "inter_node_gbps": "GB/s"}
 _BOOL_KEYS = {"gated_ffn", "causal", "recompute", "training", "distributed_optimizer"}
-_FLOAT_KEYS = {"peak_tflops", "memory_tbps", "intra_node_gbps", "inter_node_gbps"}
 _STR_KEYS = {"dtype", "grad_dtype", "device"}
 KEYS = tuple(f.name for f in dataclasses.fields(ModelConfig))
 REQUIRED = ("layers", "hidden", "heads", "seq", "micro_batch")
@@ -168,26 +172,28 @@ def _overrides(overrides) -> dict:
             raise ValueError(f"model config: {item!r} is not KEY=VALUE")
         try:
             found[key] = rule_tables.tomllib.loads(f"v = {text.strip()}")["v"]
-        except rule_tables.tomllib.TOMLDecodeError:
+        except ValueError:  # not a TOML value (or an integer of over 4,300 digits): a string
             found[key] = text.strip()
     return found
 
 
 def _check(key: str, value) -> None:
     def bad(want: str) -> ValueError:
-        return ValueError(f"model config: {key} must be {want}, got {value!r}")
+        return ValueError(f"model config: {key} must be {want}, got {rule_tables.shown(value)}")
 
-    if key in _INT_KEYS or key in _ZERO_OK:
+    if key in INT_RANGES:
+        low, high = INT_RANGES[key]
         if isinstance(value, bool) or not isinstance(value, int):
             raise bad("an integer")
-        if value < (0 if key in _ZERO_OK else 1):
-            raise bad("at least 0" if key in _ZERO_OK else "a positive integer")
+        if not low <= value <= high:
+            raise bad(f"{'a positive integer' if low else 'an integer'} from {low} to {high:,}")
     elif key in _BOOL_KEYS:
         if not isinstance(value, bool):
             raise bad("true or false")
-    elif key in _FLOAT_KEYS:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-            raise bad("a positive number")
+    elif key in FLOAT_RANGES:
+        low, high = FLOAT_RANGES[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise bad(f"a positive number from {low:g} to {high:g} {_UNITS[key]}")
     elif key in _STR_KEYS:
         if not isinstance(value, str) or not value:
             raise bad("a string")

@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import math
 import numbers
-import re
 from collections.abc import Sequence
-from pathlib import Path
 
 import polars as pl
 
-from traceview import rules as rule_tables
+# The device table lives in its own module; its names stay importable from here.
+from traceview.analysis.device_peaks import PEAKS_FILE, device_peak, load_device_peaks
+from traceview.rules import shown
 
-PEAKS_FILE = rule_tables.shipped_path("device_peaks")
+__all__ = ["PEAKS_FILE", "THROUGHPUT_SCHEMA", "device_peak", "load_device_peaks", "mean_of", "throughput"]
 
 THROUGHPUT_SCHEMA = pl.Schema(
     {
@@ -58,62 +58,11 @@ THROUGHPUT_SCHEMA = pl.Schema(
 )
 
 
-def load_device_peaks(extra: str | Path | Sequence[str | Path] | None = None) -> tuple[dict, ...]:
-    """The device peak table: a user's entries first (`extra`: a rules file, or several, whose
-    `[[device_peaks.rule]]` entries, or top-level `[[rule]]` entries, come first), then the
-    shipped `[[rule]]` entries of device_peaks.toml, in order.
-
-    Each entry: name, match (regex, case-insensitive, searched in the device name), peak_tflops
-    (per datasheet product, dense), optional devices_per_package (default 1), dtype, approximate
-    (default False). ValueError naming the file and the entry for a missing key or a bad regex.
-    """
-    return _peaks(tuple(str(p) for p in rule_tables.user_files(extra)))
-
-
-def _peaks(files: tuple[str, ...]) -> tuple[dict, ...]:
-    found: list[dict] = []
-    for file in files:
-        doc = rule_tables.section(file, "device_peaks")
-        if doc is not None:
-            found += _checked_peaks(doc, file)
-    return tuple(found) + _checked_peaks(rule_tables.shipped("device_peaks"), PEAKS_FILE)
-
-
-def _checked_peaks(doc: dict, file) -> tuple[dict, ...]:
-    entries = rule_tables.entries(doc, file)
-    for i, e in enumerate(entries, start=1):
-        if not {"name", "match", "peak_tflops"} <= set(e):
-            raise ValueError(f"{file}: device peak {i}: needs name, match and peak_tflops")
-        try:
-            re.compile(e["match"])
-        except (re.error, TypeError) as exc:
-            raise ValueError(f"{file}: device peak {i}: invalid regex {e['match']!r} ({exc})") from None
-        peak = e["peak_tflops"]
-        if isinstance(peak, bool) or not isinstance(peak, (int, float)) or not peak > 0:
-            raise ValueError(f"{file}: device peak {i}: peak_tflops must be a positive number, got {peak!r}")
-        per = e.get("devices_per_package", 1)
-        if isinstance(per, bool) or not isinstance(per, int) or per < 1:
-            raise ValueError(f"{file}: device peak {i}: devices_per_package must be a positive integer, got {per!r}")
-        if not isinstance(e["name"], str) or not isinstance(e["match"], str):
-            raise ValueError(f"{file}: device peak {i}: name and match must be strings")
-    return tuple(entries)
-
-
-def device_peak(
-    device_name: str | None, rules: str | Sequence[str] | None = None, needs: str | None = None
-) -> dict | None:
-    """The table entry for a device name (the first that matches; with `needs`, the first that
-    matches and gives that key, e.g. the roofline's `tflops`), with `per_device_tflops` =
-    peak_tflops / devices_per_package added; None when no entry matches (or no name)."""
-    if not device_name:
-        return None
-    for entry in load_device_peaks(rules):
-        if needs is not None and needs not in entry:
-            continue
-        if re.search(entry["match"], device_name, flags=re.IGNORECASE):
-            per_device = float(entry["peak_tflops"]) / int(entry.get("devices_per_package", 1))
-            return {**entry, "per_device_tflops": per_device}
-    return None
+def _finite(value: numbers.Real) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer beyond a float's range
+        return False
 
 
 def _step_times(step_durations_us) -> tuple[pl.DataFrame, int | None]:
@@ -190,6 +139,8 @@ def throughput(
     for name, value in given.items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
             raise TypeError(f"{name} must be a number, got {value!r}")
+        if value is not None and not _finite(value):
+            raise ValueError(f"{name} must be a finite number, got {shown(value)}")
     times, ranks = _step_times(step_durations_us)
     if devices is None:
         devices = ranks

@@ -127,11 +127,14 @@ def roofline(
     achieved TFLOP/s and TB/s, the share of the peak and of the roofline, the bound (definitions:
     docs/roofline.md). Needs a profile recorded with record_shapes=True. With --model-config (or
     --model KEY=VALUE), the analytical model's expected step beside the measured one."""
+    from traceview.analysis.device_peaks import load_device_peaks
+    from traceview.cli.options import check_rules_file
     from traceview.cli.roofline import render_roofline
 
     config = expect.config()
     if config is not None and fmt == "csv":
         raise click.UsageError("--format csv writes the operator rows only: use --format json or text with --model")
+    check_rules_file(device_rules, load_device_peaks)
     trace = load.load(path)
     rules = str(device_rules) if device_rules else None
     echo(render_roofline(trace, fmt, top, rules=rules, config=config, by_step=by_step))

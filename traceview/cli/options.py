@@ -159,7 +159,22 @@ class ModelOptions:
         return {**given, "recompute": self.recompute} if given else None
 
 
-_POSITIVE = click.FloatRange(min=0, min_open=True)
+class _Positive(click.ParamType):
+    """A positive finite number (click's FloatRange lets nan and inf through)."""
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not 0 < number < float("inf"):
+            self.fail(f"{value!r} is not a positive finite number", param, ctx)
+        return number
+
+
+_POSITIVE = _Positive()
 ModelOptions.options = _group(
     ModelOptions,
     "model",
@@ -196,7 +211,7 @@ class ClassOptions:
         """Read the file before the (longer) load: TraceError (one line) if it is bad."""
         from traceview.analysis.classes import load_rules
 
-        _check(self.classes, load_rules)
+        check_rules_file(self.classes, load_rules)
 
     @property
     def file(self) -> str | None:
@@ -223,7 +238,7 @@ class AdviceOptions:
         """Read the rules file before the (longer) load: TraceError (one line) if it is bad."""
         from traceview.analysis.findings import load_rules
 
-        _check(self.findings_rules, load_rules)
+        check_rules_file(self.findings_rules, load_rules)
 
     def summary_args(self) -> dict:
         """The keyword arguments of `build_summary` these options set."""
@@ -289,7 +304,9 @@ ExpectOptions.options = _group(
 )
 
 
-def _check(path: Path | None, load_rules) -> None:
+def check_rules_file(path: Path | None, load_rules) -> None:
+    """Read a rules file with `load_rules` before the (longer) load: TraceError (one line, exit 1)
+    if it is bad; nothing when `path` is None."""
     from traceview.errors import TraceError
 
     if path is not None:

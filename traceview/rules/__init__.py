@@ -45,7 +45,7 @@ def read(path: str | Path) -> dict:
         raise RulesError(f"cannot read rules file {path}: {exc}") from None
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # TOMLDecodeError, or Python's refusal of an integer of over 4,300 digits
         raise RulesError(f"cannot read rules file {path}: invalid TOML: {exc}") from None
 
 
@@ -68,23 +68,47 @@ def shipped_path(table: str) -> Path:
     return RULES_DIR / f"{table}.toml"
 
 
-def check_regex(pattern: object, where: str, key: str = "pattern", prefix: str = "") -> str:
+def check_regex(pattern: object, where: str, key: str = "pattern", prefix: str = "", hint: str = "") -> str:
     """`pattern` if polars can use it as a regex (`prefix` + pattern), else RulesError naming
-    `where`, the key and the problem (polars uses Rust regex syntax)."""
+    `where`, the key and the problem (polars uses Rust regex syntax: linear time in the text it
+    searches, so no look-around or back-references); `hint` ends the message."""
     import polars as pl
 
     if not isinstance(pattern, str) or not pattern:
-        raise RulesError(f"{where}: '{key}' must be a non-empty regex string, got {pattern!r}")
+        raise RulesError(f"{where}: '{key}' must be a non-empty regex string, got {shown(pattern)}")
     try:
         pl.Series("x", [""], dtype=pl.String).str.contains(prefix + pattern)
     except Exception as exc:  # noqa: BLE001 - polars raises ComputeError on a bad pattern
         lines = str(exc).strip().splitlines()
         detail = " ".join(line.strip() for line in lines if line.strip())[:300]
         raise RulesError(
-            f"{where}: invalid regex for '{key}': {pattern!r} ({detail}; "
-            f"patterns use Rust regex syntax: no look-around or back-references)"
+            f"{where}: invalid regex for '{key}': {shown(pattern, 120)} ({detail}; "
+            f"patterns use Rust regex syntax: no look-around or back-references{hint})"
         ) from None
     return pattern
+
+
+def shown(value: object, width: int = 60) -> str:
+    """`repr(value)` cut to about `width` characters (an error line quotes what it refuses, and a
+    refused value may be megabytes long)."""
+    if isinstance(value, int) and value.bit_length() > 128:  # repr of a huge int may be refused by Python
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= width else f"{text[: width - 5]}...{text[-2:]}"
+
+
+def _bound(x: float) -> str:
+    return str(x) if isinstance(x, int) else f"{x:g}"
+
+
+def check_number(value: object, where: str, key: str, low: float, high: float, integer: bool = False) -> float | int:
+    """`value` if it is a number (an integer with `integer`; never a Boolean) from `low` to `high`
+    inclusive (so finite: nan and inf are refused), else RulesError naming `where` and the key."""
+    kind = "an integer" if integer else "a number"
+    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok or not low <= value <= high:  # type: ignore[operator]
+        raise RulesError(f"{where}: '{key}' must be {kind} from {_bound(low)} to {_bound(high)}, got {shown(value)}")
+    return value  # type: ignore[return-value]
 
 
 def user_files(extra) -> tuple[Path, ...]:
