@@ -14,6 +14,9 @@ Pickle can run any code while loading, so the file is read with an unpickler tha
 object at all beyond the containers and scalars pickle builds itself (dict, list, tuple, str,
 bytes, int, float, bool, None): any class or function reference (a GLOBAL / STACK_GLOBAL opcode,
 a persistent id, an out-of-band buffer) ends the read with a one-line error, before anything runs.
+Before that, `parsers.pickle_scan.check` reads its opcodes (building nothing) and refuses a pickle
+bomb: a memo slot, a length or containers that would take far more memory than the file's size
+(or than is available), or dict keys whose hashes can be made equal.
 
 Into the canonical frames (`traceview.schema`), per device d (device_type "cuda", device d):
 - memory_events: one row per entry that changes allocated or reserved memory. allocated after an
@@ -33,7 +36,6 @@ history's start. `op`: the innermost frame ("name (file:line)");
 
 from __future__ import annotations
 
-import io
 import pickle
 from pathlib import Path
 
@@ -41,6 +43,7 @@ import polars as pl
 
 from traceview import schema
 from traceview.errors import TraceError, Warnings
+from traceview.parsers import memory, pickle_scan
 from traceview.parsers.base import ParsedRank
 from traceview.parsers.kineto_events import int64
 
@@ -94,15 +97,47 @@ class _NoObjects(pickle.Unpickler):
         raise _Refused("it holds a persistent reference")
 
 
+class _Chunks:
+    """The bytes of a pickle as a file for the unpickler, which asks for them a frame or 128 KiB at a
+    time (`peek`): a signal (Ctrl-C, SIGTERM) is taken at each ask, not only after the whole load."""
+
+    def __init__(self, data: bytes):
+        self._data = data
+        self._at = 0
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self._data) if n is None or n < 0 else self._at + n
+        out = self._data[self._at : end]
+        self._at += len(out)
+        return out
+
+    def readinto(self, buffer) -> int:
+        out = self.read(len(buffer))
+        buffer[: len(out)] = out
+        return len(out)
+
+    def readline(self) -> bytes:
+        end = self._data.find(b"\n", self._at)
+        return self.read(-1 if end < 0 else end + 1 - self._at)
+
+    def peek(self, n: int = 0) -> bytes:
+        return self._data[self._at : self._at + max(n, 1)]
+
+
 def load_plain(path: Path):
-    """The pickled data of `path`, constructing nothing but containers and scalars (TraceError
-    naming what the pickle asked for otherwise)."""
+    """The pickled data of `path`, constructing nothing but containers and scalars, after
+    `pickle_scan.check` (TraceError naming what the pickle asked for otherwise, or why it is a
+    bomb)."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise TraceError(path, f"cannot read it: {exc.strerror or exc}") from None
     try:
-        return _NoObjects(io.BytesIO(data)).load()
+        pickle_scan.check(data, memory.available())
+    except pickle_scan.Refused as exc:
+        raise TraceError(path, exc.problem, exc.fix or FIX) from None
+    try:
+        return _NoObjects(_Chunks(data)).load()
     except _Refused as exc:
         raise TraceError(
             path, f"not a plain-data pickle, refused without running it: {exc}", FIX + " (plain dicts and lists)"
