@@ -16,7 +16,7 @@ from tests.conftest import DATA, run_cli
 from traceview.analysis.memory import BEFORE_TRACE, NO_OPERATOR
 from traceview.errors import TraceError
 from traceview.parsers import snapshot as snapshot_module
-from traceview.parsers.snapshot import NO_TIME, STATE_ONLY, load_plain
+from traceview.parsers.snapshot import FIELD_CUT, NO_TIME, ODD_ACTION, STATE_ONLY, load_plain
 
 MiB = 1 << 20
 SNAPSHOT = DATA / "snapshot" / "memory_snapshot.pickle"
@@ -276,3 +276,68 @@ def test_the_unpickler_reads_in_pieces_so_a_signal_is_taken_mid_load(tmp_path, m
     with pytest.raises(KeyboardInterrupt):
         load_plain(path)
     assert 0 < asks[-1] < path.stat().st_size // 2
+
+
+# --- the snapshot's walk: records shared by reference, stacks, values out of range ---
+
+
+@pytest.mark.parametrize(
+    ("share", "says"),
+    [
+        (lambda doc: doc["device_traces"].append(doc["device_traces"][0]), "the history of device 1"),
+        (lambda doc: doc["device_traces"][0].append(doc["device_traces"][0][0]), "entry 7 of the history of device 0"),
+        (lambda doc: doc["segments"].append(doc["segments"][0]), "segment 2"),
+        (lambda doc: doc["segments"][0]["blocks"].append(doc["segments"][0]["blocks"][0]), "block 3 of segment 0"),
+        (
+            lambda doc: doc["segments"].append(dict(doc["segments"][0], blocks=doc["segments"][0]["blocks"])),
+            "the block list of segment 2",
+        ),
+    ],
+    ids=["history", "entry", "segment", "block", "block list"],
+)
+def test_a_record_shared_by_reference_is_refused(tmp_path, share, says):
+    """2,000 references to one history of 2,000 entries (100 kB) were 4 M entries: 23 s, 3.1 GB."""
+    message = _error(tmp_path, _doc_with(share))
+    assert f"{says} is the same object as one read before: a snapshot written by PyTorch never shares" in message
+
+
+def test_a_stack_shared_by_many_entries_is_read_once_and_long_names_are_cut(tmp_path):
+    """A frame of 10 MB shared by every allocation made every row 10 MB of text; PyTorch shares
+    frames and stacks, so sharing is read (once), and a field is cut to 500 characters."""
+    long = "n" * 100_000
+
+    def add(doc):
+        stack = [{"filename": "/work/train.py", "line": 7, "name": long}]
+        history = doc["device_traces"][0]
+        for k in range(1000):
+            history.append({"action": "alloc", "addr": 1 << 40 | k, "size": 1, "time_us": 60 + k, "frames": stack})
+
+    path = tmp_path / "stacks.pickle"
+    path.write_bytes(_doc_with(add))
+    t = _load(path)
+    ops = t.frame("memory_allocations")["top_op"].to_list()[-1000:]
+    assert set(ops) == {"n" * 499 + "… (/work/train.py:7)"}
+    assert any(FIELD_CUT in w and ": 1 stack frame" in w for w in t.warnings)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "warning"),
+    [
+        (lambda e: e.__setitem__("time_us", 2**70), NO_TIME),  # was: internal error (polars overflow)
+        (lambda e: e.__setitem__("action", ["alloc"]), ODD_ACTION),  # was: internal error
+        (lambda e: e["frames"][0].__setitem__("line", 10**5000), None),  # was: ValueError (int to text)
+    ],
+    ids=["time beyond Int64", "action a list", "line of 5,000 digits"],
+)
+def test_values_out_of_range_are_read_as_missing(tmp_path, mutate, warning):
+    path = tmp_path / "odd.pickle"
+    path.write_bytes(_doc_with(lambda doc: mutate(doc["device_traces"][0][0])))
+    t = _load(path)
+    assert t.memory().height >= 5
+    assert warning is None or any(warning in w for w in t.warnings)
+
+
+def test_more_device_histories_than_gpus_is_one_line(tmp_path):
+    """Each history makes a device with its own rows: 10 M empty ones (10 MB) were 10 M devices."""
+    message = _error(tmp_path, _doc_with(lambda doc: doc["device_traces"].extend([] for _ in range(5000))))
+    assert "not a PyTorch memory snapshot: 5,001 device histories (device_traces holds one per GPU" in message
