@@ -91,3 +91,19 @@ def test_sigterm_ends_a_pickle_bomb_within_3_s(bomb):
         assert out.returncode == 1 and len(out.lines) == 1, out.lines
     else:
         assert out.returncode in (1, 143, -15) and after_signal < 3, (out.returncode, after_signal, out.lines)
+
+
+def test_deeply_nested_containers_load_without_recursion(tmp_path):
+    """2,000,000 nested lists as a history, and a frame of 1,000,000 nested dicts: the unpickler
+    and the walk never recurse (no RecursionError, no crash), so the snapshot loads. Passed before
+    too: kept so that a recursive walk added later is caught."""
+    depth = 2_000_000
+    lists = b"]" * depth + b"a" * (depth - 1)
+    frame = b"}" + b"\x8c\x04name}" * 1_000_000 + b"s" * 1_000_000
+    entry = b"}(\x8c\x06action\x8c\x05alloc\x8c\x04size\x4a\x00\x01\x00\x00\x8c\x06frames](" + frame + b"eu"
+    history = b"](" + entry + b"e"
+    path = tmp_path / "memory_snapshot.pickle"
+    path.write_bytes(b"\x80\x04}(\x8c\x08segments]\x8c\x0ddevice_traces](" + lists + history + b"eu.")
+    out = bounded.run(["info", str(path), "--no-cache"])
+    assert out.returncode == 0, (out.returncode, out.lines)
+    assert "snapshot" in out.stdout and out.seconds < 20 and out.peak_rss_bytes < bounded.MEMORY_LIMIT
