@@ -14,6 +14,14 @@ Pickle can run any code while loading, so the file is read with an unpickler tha
 object at all beyond the containers and scalars pickle builds itself (dict, list, tuple, str,
 bytes, int, float, bool, None): any class or function reference (a GLOBAL / STACK_GLOBAL opcode,
 a persistent id, an out-of-band buffer) ends the read with a one-line error, before anything runs.
+Before that, `parsers.pickle_scan.check` reads its opcodes (building nothing) and refuses a pickle
+bomb: a memo slot, a length or containers that would take far more memory than the file's size
+(or than is available), or dict keys whose hashes can be made equal. After it, the walk through
+the snapshot refuses a segment, block, block list, history or history entry that is the same
+object as one read before (PyTorch never shares them; a pickle that does makes each reference a
+full walk: 2,000 references to one history of 2,000 entries are 4 M entries from 100 kB), and
+reads each stack (a frame list, shared where blocks and entries have the same stack) and each
+frame once. A frame's name and file name are cut to FIELD_CHARS characters (counted).
 
 Into the canonical frames (`traceview.schema`), per device d (device_type "cuda", device d):
 - memory_events: one row per entry that changes allocated or reserved memory. allocated after an
@@ -33,7 +41,7 @@ history's start. `op`: the innermost frame ("name (file:line)");
 
 from __future__ import annotations
 
-import io
+import itertools
 import pickle
 from pathlib import Path
 
@@ -41,6 +49,7 @@ import polars as pl
 
 from traceview import schema
 from traceview.errors import TraceError, Warnings
+from traceview.parsers import memory, pickle_scan
 from traceview.parsers.base import ParsedRank
 from traceview.parsers.kineto_events import int64
 
@@ -49,14 +58,29 @@ FIX = "pass a snapshot written by torch.cuda.memory._dump_snapshot"
 NO_TIME = "memory history entries carry no time_us (PyTorch before 2.1): each entry's number stands for its time, in ns"
 ALLOCATED = {"alloc": 1, "free_completed": -1}
 RESERVED = {"segment_alloc": 1, "segment_map": 1, "segment_free": -1, "segment_unmap": -1}
+#: The actions that change allocated or reserved memory (any other is read as missing).
+COUNTED = frozenset({*ALLOCATED, *RESERVED})
 #: Frames from these paths are the framework's, not the user's (`top_op` skips them).
 LIBRARY_PATHS = ("/torch/", "/site-packages/", "/dist-packages/", "/lib/python3", "<frozen ")
+#: The most characters of a frame's name or file name kept in `op` / `top_op` (a longer one is cut,
+#: with "…", and counted: FIELD_CUT); every allocation's row holds its text.
+FIELD_CHARS = 500
+FIELD_CUT = f"stack frame names or file names longer than {FIELD_CHARS} characters cut to {FIELD_CHARS}"
+ODD_ACTION = "memory history entries whose action is not text read as changing nothing"
+#: The most device histories read (PyTorch writes one per visible GPU).
+MOST_DEVICES = 4096
+#: The largest |time_us| read (292 years in µs): its time in ns fits Int64.
+MOST_US = (2**63 - 1) // 1000
+SHARED = (
+    "is the same object as one read before: a snapshot written by PyTorch never shares its segments, blocks "
+    "or history entries, and a pickle that does can make a small file a walk of billions of entries (a pickle bomb)"
+)
 
 
 STATE_ONLY = "snapshot without a memory history: the allocator's state when it was taken, at time 0"
 
 
-def _state_only(segments: list, ends: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _state_only(segments: list, ends: pl.DataFrame, stacks: _Stacks) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(one record per device with its state at time 0, its live blocks allocated at time 0)."""
     events = ends.select(
         pl.lit("cuda").alias("device_type"),
@@ -66,7 +90,7 @@ def _state_only(segments: list, ends: pl.DataFrame) -> tuple[pl.DataFrame, pl.Da
         pl.col("_end_r").alias("total_reserved_bytes"),
     )
     blocks = [
-        (seg["device"], *_labels(b.get("frames")), int64(b.get("size")), int64(b.get("address")))
+        (seg["device"], *stacks.labels(b.get("frames")), int64(b.get("size")), int64(b.get("address")))
         for seg in segments
         if isinstance(seg, dict) and int64(seg.get("device")) is not None
         for b in (seg.get("blocks") if isinstance(seg.get("blocks"), list) else [])
@@ -94,15 +118,47 @@ class _NoObjects(pickle.Unpickler):
         raise _Refused("it holds a persistent reference")
 
 
+class _Chunks:
+    """The bytes of a pickle as a file for the unpickler, which asks for them a frame or 128 KiB at a
+    time (`peek`): a signal (Ctrl-C, SIGTERM) is taken at each ask, not only after the whole load."""
+
+    def __init__(self, data: bytes):
+        self._data = data
+        self._at = 0
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self._data) if n is None or n < 0 else self._at + n
+        out = self._data[self._at : end]
+        self._at += len(out)
+        return out
+
+    def readinto(self, buffer) -> int:
+        out = self.read(len(buffer))
+        buffer[: len(out)] = out
+        return len(out)
+
+    def readline(self) -> bytes:
+        end = self._data.find(b"\n", self._at)
+        return self.read(-1 if end < 0 else end + 1 - self._at)
+
+    def peek(self, n: int = 0) -> bytes:
+        return self._data[self._at : self._at + max(n, 1)]
+
+
 def load_plain(path: Path):
-    """The pickled data of `path`, constructing nothing but containers and scalars (TraceError
-    naming what the pickle asked for otherwise)."""
+    """The pickled data of `path`, constructing nothing but containers and scalars, after
+    `pickle_scan.check` (TraceError naming what the pickle asked for otherwise, or why it is a
+    bomb)."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise TraceError(path, f"cannot read it: {exc.strerror or exc}") from None
     try:
-        return _NoObjects(io.BytesIO(data)).load()
+        pickle_scan.check(data, memory.available())
+    except pickle_scan.Refused as exc:
+        raise TraceError(path, exc.problem, exc.fix or FIX) from None
+    try:
+        return _NoObjects(_Chunks(data)).load()
     except _Refused as exc:
         raise TraceError(
             path, f"not a plain-data pickle, refused without running it: {exc}", FIX + " (plain dicts and lists)"
@@ -123,32 +179,50 @@ def load_plain(path: Path):
 
 
 def _plain(value) -> str:
-    """A frame field as text: only text and integers are formatted (anything else, "?")."""
-    return value if type(value) is str else str(value) if type(value) is int else "?"
+    """A field as text: only text and Int64 integers are formatted (anything else, "?")."""
+    return value if type(value) is str else str(value) if int64(value) is not None else "?"
 
 
-def _frame_text(frame) -> str | None:
-    if not isinstance(frame, dict):
-        return None
-    return f"{_plain(frame.get('name'))} ({_plain(frame.get('filename'))}:{_plain(frame.get('line'))})"
+class _Stacks:
+    """The labels of stacks, each frame list and each frame read once (by identity: PyTorch shares
+    frames between stacks, and a stack between a block and the entry that allocated it), however
+    many times the pickle refers to them; `cut`: frame fields cut to FIELD_CHARS."""
 
+    def __init__(self):
+        self._stacks: dict[int, tuple[str | None, str | None]] = {}
+        self._frames: dict[int, tuple[str, bool] | None] = {}
+        self.cut = 0
 
-def _labels(frames) -> tuple[str | None, str | None]:
-    """(innermost frame, innermost frame of user code) of a stack, as text."""
-    if not isinstance(frames, list) or not frames:
-        return None, None
-    user = next(
-        (
-            f
-            for f in frames
-            if isinstance(f, dict)
-            and type(f.get("filename")) is str
-            and f["filename"].endswith(".py")
-            and not any(p in f["filename"] for p in LIBRARY_PATHS)
-        ),
-        None,
-    )
-    return _frame_text(frames[0]), _frame_text(user)
+    def _field(self, value) -> str:
+        text = _plain(value)
+        if len(text) > FIELD_CHARS:
+            self.cut += 1
+            return text[: FIELD_CHARS - 1] + "…"
+        return text
+
+    def _frame(self, frame) -> tuple[str, bool] | None:
+        """(the frame as "name (file:line)", whether it is user code), None if not a dict."""
+        key = id(frame)
+        if key not in self._frames:
+            if not isinstance(frame, dict):
+                self._frames[key] = None
+            else:
+                file = frame.get("filename")
+                user = type(file) is str and file.endswith(".py") and not any(p in file for p in LIBRARY_PATHS)
+                text = f"{self._field(frame.get('name'))} ({self._field(file)}:{self._field(frame.get('line'))})"
+                self._frames[key] = (text, user)
+        return self._frames[key]
+
+    def labels(self, frames) -> tuple[str | None, str | None]:
+        """(innermost frame, innermost frame of user code) of a stack, as text."""
+        if not isinstance(frames, list) or not frames:
+            return None, None
+        key = id(frames)
+        if key not in self._stacks:
+            first = self._frame(frames[0])
+            user = next((f[0] for f in map(self._frame, frames) if f is not None and f[1]), None)
+            self._stacks[key] = (first[0] if first else None, user)
+        return self._stacks[key]
 
 
 def parse_snapshot(path: Path) -> ParsedRank:
@@ -156,32 +230,67 @@ def parse_snapshot(path: Path) -> ParsedRank:
     path = Path(path)
     doc = load_plain(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("segments"), list):
-        keys = ", ".join(map(_plain, list(doc)[:5])) if isinstance(doc, dict) else type(doc).__name__
-        raise TraceError(path, f"not a PyTorch memory snapshot: no 'segments' list ({keys})", FIX)
+        keys = ", ".join(map(_plain, itertools.islice(doc, 5))) if isinstance(doc, dict) else type(doc).__name__
+        raise TraceError(path, f"not a PyTorch memory snapshot: no 'segments' list ({keys[:300]})", FIX)
     warn = Warnings(path)
     traces = doc.get("device_traces") if isinstance(doc.get("device_traces"), list) else []
+    if len(traces) > MOST_DEVICES:
+        raise TraceError(
+            path,
+            f"not a PyTorch memory snapshot: {len(traces):,} device histories (device_traces holds one per GPU; "
+            f"more than {MOST_DEVICES:,} is a damaged file or a pickle bomb)",
+            FIX,
+        )
+    seen: set[int] = set()  # the segments, blocks, histories and entries read (by identity)
+
+    def once(record, what: str) -> None:
+        if id(record) in seen:
+            raise TraceError(path, f"{what} {SHARED}", FIX)
+        seen.add(id(record))
+
     end_allocated: dict[int, int] = {}
     end_reserved: dict[int, int] = {}
-    for seg in doc["segments"]:
+    for i, seg in enumerate(doc["segments"]):
         if not isinstance(seg, dict) or int64(seg.get("device")) is None:
             continue
+        once(seg, f"segment {i}")
         d = seg["device"]
         end_reserved[d] = end_reserved.get(d, 0) + (int64(seg.get("total_size")) or 0)
-        for block in seg.get("blocks") if isinstance(seg.get("blocks"), list) else []:
-            if isinstance(block, dict) and block.get("state") != "inactive":
-                end_allocated[d] = end_allocated.get(d, 0) + (int64(block.get("size")) or 0)
+        blocks = seg.get("blocks")
+        if not isinstance(blocks, list):
+            continue
+        once(blocks, f"the block list of segment {i}")
+        for b, block in enumerate(blocks):
+            if isinstance(block, dict):
+                once(block, f"block {b} of segment {i}")
+                if block.get("state") != "inactive":
+                    end_allocated[d] = end_allocated.get(d, 0) + (int64(block.get("size")) or 0)
+    stacks = _Stacks()
     rows = []
     timed = True
+    odd = 0
     for d, entries in enumerate(traces):
-        for k, e in enumerate(entries if isinstance(entries, list) else []):
+        if not isinstance(entries, list):
+            continue
+        once(entries, f"the history of device {d}")
+        for k, e in enumerate(entries):
             if not isinstance(e, dict):
                 continue
+            if id(e) in seen:
+                once(e, f"entry {k} of the history of device {d}")
+            seen.add(id(e))
             action = e.get("action")
+            if type(action) is not str:
+                odd += action is not None
+                action = None
+            elif action not in COUNTED:
+                action = None
             size = int64(e.get("size")) or 0
             t = e.get("time_us")
-            timed &= type(t) is int
-            op, top = _labels(e.get("frames")) if action == "alloc" else (None, None)
-            rows.append((d, k, t if type(t) is int else None, action, int64(e.get("addr")), size, op, top))
+            t = t if type(t) is int and -MOST_US <= t <= MOST_US else None
+            timed &= t is not None
+            op, top = stacks.labels(e.get("frames")) if action == "alloc" else (None, None)
+            rows.append((d, k, t, action, int64(e.get("addr")), size, op, top))
     frame = pl.DataFrame(
         rows,
         schema={
@@ -250,13 +359,15 @@ def parse_snapshot(path: Path) -> ParsedRank:
     )
     if events.is_empty() and (end_allocated or end_reserved):
         warn.add(STATE_ONLY, 1)
-        events, allocations = _state_only(doc["segments"], ends)
+        events, allocations = _state_only(doc["segments"], ends, stacks)
     else:  # a device with state but no history: its state, from the history's start
         quiet = ends.join(events.select("device").unique(), on="device", how="anti")
         if quiet.height:
             start = int(events["ts_ns"].min()) if events.height else 0
-            state, _ = _state_only([], quiet)
+            state, _ = _state_only([], quiet, stacks)
             events = pl.concat([events, state.with_columns(pl.lit(start, pl.Int64).alias("ts_ns"))], how="diagonal")
+    warn.add(FIELD_CUT, stacks.cut)
+    warn.add(ODD_ACTION, odd)
     meta = {
         "rank": None,
         "world_size": None,

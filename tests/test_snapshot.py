@@ -15,7 +15,8 @@ import traceview as tv
 from tests.conftest import DATA, run_cli
 from traceview.analysis.memory import BEFORE_TRACE, NO_OPERATOR
 from traceview.errors import TraceError
-from traceview.parsers.snapshot import NO_TIME, STATE_ONLY
+from traceview.parsers import snapshot as snapshot_module
+from traceview.parsers.snapshot import FIELD_CUT, NO_TIME, ODD_ACTION, STATE_ONLY, load_plain
 
 MiB = 1 << 20
 SNAPSHOT = DATA / "snapshot" / "memory_snapshot.pickle"
@@ -158,3 +159,185 @@ def test_a_malformed_snapshot_is_one_line(tmp_path):
     path.write_bytes(pickle.dumps(doc))
     t = _load(path)  # the odd values are skipped or shown as "?", never a traceback
     assert t.memory().height == 6
+
+
+# --- pickle bombs refused before loading (issue 30); the slow and large cases: test_snapshot_bombs.py ---
+
+
+def _error(tmp_path, data: bytes) -> str:
+    """The one-line TraceError of loading the pickle `data`."""
+    path = tmp_path / "x.pickle"
+    path.write_bytes(data)
+    with pytest.raises(TraceError) as err:
+        tv.load(path, use_cache=False)
+    assert "\n" not in str(err.value)
+    return str(err.value)
+
+
+def _doc_with(mutate) -> bytes:
+    doc = pickle.loads(SNAPSHOT.read_bytes())
+    mutate(doc)
+    return pickle.dumps(doc)
+
+
+@pytest.mark.parametrize("protocol", range(2, 6))
+def test_a_snapshot_pickled_with_any_protocol_reads_the_same(tmp_path, protocol):
+    """The pre-scan's bounds (memo slots, lengths, keys) refuse none of pickle's own output
+    (protocols 0 and 1 have no PROTO opcode: such a file is not taken for a pickle)."""
+    path = tmp_path / "p.pickle"
+    path.write_bytes(pickle.dumps(pickle.loads(SNAPSHOT.read_bytes()), protocol=protocol))
+    assert _load(path).memory().equals(_load(SNAPSHOT).memory())
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (
+            b"\x80\x04]r" + (10_000).to_bytes(4, "little") + b".",
+            "LONG_BINPUT at byte 3 names memo slot 10,000, but a 9-byte pickle stores at most 4 values",
+        ),
+        (b"\x80\x02(lp99999\n.", "PUT at byte 4 names memo slot 99,999"),
+    ],
+    ids=["LONG_BINPUT", "PUT"],
+)
+def test_a_memo_slot_beyond_the_file_is_refused_before_loading(tmp_path, data, says):
+    """pickle grows its memo to twice the slot named (2**27: 2 GiB from 9 bytes)."""
+    message = _error(tmp_path, data)
+    assert "a pickle bomb, refused before loading: " + says in message
+
+
+def test_a_memo_slot_never_filled_is_one_line(tmp_path):
+    message = _error(tmp_path, b"\x80\x04]h\x05.")
+    assert "not a readable pickle (UnpicklingError: Memo value not found at index 5)" in message
+
+
+@pytest.mark.parametrize(
+    ("opcode", "width"),
+    [(b"\x8e", 8), (b"\x8d", 8), (b"\x96", 8), (b"B", 4), (b"X", 4), (b"\x95", 8)],
+    ids=["BINBYTES8", "BINUNICODE8", "BYTEARRAY8", "BINBYTES", "BINUNICODE", "FRAME"],
+)
+def test_a_length_beyond_the_file_is_refused_before_anything_is_allocated(tmp_path, opcode, width):
+    size = (1 << 40) if width == 8 else (1 << 32) - 1
+    message = _error(tmp_path, b"\x80\x05" + opcode + size.to_bytes(width, "little") + b"abc.")
+    assert "not a readable pickle (pickle data was truncated: " in message
+    assert f"at byte 2 declares {size:,} bytes but 4 remain)" in message
+
+
+def test_a_set_is_refused(tmp_path):
+    """A snapshot holds none; protocol 4's EMPTY_SET builds one without naming builtins.set."""
+    message = _error(tmp_path, pickle.dumps({"segments": [], "x": {1, 2}}, protocol=4))
+    assert "not a memory snapshot: EMPTY_SET at byte" in message and "builds a set" in message
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        [k * ((1 << 61) - 1) for k in range(1, 4200)],  # all hash to 0
+        [(k, -k) for k in range(4200)],
+        [k + 0.5 for k in range(4200)],
+    ],
+    ids=["integers of 2**61 or more", "tuples", "floats"],
+)
+def test_dict_keys_whose_hashes_a_pickle_can_choose_are_refused(tmp_path, keys):
+    """40,000 integer keys that all hash to 0 took 40 s in one SETITEMS (760 kB, not interruptible)."""
+    message = _error(tmp_path, pickle.dumps({"segments": [], "x": dict.fromkeys(keys)}))
+    assert "a pickle bomb, refused before loading: more than 4,096 of its dict keys are tuples, floats" in message
+
+
+@pytest.mark.parametrize("protocol", range(6))
+def test_tuples_floats_and_large_integers_as_values_are_read(tmp_path, protocol):
+    """PyTorch writes a tuple per segment (segment_pool_id): only keys are refused. Over 4,096 such
+    values the stack is followed to tell keys from values, through every protocol's opcodes."""
+    doc = pickle.loads(SNAPSHOT.read_bytes())
+    doc["segments"][0]["values"] = [(k, k) for k in range(5000)] + [k << 62 for k in range(5000)] + [0.5] * 5000
+    doc["segments"][0]["keyed"] = {"a": (1 << 62, 0.25), 1: 2}
+    path = tmp_path / "v.pickle"
+    path.write_bytes(pickle.dumps(doc, protocol=protocol))
+    assert load_plain(path) == doc
+
+
+def test_the_unpickler_reads_in_pieces_so_a_signal_is_taken_mid_load(tmp_path, monkeypatch):
+    """pickle's C unpickler runs a whole in-memory file without taking a signal (40 MB: ~2 s); it
+    is given the bytes a frame or 128 KiB at a time, and a Ctrl-C or SIGTERM raised at an ask
+    (`Terminated` is a KeyboardInterrupt) ends the load there instead of being swallowed."""
+    doc = pickle.loads(SNAPSHOT.read_bytes())
+    doc["device_traces"][0] += [{"action": "free_requested", "addr": k, "size": 1} for k in range(50_000)]
+    path = tmp_path / "long.pickle"
+    path.write_bytes(pickle.dumps(doc))
+    asks = []
+
+    def peek(self, n=0):
+        asks.append(self._at)
+        if len(asks) == 3:
+            raise KeyboardInterrupt
+        return self._data[self._at : self._at + max(n, 1)]
+
+    monkeypatch.setattr(snapshot_module._Chunks, "peek", peek)
+    with pytest.raises(KeyboardInterrupt):
+        load_plain(path)
+    assert 0 < asks[-1] < path.stat().st_size // 2
+
+
+# --- the snapshot's walk: records shared by reference, stacks, values out of range ---
+
+
+@pytest.mark.parametrize(
+    ("share", "says"),
+    [
+        (lambda doc: doc["device_traces"].append(doc["device_traces"][0]), "the history of device 1"),
+        (lambda doc: doc["device_traces"][0].append(doc["device_traces"][0][0]), "entry 7 of the history of device 0"),
+        (lambda doc: doc["segments"].append(doc["segments"][0]), "segment 2"),
+        (lambda doc: doc["segments"][0]["blocks"].append(doc["segments"][0]["blocks"][0]), "block 3 of segment 0"),
+        (
+            lambda doc: doc["segments"].append(dict(doc["segments"][0], blocks=doc["segments"][0]["blocks"])),
+            "the block list of segment 2",
+        ),
+    ],
+    ids=["history", "entry", "segment", "block", "block list"],
+)
+def test_a_record_shared_by_reference_is_refused(tmp_path, share, says):
+    """2,000 references to one history of 2,000 entries (100 kB) were 4 M entries: 23 s, 3.1 GB."""
+    message = _error(tmp_path, _doc_with(share))
+    assert f"{says} is the same object as one read before: a snapshot written by PyTorch never shares" in message
+
+
+def test_a_stack_shared_by_many_entries_is_read_once_and_long_names_are_cut(tmp_path):
+    """A frame of 10 MB shared by every allocation made every row 10 MB of text; PyTorch shares
+    frames and stacks, so sharing is read (once), and a field is cut to 500 characters."""
+    long = "n" * 100_000
+
+    def add(doc):
+        stack = [{"filename": "/work/train.py", "line": 7, "name": long}]
+        history = doc["device_traces"][0]
+        for k in range(1000):
+            history.append({"action": "alloc", "addr": 1 << 40 | k, "size": 1, "time_us": 60 + k, "frames": stack})
+
+    path = tmp_path / "stacks.pickle"
+    path.write_bytes(_doc_with(add))
+    t = _load(path)
+    ops = t.frame("memory_allocations")["top_op"].to_list()[-1000:]
+    assert set(ops) == {"n" * 499 + "… (/work/train.py:7)"}
+    assert any(FIELD_CUT in w and ": 1 stack frame" in w for w in t.warnings)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "warning"),
+    [
+        (lambda e: e.__setitem__("time_us", 2**70), NO_TIME),  # was: internal error (polars overflow)
+        (lambda e: e.__setitem__("action", ["alloc"]), ODD_ACTION),  # was: internal error
+        (lambda e: e["frames"][0].__setitem__("line", 10**5000), None),  # was: ValueError (int to text)
+    ],
+    ids=["time beyond Int64", "action a list", "line of 5,000 digits"],
+)
+def test_values_out_of_range_are_read_as_missing(tmp_path, mutate, warning):
+    path = tmp_path / "odd.pickle"
+    path.write_bytes(_doc_with(lambda doc: mutate(doc["device_traces"][0][0])))
+    t = _load(path)
+    assert t.memory().height >= 5
+    assert warning is None or any(warning in w for w in t.warnings)
+
+
+def test_more_device_histories_than_gpus_is_one_line(tmp_path):
+    """Each history makes a device with its own rows: 10 M empty ones (10 MB) were 10 M devices."""
+    message = _error(tmp_path, _doc_with(lambda doc: doc["device_traces"].extend([] for _ in range(5000))))
+    assert "not a PyTorch memory snapshot: 5,001 device histories (device_traces holds one per GPU" in message
