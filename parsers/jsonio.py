@@ -281,6 +281,9 @@ class ChromeEvents:
         self.chunk_bytes = chunk_bytes or CHUNK_BYTES
         self.decode = decode or decode_dicts
         self.doc: dict = {}
+        #: events dropped because they are not valid JSON in a well-formed array (`bad_event`: a
+        #: NaN or Infinity literal, nesting past orjson's 1,024 levels); the caller counts them
+        self.dropped = 0
 
     def __iter__(self) -> Iterator:
         return self._walk(self._decode_head)
@@ -301,12 +304,12 @@ class ChromeEvents:
                 buf, eof = self._fill(fh, buf, eof)
                 if eof:
                     break
-                item = take(buf)
-                if item is None:
+                items = take(buf)
+                if items is None:
                     buf, eof = self._grow(fh, buf)
                     continue
-                yield item
-            yield self._decode_last(buf)
+                yield from items
+            yield from self._decode_tail(buf)
 
     @contextmanager
     def _open(self):
@@ -362,11 +365,13 @@ class ChromeEvents:
         self.doc = header
         return bytearray(b"[") + body[m.end() :]
 
-    def _decode_head(self, buf: bytearray):
+    def _decode_head(self, buf: bytearray) -> list | None:
         """Decode the events before the last cut that decodes; drop them from `buf` (which keeps
-        its leading `[`). None if no cut within the last few candidates decodes."""
+        its leading `[`). None if no cut within the last few candidates decodes. When the first
+        candidate fails because of bad events before it (`bad_event`), the events before each are
+        decoded and each bad one dropped (counted in `dropped`) instead. A list of decoded items."""
         end = len(buf)
-        for _ in range(16):
+        for attempt in range(16):
             comma, end = _cut_before(buf, end)
             if comma is None:
                 return None
@@ -374,15 +379,59 @@ class ChromeEvents:
             try:
                 events = self.decode(memoryview(buf)[: comma + 1])
             except NotJSON:
+                events = NotJSON
+            if events is NotJSON:  # (outside the except: its traceback holds a view of `buf`)
                 buf[comma] = 0x2C  # ","
+                if attempt == 0:
+                    out = self._skip_bad_events(buf, len(buf) - comma)
+                    if out:
+                        return out
                 continue
             buf[comma] = 0x5B  # "[": the rest becomes the next chunk's array
             del buf[:comma]
-            return events
+            return [events]
         return None
 
+    def _skip_bad_events(self, buf: bytearray, tail: int) -> list:
+        """While `buf` holds a bad event (`bad_event`) before its last `tail` bytes, drop it from
+        `buf` and keep the events before it; those kept are then decoded at once (one item; []
+        when there was no bad event). Each search stops at the first bad value, and `buf` loses
+        what was read from its front (amortised O(1)), so a chunk of bad events costs a pass over
+        it, not one per event."""
+        kept: list[bytes] = []
+        dropped = 0
+        while (span := bad_event(buf, len(buf) - tail)) is not None:
+            before, after = span
+            if before:
+                kept.append(bytes(buf[1:before]))
+            rest = after
+            while rest < len(buf) and buf[rest] in _WS:
+                rest += 1
+            if rest < len(buf) and buf[rest] == 0x2C:  # ","
+                rest += 1
+            buf[rest - 1] = 0x5B  # "[": what follows the bad event starts the array
+            del buf[: rest - 1]
+            dropped += 1
+        self.dropped += dropped
+        return [self.decode(b"[" + b",".join(kept) + b"]")] if dropped else []
+
+    def _decode_tail(self, buf: bytearray) -> Iterator:
+        """The last events (`_decode_last`), after dropping the bad events among them (each with
+        the events before it decoded and yielded first)."""
+        try:
+            last = self._decode_last(buf)
+        except StreamUnsupported:
+            last = StreamUnsupported
+        if last is StreamUnsupported:  # (outside the except: its traceback holds a view of `buf`)
+            skipped = self._skip_bad_events(buf, 0)
+            if not skipped:
+                raise StreamUnsupported("the last events do not decode")
+            yield from skipped
+            last = self._decode_last(buf)
+        yield last
+
     @staticmethod
-    def _raw_head(buf: bytearray) -> bytes | None:
+    def _raw_head(buf: bytearray) -> list[bytes] | None:
         """The events before the last candidate cut, undecoded, as `[...]`; dropped from `buf`."""
         comma, _ = _cut_before(buf, len(buf))
         if comma is None:
@@ -390,7 +439,7 @@ class ChromeEvents:
         piece = bytes(buf[:comma]) + b"]"
         buf[comma] = 0x5B  # "["
         del buf[:comma]
-        return piece
+        return [piece]
 
     def _decode_last(self, buf: bytearray):
         """The last events, up to the array's `]`; the document's remaining keys go to `doc`."""
@@ -412,6 +461,105 @@ class ChromeEvents:
         except orjson.JSONDecodeError as exc:
             raise StreamUnsupported(str(exc)) from None
         return events
+
+
+#: orjson's messages for a value it rejects inside otherwise well-formed JSON (`bad_event`).
+_BAD_VALUE_MESSAGES = ("depth limit exceeded",)
+_BAD_LITERALS = (b"NaN", b"Infinity", b"-Infinity")
+#: A JSON string or a bracket: the tokens that matter to find where an object ends.
+_STRUCTURE = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def bad_event(buf: bytearray, end: int) -> tuple[int, int] | None:
+    """Where the first event of the array `buf[:end]` (it starts with `[`) that orjson rejects for
+    a value lies, when that is the only reason: a NaN / Infinity / -Infinity literal (Python's json
+    writes them; JSON has none) or nesting past orjson's 1,024 levels, in an event whose brackets
+    and strings are otherwise well formed. Returns (before, after): the comma ending the last event
+    before it (0 when it is the first), and the offset just past it. None for any other error
+    (a cut inside an event, a damaged file: the whole-document reader then names it). Reads `buf`
+    in place, up to the first error."""
+    error = _first_error(buf, end)
+    if error is None:
+        return None
+    pos, msg = error
+    if pos >= end - 1:
+        return None
+    at = bytes(buf[max(pos - 1, 0) : pos + 9])
+    literal = any(lit in at for lit in _BAD_LITERALS)
+    if not literal and msg not in _BAD_VALUE_MESSAGES:
+        return None
+    before = _boundary_before(buf, pos)
+    start = buf.find(b"{", before + 1 if before else 1)
+    after = _object_end(buf, start, end) if 0 <= start < pos else None
+    return None if after is None or after <= pos else (before, after)
+
+
+def _error_in(buf: bytearray, end: int) -> tuple[int, str] | None:
+    """orjson's error (position, message) for `buf[:end]` read as an array closed at `end`
+    (`buf[end]` is `]` while it is read), or None when that decodes. No copy of `buf`. Not the
+    exception itself: it holds the text it read, and its traceback a frame, which the paused
+    garbage collector (`gc_paused`) would never free."""
+    closing = end < len(buf)
+    saved = buf[end] if closing else None
+    if closing:
+        buf[end] = 0x5D  # "]"
+    try:
+        with memoryview(buf) as view, view[: end + 1 if closing else end] as part:
+            orjson.loads(part)
+    except orjson.JSONDecodeError as exc:
+        found = (exc.pos, exc.msg)
+    else:
+        found = None
+    finally:
+        if closing:
+            buf[end] = saved
+    return found
+
+
+#: The first window `_first_error` reads: orjson reads (and checks) its whole input before it
+#: parses, so a search over the whole buffer would cost a pass over it per bad event.
+_FIRST_WINDOW = 1 << 16
+_WINDOW_MARGIN = 64
+
+
+def _first_error(buf: bytearray, end: int) -> tuple[int, str] | None:
+    """orjson's first error in `buf[:end]` read as an array closed at `end`, or None, reading
+    windows `buf[:w]` of 64 KiB, 256 KiB, ... closed at `w`: an error well before `w` is one of the
+    text itself (closing a window inside a value errs at `w`, or a few bytes before it inside an
+    escape such as `\\u12`: within _WINDOW_MARGIN of `w` the window grows instead)."""
+    window = _FIRST_WINDOW
+    while window < end:
+        error = _error_in(buf, window)
+        if error is not None and error[0] < window - _WINDOW_MARGIN:
+            return error
+        window *= 4
+    return _error_in(buf, end)
+
+
+def _boundary_before(buf: bytearray, pos: int) -> int:
+    """The last comma before `pos` that ends a top-level event: a candidate cut (`_cut_before`)
+    up to which the array decodes; 0 when there is none (the event at `pos` is the first)."""
+    end = pos
+    while True:
+        comma, end = _cut_before(buf, end)
+        if comma is None:
+            return 0
+        if _error_in(buf, comma) is None:
+            return comma
+
+
+def _object_end(buf: bytearray, start: int, end: int) -> int | None:
+    """The offset just past the object that starts at `buf[start]` (`{`), found by matching its
+    brackets outside strings; None when it does not end before `end`."""
+    depth = 0
+    for m in _STRUCTURE.finditer(buf, start, end):
+        token = m.group()
+        if token[:1] == b'"':
+            continue
+        depth += 1 if token in (b"{", b"[") else -1
+        if depth == 0:
+            return m.end()
+    return None
 
 
 #: Skips one JSON value without building it (to find where the events array ends).

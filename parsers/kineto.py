@@ -44,6 +44,10 @@ NO_DEVICE_TASKS = (
     "a GPU run needs ProfilerActivity.CUDA, and JAX / TensorFlow device lanes are not read"
 )
 
+#: The warning for events the stream dropped as invalid JSON (`jsonio.bad_event`).
+INVALID_EVENTS = (
+    "events that are not valid JSON dropped (a NaN or Infinity literal, or values nested over 1,024 levels)"
+)
 #: A file at least this large (uncompressed) is decoded by several processes when `jobs` > 1.
 PARALLEL_FILE_BYTES = 256 << 20
 #: Chunks are decoded typed (`kineto_decode`) first; False: every chunk to dicts (the reference the
@@ -88,6 +92,7 @@ def _streamed(path: Path, warn: Warnings) -> tuple[dict, dict[str, pl.DataFrame]
     """Read chunk by chunk in this process."""
     stream = ChromeEvents(path, decode=chunk_decoder(warn, {}, TYPED_DECODE))
     frames = _joined(stream)
+    warn.add(INVALID_EVENTS, stream.dropped)
     return stream.doc, frames  # doc is complete only once the events are read
 
 

@@ -26,6 +26,7 @@ limit of 1,000); orjson rejects the whole file for either, the typed decode skip
 
 from __future__ import annotations
 
+import json
 import re
 from operator import attrgetter
 from typing import Literal
@@ -299,8 +300,37 @@ def chunk_decoder(warn: Warnings, rendered: dict, typed: bool = True):
             else:
                 for what, n in scratch._counts.items():
                     warn.add(what, n)
+                count_duplicate_keys(data, cols.events, warn)
                 return frames, cols.events
         events = decode_dicts(data)
+        count_duplicate_keys(data, len(events), warn)
         return chunk_frames(dict_columns(events, warn), warn, rendered), len(events)
 
     return decode
+
+
+#: The warning for JSON objects holding a key twice (a JSON parser keeps the last value).
+DUPLICATE_KEYS = "JSON objects with a key given twice (e.g. two 'ts'): the last value read"
+
+
+def count_duplicate_keys(data: bytes, events: int, warn: Warnings) -> None:
+    """Count in `warn` the objects of `data` (a JSON array of `events` events) that give a key
+    twice, which every JSON parser reads silently as its last value. Kineto writes one `ts` per
+    event, so the check costs one count of `"ts"` (~1 GB/s) unless the chunk holds more `"ts"`
+    than events; only then is it read again, each object's keys compared (a `"ts"` text value or
+    args key makes that happen without a duplicate: nothing is counted then)."""
+    if data.count(b'"ts"') <= events:
+        return
+    found = 0
+
+    def pairs(items: list) -> dict:
+        nonlocal found
+        if len({k for k, _ in items}) != len(items):
+            found += 1
+        return dict(items)
+
+    try:
+        json.loads(data, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return
+    warn.add(DUPLICATE_KEYS, found)
