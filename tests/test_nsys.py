@@ -277,3 +277,25 @@ def test_a_view_named_like_a_table_is_not_read(tmp_path):
     ]
     assert t.device_tasks.group_by("kind").len().rows() == [("memcpy", 15)]
 
+
+def test_the_memory_guard_counts_the_pages_a_database_uses(tmp_path, monkeypatch):
+    """A sparse 10 GB file holding a 1.6 MB export was refused as needing 112 GB: the guard sizes a
+    database by its header's page count x page size (and, when the header's count is not current,
+    by the blocks the file holds)."""
+    from traceview.parsers import memory
+    from traceview.parsers.detect import Source
+
+    path = nsys_copy(tmp_path)
+    pages = path.stat().st_size
+    with open(path, "r+b") as f:
+        f.truncate(10 << 30)
+    monkeypatch.setenv(memory.LIMIT_ENV, "2G")
+    assert memory.input_bytes(Source("nsys", path)) == pages
+    assert tv.load(path, use_cache=False).device_tasks.height == 20
+    with open(path, "r+b") as f:  # the header's page count no longer current: the file's blocks
+        f.seek(92)
+        f.write(b"\xff\xff\xff\xff")
+    if path.stat().st_blocks * 512 < pages * 2:  # the file system keeps the hole
+        from traceview.parsers.sqlite_ro import database_bytes
+
+        assert pages <= database_bytes(path) <= path.stat().st_blocks * 512
