@@ -14,8 +14,10 @@ where a rank's input is its uncompressed bytes: a `.gz` file's size comes from i
 value below the compressed size is raised by 4 GiB steps until it is not, when the file is large
 enough to inflate to 4 GiB at deflate's best ratio, ~1032:1 (a small file whose gzip overhead
 exceeds its data keeps its ISIZE); a multi-member gzip reports its last member only, so the estimate
-can be low there: `parsers.jsonio` bounds the inflating itself), any other file (JSON, Ascend CSV,
-MindSpore JSON) counts its bytes. Available memory: `$TRACEVIEW_MEMORY_LIMIT` (bytes, with an
+can be low there: `parsers.jsonio` bounds the inflating itself), a SQLite database (an `nsys` or
+`msprof` source, an Ascend rank's `.db` files) the bytes its pages use (`sqlite_ro.database_bytes`:
+the header's page count x page size, at most the file's allocated blocks: a sparse or padded file
+holds no more rows), any other file (JSON, Ascend CSV, MindSpore JSON) its bytes. Available memory: `$TRACEVIEW_MEMORY_LIMIT` (bytes, with an
 optional K/M/G/T suffix, or `off` to skip the check), else the smaller of /proc/meminfo
 MemAvailable (or `SC_AVPHYS_PAGES x SC_PAGE_SIZE`) and the cgroup v2 limit left.
 """
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from traceview.errors import TraceError
 from traceview.parsers.detect import Source, input_files
+from traceview.parsers.sqlite_ro import database_bytes
 from traceview.sizes import parse_size
 
 #: Peak resident memory of parsing one rank, per byte of uncompressed input, for the formats read
@@ -67,10 +70,18 @@ def uncompressed_size(path: Path) -> int:
     return isize
 
 
+#: Formats whose source is one SQLite database.
+DATABASE_FORMATS = ("nsys", "msprof")
+
+
 def input_bytes(source: Source) -> int:
-    """Uncompressed bytes a parser reads for one rank source (0 if its files cannot be stat'ed)."""
+    """Uncompressed bytes a parser reads for one rank source (module docstring; 0 if its files
+    cannot be stat'ed)."""
     try:
-        return sum(uncompressed_size(p) for p in input_files(source))
+        return sum(
+            database_bytes(p) if source.format in DATABASE_FORMATS or p.name.endswith(".db") else uncompressed_size(p)
+            for p in input_files(source)
+        )
     except OSError:
         return 0
 

@@ -24,6 +24,11 @@ The thread of a host event: pid = globalTid >> 24 & 0xFFFFFF, tid = globalTid & 
 export's encoding). Steps follow the Kineto rules (`parsers.steps.kineto_steps`): device tasks
 launched inside a step's host range belong to it (window rule "correlation").
 
+Only stored tables are read (a view or computed table named like one is ignored, with a warning:
+`sqlite_ro.Database.tables`), under the reading budgets of `sqlite_ro`; every column is typed
+(`sqlite_columns`): a time that is not an integer drops its row, an id that is not one and a
+StringIds value that is not text are read as missing, each counted per table and column.
+
 What an export lacks: PyTorch operator names (unless NVTX ranges carry them, as
 `torch.autograd.profiler.emit_nvtx` writes), the rank (null: numbered by the loader), PyTorch's
 allocator (what it hands out inside the memory it reserved: no allocated bytes, no blocks by
@@ -41,7 +46,8 @@ from traceview.errors import TraceError, Warnings
 from traceview.parsers import kinds
 from traceview.parsers.activity import activity_rank, task_columns, used_devices
 from traceview.parsers.base import ParsedRank
-from traceview.parsers.sqlite_ro import PENDING_WAL, connect_ro, pending_wal, table_names
+from traceview.parsers.sqlite_columns import INT, TEXT, Column, select
+from traceview.parsers.sqlite_ro import PENDING_WAL, Database, open_database, pending_wal
 
 #: The tables that make a SQLite file an Nsight Systems export (any one of them).
 NSYS_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "TARGET_INFO_SESSION_START_TIME")
@@ -67,6 +73,8 @@ NVTX_RANGES = (59, 60)
 FIX = "re-export it with nsys export --type sqlite"
 #: Output columns holding text (the rest are integers: times, ids, sizes).
 TEXT_COLUMNS = ("value", "text", "name")
+#: Output columns holding a time: a row whose time is not an integer is dropped (counted).
+TIME_COLUMNS = ("start_ns", "end_ns")
 NO_CUDA = "export(s) with no CUDA kernel, memcpy or memset: profile with nsys --trace=cuda to see the device"
 
 
@@ -75,22 +83,33 @@ def is_nsys_export(tables: set[str]) -> bool:
     return any(t in tables for t in NSYS_TABLES)
 
 
-def _table(db: sqlite3.Connection, tables: set[str], name: str, columns: dict[str, str]) -> pl.DataFrame | None:
-    """Columns of `name` (SQL expressions -> output names) when the table exists, else None;
-    a column the table lacks reads as NULL."""
+def _table(db: Database, tables: set[str], warn: Warnings, name: str, columns: dict[str, str]) -> pl.DataFrame | None:
+    """Columns of `name` (stored column -> output name; typed by `sqlite_columns`: TEXT_COLUMNS
+    text, the rest integers, rows with a bad start/end dropped) when the table exists and has
+    rows, else None; a column the table lacks reads as NULL."""
     if name not in tables:
         return None
-    have = {row[1] for row in db.execute(f'PRAGMA table_info("{name}")')}
-    select = ", ".join(f"{expr if col in have else 'NULL'} AS {out}" for out, (col, expr) in columns.items())
-    rows = db.execute(f'SELECT {select} FROM "{name}"').fetchall()
-    if not rows:
-        return None
-    types = {out: pl.String if out in TEXT_COLUMNS else pl.Int64 for out in columns}
-    return pl.DataFrame(rows, schema=types, orient="row", strict=False)
+    have = db.columns(name)
+    frame = select(
+        db,
+        [
+            Column(
+                out,
+                f'"{col}"' if col in have else "NULL",
+                TEXT if out in TEXT_COLUMNS else INT,
+                name,
+                time=out in TIME_COLUMNS,
+            )
+            for out, col in columns.items()
+        ],
+        f'FROM "{name}"',
+        warn,
+    )
+    return frame if frame.height else None
 
 
-def _cols(*names: str) -> dict[str, tuple[str, str]]:
-    return {n: (n, n) for n in names}
+def _cols(*names: str) -> dict[str, str]:
+    return {n: n for n in names}
 
 
 def _thread(col: str) -> list[pl.Expr]:
@@ -104,17 +123,16 @@ def parse_nsys(path: Path) -> ParsedRank:
     warn = Warnings(path)
     if pending_wal(path):
         warn.add(PENDING_WAL)
-    db = connect_ro(path, FIX)
-    try:
-        tables = table_names(db)
+    with open_database(path, FIX, warn) as db:
+        tables = db.tables(READ_TABLES)
         if not is_nsys_export(tables):
-            raise TraceError(path, "not an Nsight Systems export (no CUPTI_ACTIVITY_KIND_KERNEL table)", FIX)
+            raise TraceError(
+                path, f"not an Nsight Systems export (no CUPTI_ACTIVITY_KIND_KERNEL table{db.not_read()})", FIX
+            )
         try:
-            frames = _read(db, tables)
+            frames = _read(db, tables, warn)
         except sqlite3.DatabaseError as exc:
             raise TraceError(path, f"cannot read the SQLite export: {exc}", FIX) from None
-    finally:
-        db.close()
     strings, kernels, copies, sets, runtime, nvtx, gpus, memory = frames
     name_of = dict(zip(strings["id"].to_list(), strings["value"].to_list())) if strings is not None else {}
 
@@ -211,75 +229,52 @@ def _memory_events(memory: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _read(db: sqlite3.Connection, tables: set[str]):
+def _read(db: Database, tables: set[str], warn: Warnings):
     """The raw tables (polars frames, None where absent): strings, kernels, memcpy, memset,
     runtime calls, NVTX events, GPUs, CUDA memory usage events."""
-    timed = {"start_ns": ("start", "start"), "end_ns": ("end", '"end"')}
-    task = {
-        **timed,
-        "device": ("deviceId", "deviceId"),
-        "stream": ("streamId", "streamId"),
-        "correlation": ("correlationId", "correlationId"),
-    }
-    strings = _table(db, tables, "StringIds", _cols("id", "value"))
-    kernels = _table(
-        db,
-        tables,
-        "CUPTI_ACTIVITY_KIND_KERNEL",
-        {
-            **task,
-            "name_id": ("demangledName", "demangledName"),
-            "gx": ("gridX", "gridX"),
-            "gy": ("gridY", "gridY"),
-            "gz": ("gridZ", "gridZ"),
-            "bx": ("blockX", "blockX"),
-            "by": ("blockY", "blockY"),
-            "bz": ("blockZ", "blockZ"),
-        },
+    timed = {"start_ns": "start", "end_ns": "end"}
+    task = {**timed, "device": "deviceId", "stream": "streamId", "correlation": "correlationId"}
+
+    def table(name: str, columns: dict[str, str]) -> pl.DataFrame | None:
+        return _table(db, tables, warn, name, columns)
+
+    grid = {"gx": "gridX", "gy": "gridY", "gz": "gridZ", "bx": "blockX", "by": "blockY", "bz": "blockZ"}
+    return (
+        table("StringIds", _cols("id", "value")),
+        table("CUPTI_ACTIVITY_KIND_KERNEL", {**task, "name_id": "demangledName", **grid}),
+        table("CUPTI_ACTIVITY_KIND_MEMCPY", {**task, "bytes": "bytes", "copy_kind": "copyKind"}),
+        table("CUPTI_ACTIVITY_KIND_MEMSET", {**task, "bytes": "bytes"}),
+        table(
+            "CUPTI_ACTIVITY_KIND_RUNTIME",
+            {**timed, "global_tid": "globalTid", "correlation": "correlationId", "name_id": "nameId"},
+        ),
+        table(
+            "NVTX_EVENTS",
+            {**timed, "event_type": "eventType", "text": "text", "text_id": "textId", "global_tid": "globalTid"},
+        ),
+        table("TARGET_INFO_GPU", {"id": "id", "name": "name", "total_memory": "totalMemory"}),
+        table(
+            "CUDA_GPU_MEMORY_USAGE_EVENTS",
+            {
+                "start_ns": "start",
+                "device": "deviceId",
+                "address": "address",
+                "bytes": "bytes",
+                "mem_kind": "memKind",
+                "operation": "memoryOperationType",
+            },
+        ),
     )
-    copies = _table(
-        db,
-        tables,
-        "CUPTI_ACTIVITY_KIND_MEMCPY",
-        {**task, "bytes": ("bytes", "bytes"), "copy_kind": ("copyKind", "copyKind")},
-    )
-    sets = _table(db, tables, "CUPTI_ACTIVITY_KIND_MEMSET", {**task, "bytes": ("bytes", "bytes")})
-    runtime = _table(
-        db,
-        tables,
-        "CUPTI_ACTIVITY_KIND_RUNTIME",
-        {
-            **timed,
-            "global_tid": ("globalTid", "globalTid"),
-            "correlation": ("correlationId", "correlationId"),
-            "name_id": ("nameId", "nameId"),
-        },
-    )
-    nvtx = _table(
-        db,
-        tables,
-        "NVTX_EVENTS",
-        {
-            **timed,
-            "event_type": ("eventType", "eventType"),
-            "text": ("text", "text"),
-            "text_id": ("textId", "textId"),
-            "global_tid": ("globalTid", "globalTid"),
-        },
-    )
-    gpu = {"id": ("id", "id"), "name": ("name", "name"), "total_memory": ("totalMemory", "totalMemory")}
-    gpus = _table(db, tables, "TARGET_INFO_GPU", gpu)
-    memory = _table(
-        db,
-        tables,
-        "CUDA_GPU_MEMORY_USAGE_EVENTS",
-        {
-            "start_ns": ("start", "start"),
-            "device": ("deviceId", "deviceId"),
-            "address": ("address", "address"),
-            "bytes": ("bytes", "bytes"),
-            "mem_kind": ("memKind", "memKind"),
-            "operation": ("memoryOperationType", "memoryOperationType"),
-        },
-    )
-    return strings, kernels, copies, sets, runtime, nvtx, gpus, memory
+
+
+#: The tables `_read` reads (only stored tables of these names are: `Database.tables`).
+READ_TABLES = (
+    *NSYS_TABLES,
+    "StringIds",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "NVTX_EVENTS",
+    "TARGET_INFO_GPU",
+    "CUDA_GPU_MEMORY_USAGE_EVENTS",
+)

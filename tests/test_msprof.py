@@ -12,6 +12,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, run_cli
+from tests.support.hostile_db import as_view, msprof_copy, untyped
 
 MSPROF = DATA / "msprof" / "msprof_0.db"
 
@@ -100,3 +101,61 @@ def test_a_wal_file_left_beside_a_database_is_named(tmp_path):
     (tmp_path / "msprof_0.db-wal").write_bytes(b"\x37\x7f\x06\x82" + b"\x00" * 28)
     t = tv.load(tmp_path / "msprof_0.db", use_cache=False)
     assert any(PENDING_WAL in w for w in t.warnings) and t.device_tasks.height == 11
+
+
+def _computing_us(t) -> float:
+    return t.trace_breakdown().row(0, named=True)["computing_us"]
+
+
+def test_task_values_of_the_wrong_storage_class_are_dropped_and_counted(tmp_path):
+    """A TASK startNs of the wrong storage class made every integer of the column null, silently
+    (the 612 µs task vanished from a total of 663.872). A text holding exactly an integer is now
+    that integer (torch_npu writes PYTORCH_API times as TEXT); a text that is not one drops its
+    task, counted; a blob in STRING_IDS leaves the name unknown, counted."""
+    path = msprof_copy(tmp_path)
+    untyped(path, "TASK", {"startNs"})
+    untyped(path, "STRING_IDS", {"value"})
+    with sqlite3.connect(path) as db:
+        task = "SELECT t.globalTaskId, c.name FROM TASK t JOIN COMPUTE_TASK_INFO c USING (globalTaskId) WHERE {}"
+        longest, _ = db.execute(task.format("t.endNs - t.startNs = 612092")).fetchone()
+        cast, cast_name = db.execute(task.format("t.endNs - t.startNs = 2420")).fetchone()
+        db.execute("UPDATE TASK SET startNs = CAST(startNs AS TEXT) WHERE globalTaskId = ?", (longest,))
+        db.execute("UPDATE TASK SET startNs = 'soon' WHERE globalTaskId = ?", (cast,))
+        (tril_name,) = db.execute(task.format("t.endNs - t.startNs = 9040")).fetchone()[1:]
+        db.execute("UPDATE STRING_IDS SET value = x'00' WHERE id = ?", (tril_name,))
+        assert tril_name != cast_name
+    t = tv.load(path, use_cache=False)
+    assert t.warnings == [
+        f"{path}: 1 values of STRING_IDS.value that are not text read as missing (integer, real or blob)",
+        f"{path}: 1 rows of TASK whose startNs is not an integer dropped (text, real or blob)",
+    ]
+    assert t.device_tasks.height == 10 and 612092 in t.device_tasks["dur_ns"].to_list()
+    assert t.device_tasks.filter(pl.col("dur_ns") == 9040)["name"].to_list() == [None]
+    assert _computing_us(t) == pytest.approx(663.872 - 2.420, abs=1e-3)
+
+
+def test_time_rows_that_end_before_they_start_are_dropped_and_counted(tmp_path):
+    """OVERLAP_ANALYSIS (msprof's own totals) and STEP_TIME (host step ranges) rows that end before
+    they start took their negative length off the total, or made an inverted step."""
+    path = msprof_copy(tmp_path)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE OVERLAP_ANALYSIS SET endNs = startNs - 1000 WHERE id = 24")  # computing, 2.420 µs
+        db.execute("CREATE TABLE STEP_TIME (id INTEGER, startNs INTEGER, endNs INTEGER)")
+        first, last = db.execute("SELECT MIN(startNs), MAX(endNs) FROM CANN_API").fetchone()
+        db.execute("INSERT INTO STEP_TIME VALUES (1, ?, ?), (2, ?, ?)", (first, last, last + 10, last))
+    t = tv.load(path, use_cache=False)
+    assert [w for w in t.warnings if "before they start" in w] == [
+        f"{path}: 1 rows of STEP_TIME that end before they start dropped",
+        f"{path}: 1 rows of OVERLAP_ANALYSIS that end before they start dropped",
+    ]
+    assert t.ascend_step_trace["computing_us"].to_list() == [pytest.approx(663.872 - 2.420, abs=1e-3)]
+    assert t.steps.select("step", "host_start_ns", "host_end_ns").rows() == [(1, first, last)]
+
+
+def test_a_string_table_that_is_a_view_is_one_line(tmp_path):
+    """A view is not read (a recursive one never ends: tests/test_hang_sqlite.py); without
+    STRING_IDS no task can be named, so the database is refused, naming the view."""
+    path = msprof_copy(tmp_path)
+    as_view(path, "STRING_IDS")
+    with pytest.raises(tv.TraceError, match="STRING_IDS is a view or computed table, which traceview does not read"):
+        tv.load(path, use_cache=False)

@@ -15,6 +15,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, run_cli
+from tests.support.hostile_db import as_view, nsys_copy, untyped
 from tests.test_browser import serve_answers, server_for  # noqa: F401 - fixture
 from traceview.parsers.nsys import NO_CUDA
 
@@ -221,3 +222,80 @@ def test_cuda_memory_usage_events_are_the_device_memory_series(tmp_path):
     db.close()
     again = tv.load(path, use_cache=False).memory()["reserved_bytes"].to_list()
     assert again == [350 * mib, 400 * mib, 300 * mib, 0]  # 250 MiB more than it allocated: held from the start
+
+
+KERNEL_COLUMNS = ["kind", "stream", "start_ns", "end_ns", "correlation", "name"]
+
+
+def test_values_of_the_wrong_storage_class_are_dropped_and_counted(cloverleaf, tmp_path):
+    """A kernel time of the wrong storage class (a writer that bypassed the INTEGER affinity) failed
+    the whole rank with `internal error: ComputeError`. A time that is text, real or blob now drops
+    its row, counted per table and column; a text holding exactly an integer is that integer; a
+    blob in StringIds' value leaves the names using it unknown, counted."""
+    clean = tv.load(cloverleaf, use_cache=False)
+    path = nsys_copy(tmp_path / "edited", "perlmutter-cloverleaf-cuda.sqlite.gz")
+    untyped(path, "CUPTI_ACTIVITY_KIND_KERNEL", {"start", "end"})
+    untyped(path, "StringIds", {"value"})
+    with sqlite3.connect(path) as db:
+        first = [r[0] for r in db.execute("SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 4")]
+        edits = ("start = 'abc'", "start = 2.5", "\"end\" = x'00'", "start = CAST(start AS TEXT)")
+        for rowid, edit in zip(first, edits):
+            db.execute(f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET {edit} WHERE rowid = ?", (rowid,))
+        assert db.execute(
+            "SELECT typeof(start) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = ?", (first[3],)
+        ).fetchone() == ("text",)
+        (name_id,) = db.execute(
+            "SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = ?", (first[3],)
+        ).fetchone()
+        (name,) = db.execute("SELECT value FROM StringIds WHERE id = ?", (name_id,)).fetchone()
+        db.execute("UPDATE StringIds SET value = x'01' WHERE id = ?", (name_id,))
+    t = tv.load(path, use_cache=False)
+    assert t.warnings == [
+        f"{path}: 1 values of StringIds.value that are not text read as missing (integer, real or blob)",
+        f"{path}: 2 rows of CUPTI_ACTIVITY_KIND_KERNEL whose start is not an integer dropped (text, real or blob)",
+        f"{path}: 1 rows of CUPTI_ACTIVITY_KIND_KERNEL whose end is not an integer dropped (text, real or blob)",
+    ]
+    kernels = clean.device_tasks.filter(pl.col("kind") != "memcpy").sort("start_ns")
+    want = (
+        clean.device_tasks.join(kernels.head(3).select("start_ns", "stream"), on=["start_ns", "stream"], how="anti")
+        .with_columns(pl.when(pl.col("name") == name).then(pl.lit("(unnamed)")).otherwise("name").alias("name"))
+        .select(KERNEL_COLUMNS)
+    )
+    assert t.device_tasks.height == clean.device_tasks.height - 3
+    assert t.device_tasks.select(KERNEL_COLUMNS).sort(KERNEL_COLUMNS).equals(want.sort(KERNEL_COLUMNS))
+
+
+def test_a_view_named_like_a_table_is_not_read(tmp_path):
+    """A view runs a query when read (a recursive one never ends: tests/test_hang_sqlite.py): a
+    view named like the kernel table is not read, and said; the stored tables load."""
+    path = nsys_copy(tmp_path)
+    as_view(path, "CUPTI_ACTIVITY_KIND_KERNEL")
+    t = tv.load(path, use_cache=False)
+    assert t.warnings == [
+        f"{path}: 1 views or computed tables named like tables traceview reads ignored (only stored tables are "
+        "read: a view runs a query, which can run forever): CUPTI_ACTIVITY_KIND_KERNEL"
+    ]
+    assert t.device_tasks.group_by("kind").len().rows() == [("memcpy", 15)]
+
+
+def test_the_memory_guard_counts_the_pages_a_database_uses(tmp_path, monkeypatch):
+    """A sparse 10 GB file holding a 1.6 MB export was refused as needing 112 GB: the guard sizes a
+    database by its header's page count x page size (and, when the header's count is not current,
+    by the blocks the file holds)."""
+    from traceview.parsers import memory
+    from traceview.parsers.detect import Source
+
+    path = nsys_copy(tmp_path)
+    pages = path.stat().st_size
+    with open(path, "r+b") as f:
+        f.truncate(10 << 30)
+    monkeypatch.setenv(memory.LIMIT_ENV, "2G")
+    assert memory.input_bytes(Source("nsys", path)) == pages
+    assert tv.load(path, use_cache=False).device_tasks.height == 20
+    with open(path, "r+b") as f:  # the header's page count no longer current: the file's blocks
+        f.seek(92)
+        f.write(b"\xff\xff\xff\xff")
+    if path.stat().st_blocks * 512 < pages * 2:  # the file system keeps the hole
+        from traceview.parsers.sqlite_ro import database_bytes
+
+        assert pages <= database_bytes(path) <= path.stat().st_blocks * 512

@@ -23,6 +23,12 @@ STRING_IDS(id, value); times are Int64 ns already.
   memory_record.csv and operator_memory.csv; `_db_memory`).
 - meta: device_name = NPU_INFO.name (the DB records the model, e.g. Ascend910B); rank =
   RANK_DEVICE_MAP.rankId (used when there is no profiler_info file).
+Every table read is a stored table (`sqlite_ro.Database.tables`: a view or computed table named
+like one is ignored, with a warning) and every column is typed (`sqlite_columns`): an id or time
+that is not an integer (a TEXT holding exactly one is that integer: torch_npu declares
+PYTORCH_API's times TEXT) and a STRING_IDS value that is not text are read as missing and counted;
+a row whose time is not an integer is dropped. STEP_TIME and OP_MEMORY rows that end before they
+start are dropped and counted (device tasks and host events: `parsers.base`).
 On the real level-2 sample the DB tasks give Stage = 124219.742 µs and Preparing = 17894.588 µs,
 exactly analysis.db's StepTraceTime. (analysis.db itself, torch_npu's own numbers, is read by
 `reference`.)
@@ -38,173 +44,238 @@ import polars as pl
 from traceview.errors import TraceError, Warnings
 from traceview.parsers.ascend.kinds import task_kind
 from traceview.parsers.ascend.memory import MODULE_PREFIX, holding_modules
-from traceview.parsers.ascend.steps import HOST_STEP_SCHEMA, host_step_ranges
-from traceview.parsers.ascend.text import texts
-from traceview.parsers.sqlite_ro import PENDING_WAL, connect_ro, pending_wal, table_names
+from traceview.parsers.ascend.steps import host_step_ranges
+from traceview.parsers.sqlite_columns import INT, KEY, NUMBER, TEXT, Column, select
+from traceview.parsers.sqlite_ro import PENDING_WAL, Database, open_database, pending_wal
 from traceview.parsers.steps import STEP_NAME
 from traceview.parsers.timeconv import us_text_to_ns
 
 #: ENUM_API_TYPE name of a PYTORCH_API row -> host kind.
 DB_PYTORCH_API_KINDS: dict[str, str] = {"op": "operator", "queue": "runtime", "trace": "python", "mstx": "annotation"}
+#: The tables read (only stored tables of these names are).
+READ_TABLES = (
+    "TASK",
+    "COMPUTE_TASK_INFO",
+    "STRING_IDS",
+    "TASK_PMU_INFO",
+    "COMMUNICATION_OP",
+    "CANN_API",
+    "ENUM_API_TYPE",
+    "PYTORCH_API",
+    "STEP_TIME",
+    "NPU_INFO",
+    "RANK_DEVICE_MAP",
+    "MEMORY_RECORD",
+    "NPU_MODULE_MEM",
+    "ENUM_MODULE",
+    "OP_MEMORY",
+)
+FIX = "re-export with text output (export_type text)"
 
 
-def query(con: sqlite3.Connection, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
-    """Run `sql` and return its rows as a frame with `schema` (column order = SELECT order).
+def ended_before_start(frame: pl.DataFrame, start: str, end: str, what: str, warnings: Warnings) -> pl.DataFrame:
+    """`frame` without its rows whose `end` is before their `start`, counted in `warnings` as
+    `rows of <what> ... dropped`."""
+    bad = pl.col(end) < pl.col(start)
+    warnings.add(f"rows of {what} that end before they start dropped", frame.select(bad.sum()).item())
+    return frame.filter(~bad.fill_null(False))
 
-    String columns get each value's text (a REAL by its exact repr, not SQLite's 15-digit text);
-    other columns are cast (non-convertible values -> null).
-    """
-    rows = con.execute(sql).fetchall()
-    columns = list(zip(*rows)) if rows else [()] * len(schema)
-    data = {}
-    for (name, dtype), values in zip(schema.items(), columns):
-        if dtype == pl.String:
-            data[name] = pl.Series(name, texts(list(values)), dtype=pl.String)
-        else:
-            data[name] = pl.Series(name, list(values), strict=False).cast(dtype, strict=False)
-    return pl.DataFrame(data)
+
+def _name(out: str, alias: str, table: str = "STRING_IDS") -> Column:
+    """The text of a STRING_IDS (or enum table) row joined as `alias`."""
+    return Column(out, f"{alias}.{'name' if table.startswith('ENUM_') else 'value'}", TEXT, table)
+
+
+def _join(alias: str, key: str, table: str = "STRING_IDS") -> str:
+    """LEFT JOIN of a string / enum table on an id column (`_ids` counts ids that are not integers)."""
+    return f"LEFT JOIN {table} {alias} ON {alias}.id = {key}"
+
+
+def _ids(table: str, *exprs: str) -> list[Column]:
+    """Id columns only checked (join keys): one that is not an integer is counted (what it names
+    is missing: it matches no id)."""
+    return [Column(None, e, KEY, table) for e in exprs]
 
 
 def read_profiler_db(path: Path, warnings: Warnings) -> dict:
     """ascend_pytorch_profiler_<rank>.db -> {"tasks", "host_events", "host_steps", "device_name", "rank"}."""
     if pending_wal(path):
         warnings.add(PENDING_WAL)
-    con = connect_ro(path)
     try:
-        tables = table_names(con)
-        if not {"TASK", "COMPUTE_TASK_INFO", "STRING_IDS"} <= tables and "COMMUNICATION_OP" not in tables:
-            raise TraceError(
-                path,
-                "this DB export has no TASK/COMPUTE_TASK_INFO/COMMUNICATION_OP tables (unsupported DB layout)",
-                "re-export with torch_npu's text output (export_type text) to get kernel_details.csv",
-            )
-        parts = []
-        if {"TASK", "COMPUTE_TASK_INFO", "STRING_IDS"} <= tables:
-            parts.append(_db_compute_tasks(con, "TASK_PMU_INFO" in tables))
-        if {"COMMUNICATION_OP", "STRING_IDS"} <= tables:
-            parts.append(_db_comm_ops(con))
-        tasks = pl.concat(parts, how="diagonal_relaxed") if parts else pl.DataFrame()
-        launches = _db_launches(con) if "CANN_API" in tables else None
-        if launches is not None:
-            tasks = tasks.join(launches, on="correlation", how="left")
-        else:
-            tasks = tasks.with_columns(pl.lit(None, dtype=pl.Int64).alias("launch_ns"))
-        tasks = tasks.with_columns(
-            pl.lit(None, dtype=pl.Int64).alias("step"),
-            task_kind(pl.col("name"), pl.col("op_type"), pl.col("core_type")).alias("kind"),
-        ).sort("start_ns", "stream", nulls_last=True, maintain_order=True)
-        host = _db_host_events(con, tables)
-        steps = (
-            query(con, "SELECT id, startNs, endNs FROM STEP_TIME", HOST_STEP_SCHEMA)
-            if "STEP_TIME" in tables
-            else host_step_ranges(host)
-        ).sort("host_start_ns")
-        memory_events, allocations = _db_memory(con, tables)
-        device_name = rank = None
-        if "NPU_INFO" in tables:
-            device_name = con.execute("SELECT name FROM NPU_INFO LIMIT 1").fetchone()
-        if "RANK_DEVICE_MAP" in tables:
-            rank = con.execute("SELECT rankId FROM RANK_DEVICE_MAP LIMIT 1").fetchone()
+        with open_database(path, warnings=warnings) as db:
+            return _read(db, path, warnings)
     except sqlite3.Error as exc:
+        raise TraceError(path, f"cannot query the DB export ({exc})", FIX) from None
+
+
+def _read(db: Database, path: Path, warnings: Warnings) -> dict:
+    tables = db.tables(READ_TABLES)
+    compute = {"TASK", "COMPUTE_TASK_INFO", "STRING_IDS"} <= tables
+    comm = {"COMMUNICATION_OP", "STRING_IDS"} <= tables
+    if not compute and not comm:
         raise TraceError(
-            path, f"cannot query the DB export ({exc})", "re-export with text output (export_type text)"
-        ) from None
-    finally:
-        con.close()
-    rank_value = rank[0] if rank and isinstance(rank[0], int) and rank[0] >= 0 else None
+            path,
+            f"this DB export has no TASK/COMPUTE_TASK_INFO/COMMUNICATION_OP tables with STRING_IDS "
+            f"(unsupported DB layout{db.not_read()})",
+            "re-export with torch_npu's text output (export_type text) to get kernel_details.csv",
+        )
+    parts = []
+    if compute:
+        parts.append(_db_compute_tasks(db, "TASK_PMU_INFO" in tables, warnings))
+    if comm:
+        parts.append(_db_comm_ops(db, warnings))
+    tasks = pl.concat(parts, how="diagonal_relaxed")
+    if "CANN_API" in tables:
+        tasks = tasks.join(_db_launches(db, warnings), on="correlation", how="left")
+    else:
+        tasks = tasks.with_columns(pl.lit(None, dtype=pl.Int64).alias("launch_ns"))
+    tasks = tasks.with_columns(
+        pl.lit(None, dtype=pl.Int64).alias("step"),
+        task_kind(pl.col("name"), pl.col("op_type"), pl.col("core_type")).alias("kind"),
+    ).sort("start_ns", "stream", nulls_last=True, maintain_order=True)
+    host = _db_host_events(db, tables, warnings)
+    if "STEP_TIME" in tables:
+        steps = select(
+            db,
+            [
+                Column("step", "id", INT, "STEP_TIME"),
+                Column("host_start_ns", "startNs", INT, "STEP_TIME", time=True),
+                Column("host_end_ns", "endNs", INT, "STEP_TIME", time=True),
+            ],
+            "FROM STEP_TIME",
+            warnings,
+        )
+        steps = ended_before_start(steps, "host_start_ns", "host_end_ns", "STEP_TIME", warnings)
+    else:
+        steps = host_step_ranges(host)
+    memory_events, allocations = _db_memory(db, tables, warnings)
+    device_name = rank = None
+    if "NPU_INFO" in tables:
+        names = select(db, [Column("name", "name", TEXT, "NPU_INFO")], "FROM NPU_INFO LIMIT 1", warnings)
+        device_name = names["name"][0] if names.height else None
+    if "RANK_DEVICE_MAP" in tables:
+        ranks = select(db, [Column("rank", "rankId", INT, "RANK_DEVICE_MAP")], "FROM RANK_DEVICE_MAP LIMIT 1", warnings)
+        rank = ranks["rank"][0] if ranks.height else None
     return {
         "tasks": tasks,
         "host_events": host,
-        "host_steps": steps,
-        "device_name": device_name[0] if device_name and device_name[0] else None,
-        "rank": rank_value,
+        "host_steps": steps.sort("host_start_ns"),
+        "device_name": device_name or None,
+        "rank": rank if rank is not None and rank >= 0 else None,
         "memory_events": memory_events,
         "memory_allocations": allocations,
     }
 
 
-def _db_memory(con: sqlite3.Connection, tables: set[str]) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+def _db_memory(db: Database, tables: set[str], warnings: Warnings) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
     """MEMORY_RECORD -> memory_events and OP_MEMORY -> memory_allocations (the DB export's
     memory_record.csv / operator_memory.csv: bytes and ns already; component and operator names
     via STRING_IDS; device npu:<deviceId>), with NPU_MODULE_MEM's modules that hold memory
     (npu_module_mem.csv: names via ENUM_MODULE, `module <NAME>` series); None for a table the
-    export lacks."""
+    export lacks. OP_MEMORY rows released before they were allocated are dropped (counted)."""
     events = allocations = None
     if {"MEMORY_RECORD", "STRING_IDS"} <= tables:
-        events = query(
-            con,
-            "SELECT s.value, m.timestamp, m.totalAllocated, m.totalReserved, m.totalActive, m.deviceId "
-            "FROM MEMORY_RECORD m LEFT JOIN STRING_IDS s ON s.id = m.component ORDER BY m.timestamp",
-            {
-                "component": pl.String,
-                "ts_ns": pl.Int64,
-                "total_allocated_bytes": pl.Int64,
-                "total_reserved_bytes": pl.Int64,
-                "total_active_bytes": pl.Int64,
-                "device": pl.Int64,
-            },
-        ).with_columns(pl.lit("npu").alias("device_type"))
+        record = "MEMORY_RECORD"
+        events = (
+            select(
+                db,
+                [
+                    _name("component", "s"),
+                    Column("ts_ns", "m.timestamp", INT, record, time=True),
+                    Column("total_allocated_bytes", "m.totalAllocated", INT, record),
+                    Column("total_reserved_bytes", "m.totalReserved", INT, record),
+                    Column("total_active_bytes", "m.totalActive", INT, record),
+                    Column("device", "m.deviceId", INT, record),
+                    *_ids(record, "m.component"),
+                ],
+                f"FROM MEMORY_RECORD m {_join('s', 'm.component')}",
+                warnings,
+            )
+            .sort("ts_ns", maintain_order=True)
+            .with_columns(pl.lit("npu").alias("device_type"))
+        )
     if {"NPU_MODULE_MEM", "ENUM_MODULE"} <= tables:
-        modules = query(
-            con,
-            "SELECT e.name, m.timestampNs, m.totalReserved, m.deviceId "
-            "FROM NPU_MODULE_MEM m LEFT JOIN ENUM_MODULE e ON e.id = m.moduleId ORDER BY m.timestampNs",
-            {"component": pl.String, "ts_ns": pl.Int64, "total_reserved_bytes": pl.Int64, "device": pl.Int64},
-        ).with_columns(
-            (MODULE_PREFIX + pl.col("component").fill_null("?")).alias("component"), pl.lit("npu").alias("device_type")
+        module = "NPU_MODULE_MEM"
+        modules = (
+            select(
+                db,
+                [
+                    _name("component", "e", "ENUM_MODULE"),
+                    Column("ts_ns", "m.timestampNs", INT, module, time=True),
+                    Column("total_reserved_bytes", "m.totalReserved", INT, module),
+                    Column("device", "m.deviceId", INT, module),
+                    *_ids(module, "m.moduleId"),
+                ],
+                f"FROM NPU_MODULE_MEM m {_join('e', 'm.moduleId', 'ENUM_MODULE')}",
+                warnings,
+            )
+            .sort("ts_ns", maintain_order=True)
+            .with_columns(
+                (MODULE_PREFIX + pl.col("component").fill_null("?")).alias("component"),
+                pl.lit("npu").alias("device_type"),
+            )
         )
         modules = holding_modules(modules)
         events = modules if events is None else pl.concat([events, modules], how="diagonal_relaxed")
     if {"OP_MEMORY", "STRING_IDS"} <= tables:
-        allocations = query(
-            con,
-            "SELECT s.value, o.size, o.allocationTime, o.releaseTime, o.deviceId "
-            "FROM OP_MEMORY o LEFT JOIN STRING_IDS s ON s.id = o.name",
-            {"op": pl.String, "size_bytes": pl.Int64, "alloc_ns": pl.Int64, "release_ns": pl.Int64, "device": pl.Int64},
+        op = "OP_MEMORY"
+        allocations = select(
+            db,
+            [
+                _name("op", "s"),
+                Column("size_bytes", "o.size", INT, op),
+                Column("alloc_ns", "o.allocationTime", INT, op, time=True),
+                Column("release_ns", "o.releaseTime", INT, op, time=True),
+                Column("device", "o.deviceId", INT, op),
+                *_ids(op, "o.name"),
+            ],
+            f"FROM OP_MEMORY o {_join('s', 'o.name')}",
+            warnings,
         ).with_columns(pl.lit("npu").alias("device_type"))
+        allocations = ended_before_start(allocations, "alloc_ns", "release_ns", op, warnings)
     return events, allocations
 
 
-def _db_compute_tasks(con: sqlite3.Connection, has_pmu: bool) -> pl.DataFrame:
+def _db_compute_tasks(db: Database, has_pmu: bool, warnings: Warnings) -> pl.DataFrame:
     """COMPUTE_TASK_INFO x TASK (+ TASK_PMU_INFO aic_mac_time / aiv_vec_time, µs) -> task rows."""
-    sql = """
-        SELECT c.globalTaskId, n.value, t.startNs, t.endNs, t.streamId, t.deviceId, o.value, k.value,
-               s.value, t.connectionId, dt.value, os.value
-        FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId
-        LEFT JOIN STRING_IDS n ON n.id = c.name
-        LEFT JOIN STRING_IDS o ON o.id = c.opType
-        LEFT JOIN STRING_IDS k ON k.id = c.taskType
-        LEFT JOIN STRING_IDS s ON s.id = c.inputShapes
-        LEFT JOIN STRING_IDS dt ON dt.id = c.inputDataTypes
-        LEFT JOIN STRING_IDS os ON os.id = c.outputShapes"""
-    df = query(
-        con,
-        sql,
-        {
-            "global_task_id": pl.Int64,
-            "name": pl.String,
-            "start_ns": pl.Int64,
-            "end_ns": pl.Int64,
-            "stream": pl.Int64,
-            "device": pl.Int64,
-            "op_type": pl.String,
-            "core_type": pl.String,
-            "input_shapes": pl.String,
-            "correlation": pl.Int64,
-            "input_types": pl.String,
-            "output_shapes": pl.String,
-        },
+    info = "COMPUTE_TASK_INFO"
+    df = select(
+        db,
+        [
+            Column("global_task_id", "c.globalTaskId", INT, info),
+            _name("name", "n"),
+            Column("start_ns", "t.startNs", INT, "TASK", time=True),
+            Column("end_ns", "t.endNs", INT, "TASK", time=True),
+            Column("stream", "t.streamId", INT, "TASK"),
+            Column("device", "t.deviceId", INT, "TASK"),
+            _name("op_type", "o"),
+            _name("core_type", "k"),
+            _name("input_shapes", "s"),
+            Column("correlation", "t.connectionId", INT, "TASK"),
+            _name("input_types", "dt"),
+            _name("output_shapes", "os"),
+            *_ids(info, "c.name", "c.opType", "c.taskType", "c.inputShapes", "c.inputDataTypes", "c.outputShapes"),
+        ],
+        f"""FROM COMPUTE_TASK_INFO c JOIN TASK t ON t.globalTaskId = c.globalTaskId
+        {_join("n", "c.name")} {_join("o", "c.opType")} {_join("k", "c.taskType")}
+        {_join("s", "c.inputShapes")} {_join("dt", "c.inputDataTypes")} {_join("os", "c.outputShapes")}""",
+        warnings,
     )
     df = df.with_columns(
         (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
         *(pl.col(c).str.strip_chars('"') for c in ("input_shapes", "input_types", "output_shapes")),
     )
     if has_pmu:
-        pmu = query(
-            con,
-            """SELECT p.globalTaskId, k.value, p.value FROM TASK_PMU_INFO p
-               JOIN STRING_IDS k ON k.id = p.name WHERE k.value IN ('aic_mac_time', 'aiv_vec_time')""",
-            {"global_task_id": pl.Int64, "metric": pl.String, "value": pl.String},
+        pmu = select(
+            db,
+            [
+                Column("global_task_id", "p.globalTaskId", INT, "TASK_PMU_INFO"),
+                _name("metric", "k"),
+                Column("value", "p.value", NUMBER, "TASK_PMU_INFO"),
+                *_ids("TASK_PMU_INFO", "p.name"),
+            ],
+            "FROM TASK_PMU_INFO p JOIN STRING_IDS k ON k.id = p.name WHERE k.value IN ('aic_mac_time', 'aiv_vec_time')",
+            warnings,
         )
         pmu = pmu.group_by("global_task_id").agg(
             us_text_to_ns(pl.col("value").filter(pl.col("metric") == "aic_mac_time").first()).alias("aic_mac_ns"),
@@ -214,17 +285,21 @@ def _db_compute_tasks(con: sqlite3.Connection, has_pmu: bool) -> pl.DataFrame:
     return df.drop("global_task_id")
 
 
-def _db_comm_ops(con: sqlite3.Connection) -> pl.DataFrame:
+def _db_comm_ops(db: Database, warnings: Warnings) -> pl.DataFrame:
     """COMMUNICATION_OP -> task rows (core_type HCCL, stream null)."""
-    sql = """
-        SELECT n.value, o.startNs, o.endNs, t.value, o.connectionId
-        FROM COMMUNICATION_OP o
-        LEFT JOIN STRING_IDS n ON n.id = o.opName
-        LEFT JOIN STRING_IDS t ON t.id = o.opType"""
-    df = query(
-        con,
-        sql,
-        {"name": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64, "op_type": pl.String, "correlation": pl.Int64},
+    op = "COMMUNICATION_OP"
+    df = select(
+        db,
+        [
+            _name("name", "n"),
+            Column("start_ns", "o.startNs", INT, op, time=True),
+            Column("end_ns", "o.endNs", INT, op, time=True),
+            _name("op_type", "t"),
+            Column("correlation", "o.connectionId", INT, op),
+            *_ids(op, "o.opName", "o.opType"),
+        ],
+        f"FROM COMMUNICATION_OP o {_join('n', 'o.opName')} {_join('t', 'o.opType')}",
+        warnings,
     )
     return df.with_columns(
         (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
@@ -233,34 +308,53 @@ def _db_comm_ops(con: sqlite3.Connection) -> pl.DataFrame:
     )
 
 
-def _db_launches(con: sqlite3.Connection) -> pl.DataFrame:
+def _db_launches(db: Database, warnings: Warnings) -> pl.DataFrame:
     """CANN_API connectionId -> launch_ns (API start)."""
-    df = query(con, "SELECT connectionId, startNs FROM CANN_API", {"correlation": pl.Int64, "launch_ns": pl.Int64})
+    df = select(
+        db,
+        [
+            Column("correlation", "connectionId", INT, "CANN_API"),
+            Column("launch_ns", "startNs", INT, "CANN_API", time=True),
+        ],
+        "FROM CANN_API",
+        Warnings(db.path),  # counted once, by _db_host_events, which reads the same rows
+    )
     return df.drop_nulls("correlation").group_by("correlation").agg(pl.col("launch_ns").min())
 
 
-def _db_host_events(con: sqlite3.Connection, tables: set[str]) -> pl.DataFrame:
+def _db_host_events(db: Database, tables: set[str], warnings: Warnings) -> pl.DataFrame:
     """PYTORCH_API + CANN_API -> host_events columns."""
-    enum = dict(con.execute("SELECT id, name FROM ENUM_API_TYPE").fetchall()) if "ENUM_API_TYPE" in tables else {}
-    schema = {
-        "start_ns": pl.Int64,
-        "end_ns": pl.Int64,
-        "global_tid": pl.Int64,
-        "correlation": pl.Int64,
-        "name": pl.String,
-        "api_type": pl.Int64,
-    }
+    enum = {}
+    if "ENUM_API_TYPE" in tables:
+        types = select(
+            db,
+            [Column("id", "id", INT, "ENUM_API_TYPE"), Column("name", "name", TEXT, "ENUM_API_TYPE")],
+            "FROM ENUM_API_TYPE",
+            warnings,
+        ).drop_nulls("id")
+        enum = dict(zip(types["id"].to_list(), types["name"].to_list()))
     type_name = pl.col("api_type").replace_strict(enum, default=None, return_dtype=pl.String)
+
+    def api(table: str, correlation: str | None) -> pl.DataFrame:
+        return select(
+            db,
+            [
+                Column("start_ns", "a.startNs", INT, table, time=True),
+                Column("end_ns", "a.endNs", INT, table, time=True),
+                Column("global_tid", "a.globalTid", INT, table),
+                Column("correlation", f"a.{correlation}" if correlation else "NULL", INT, table),
+                _name("name", "s"),
+                Column("api_type", "a.type", INT, table),
+                *_ids(table, "a.name"),
+            ],
+            f"FROM {table} a {_join('s', 'a.name')}",
+            warnings,
+        )
+
     parts = []
     if {"PYTORCH_API", "STRING_IDS"} <= tables:
-        torch = query(
-            con,
-            """SELECT p.startNs, p.endNs, p.globalTid, NULL, s.value, p.type
-               FROM PYTORCH_API p LEFT JOIN STRING_IDS s ON s.id = p.name""",
-            schema,
-        )
         parts.append(
-            torch.with_columns(
+            api("PYTORCH_API", None).with_columns(
                 type_name.alias("cat"),
                 pl.when(pl.col("name").str.contains(STEP_NAME).fill_null(False))
                 .then(pl.lit("annotation"))
@@ -269,13 +363,9 @@ def _db_host_events(con: sqlite3.Connection, tables: set[str]) -> pl.DataFrame:
             )
         )
     if {"CANN_API", "STRING_IDS"} <= tables:
-        cann = query(
-            con,
-            """SELECT a.startNs, a.endNs, a.globalTid, a.connectionId, s.value, a.type
-               FROM CANN_API a LEFT JOIN STRING_IDS s ON s.id = a.name""",
-            schema,
+        parts.append(
+            api("CANN_API", "connectionId").with_columns(type_name.alias("cat"), pl.lit("runtime").alias("kind"))
         )
-        parts.append(cann.with_columns(type_name.alias("cat"), pl.lit("runtime").alias("kind")))
     if not parts:
         return pl.DataFrame(schema={"name": pl.String, "start_ns": pl.Int64, "end_ns": pl.Int64})
     host = pl.concat(parts, how="diagonal_relaxed")

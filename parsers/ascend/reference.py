@@ -11,7 +11,8 @@ communication.json -> ascend_communication: {"step<N>": {"collective"|"p2p": {"<
     collective/p2p level (group null).
 msprof_*.db OVERLAP_ANALYSIS -> ascend_step_trace, one row per device with step null (whole
     trace): Σ of its intervals by type (0 computing, 1 communication, 2 communication not
-    overlapped, 3 free), µs; only when its status_info row says the analysis finished.
+    overlapped, 3 free), µs; only when its status_info row says the analysis finished; intervals
+    that end before they start are dropped (counted).
 analysis.db StepTraceTime -> ascend_step_trace; CommAnalyzerTime -> ascend_communication
     (hccl_op_name -> op_name, group_name -> comm_group, type -> group, step 'step<N>' -> step).
 """
@@ -27,10 +28,11 @@ import polars as pl
 from traceview import schema
 from traceview.errors import TraceError, Warnings
 from traceview.parsers import jsonio
-from traceview.parsers.ascend.db import query
+from traceview.parsers.ascend.db import ended_before_start
 from traceview.parsers.ascend.files import COMMUNICATION, STEP_TRACE_TIME
 from traceview.parsers.ascend.text import column, find_columns, read_text_csv, texts
-from traceview.parsers.sqlite_ro import connect_ro, table_names
+from traceview.parsers.sqlite_columns import INT, NUMBER, TEXT, Column, select
+from traceview.parsers.sqlite_ro import open_database
 from traceview.parsers.timeconv import us_text_to_ns
 
 #: step_trace_time.csv: canonical column -> normalised header.
@@ -135,21 +137,29 @@ def communication_frame(rows: list[dict], warnings: Warnings) -> pl.DataFrame:
 def _analysis_query(
     path: Path, table: str, columns: dict[str, tuple[str, pl.DataType]], warnings: Warnings
 ) -> pl.DataFrame | None:
-    """`columns` (name -> (column of `table`, dtype)) of an analysis.db table; a column the table
-    lacks (older versions) is null. None, with a warning, when the table is not there."""
-    con = connect_ro(path)
+    """`columns` (name -> (column of `table`, dtype: String or Float64)) of an analysis.db table;
+    a column the table lacks (older versions) is null; numbers are read as their exact text
+    (`sqlite_columns.NUMBER`), then cast (non-numeric values left null, counted). None, with a
+    warning, when the table is not there (or is a view)."""
     try:
-        present = {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
-        if not present:
-            warnings.add(f"{path.name}: no {table} table; ground truth not loaded")
-            return None
-        select = ", ".join(db_col if db_col in present else "NULL" for db_col, _ in columns.values())
-        return query(con, f"SELECT {select} FROM {table}", {name: dtype for name, (_, dtype) in columns.items()})
+        with open_database(path, warnings=warnings) as db:
+            if table not in db.tables([table]):
+                warnings.add(f"{path.name}: no {table} table; ground truth not loaded")
+                return None
+            present = db.columns(table)
+            select_columns = [
+                Column(name, f'"{db_col}"' if db_col in present else "NULL", NUMBER, table)
+                for name, (db_col, _) in columns.items()
+            ]
+            df = select(db, select_columns, f'FROM "{table}"', warnings)
     except sqlite3.Error as exc:
         warnings.add(f"{path.name}: {exc}; ground truth not loaded")
         return None
-    finally:
-        con.close()
+    floats = [name for name, (_, dtype) in columns.items() if dtype == pl.Float64]
+    out = df.with_columns(pl.col(c).cast(pl.Float64, strict=False) for c in floats)
+    unparsed = sum(int((df[c].is_not_null() & out[c].is_null()).sum()) for c in floats)
+    warnings.add(f"{path.name} {table} non-numeric values left null", unparsed)
+    return out
 
 
 #: analysis.db StepTraceTime column of each ascend_step_trace column.
@@ -210,25 +220,38 @@ def read_overlap_analysis(path: Path, warnings: Warnings) -> pl.DataFrame | None
     """msprof's OVERLAP_ANALYSIS (see the module docstring) as ascend_step_trace rows, or None when
     the DB has none or its analysis did not finish. `rank` is the device id (the loader fills the
     rank's own when the DB records one device)."""
-    con = connect_ro(path)
     try:
-        tables = table_names(con)
-        if "OVERLAP_ANALYSIS" not in tables:
-            return None
-        if "status_info" in tables:
-            done = con.execute("SELECT value FROM status_info WHERE key = 'OVERLAP_ANALYSIS'").fetchone()
-            if done is not None and done[0] != "FINISH":
+        with open_database(path, warnings=warnings) as db:
+            tables = db.tables(["OVERLAP_ANALYSIS", "status_info"])
+            if "OVERLAP_ANALYSIS" not in tables:
                 return None
-        rows = query(
-            con,
-            "SELECT deviceId, type, SUM(endNs - startNs) FROM OVERLAP_ANALYSIS GROUP BY deviceId, type",
-            {"device": pl.Int64, "type": pl.Int64, "ns": pl.Int64},
-        )
+            if "status_info" in tables:
+                done = select(
+                    db,
+                    [Column("value", "value", TEXT, "status_info")],
+                    "FROM status_info WHERE key = 'OVERLAP_ANALYSIS' LIMIT 1",
+                    warnings,
+                )
+                if done.height and done["value"][0] != "FINISH":
+                    return None
+            intervals = select(
+                db,
+                [
+                    Column("device", "deviceId", INT, "OVERLAP_ANALYSIS"),
+                    Column("type", "type", INT, "OVERLAP_ANALYSIS"),
+                    Column("start_ns", "startNs", INT, "OVERLAP_ANALYSIS", time=True),
+                    Column("end_ns", "endNs", INT, "OVERLAP_ANALYSIS", time=True),
+                ],
+                "FROM OVERLAP_ANALYSIS",
+                warnings,
+            )
     except sqlite3.Error as exc:
         warnings.add(f"OVERLAP_ANALYSIS not readable ({exc}): no reference numbers", 1)
         return None
-    finally:
-        con.close()
+    intervals = ended_before_start(intervals, "start_ns", "end_ns", "OVERLAP_ANALYSIS", warnings)
+    rows = intervals.group_by("device", "type", maintain_order=True).agg(
+        (pl.col("end_ns") - pl.col("start_ns")).sum().alias("ns")
+    )
     if rows.is_empty():
         return None
     wide = rows.with_columns(
