@@ -37,6 +37,7 @@ from traceview.errors import TraceError, Warnings
 from traceview.parsers import kinds
 from traceview.parsers.activity import activity_rank, task_columns, used_devices
 from traceview.parsers.base import ParsedRank
+from traceview.parsers.csvio import csv_header, read_text_columns
 from traceview.parsers.jsonio import gc_paused, loads, read_bytes
 from traceview.parsers.kineto_events import int64
 
@@ -162,6 +163,9 @@ def parse_rocprof(path: Path) -> ParsedRank:
             pl.col("bytes"),
         ),
     ]
+    calls = api.height
+    api = api.unique(maintain_order=True)  # every column: one API call recorded twice
+    warn.add(DUPLICATE_CALLS, calls - api.height)
     host = [
         api.select(
             "pid", "tid", name.alias("name"), pl.lit("hip_runtime").alias("cat"), pl.lit("runtime").alias("kind"),
@@ -189,11 +193,24 @@ def parse_rocprof(path: Path) -> ParsedRank:
 # --- CSV --------------------------------------------------------------------------------------------
 
 
-def _read_table(path: Path) -> pl.DataFrame:
+def _read_table(path: Path, names) -> pl.DataFrame:
+    """The columns `names` of a rocprofv3 CSV that it has (the first of a repeated name), as text;
+    only those are read (`csvio.csv_header` first): a file with thousands of other columns costs
+    what these do."""
     try:
-        return pl.read_csv(path, infer_schema=False, truncate_ragged_lines=True)
-    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
-        raise TraceError(path, f"cannot read this CSV: {str(exc).splitlines()[0]}", FIX) from None
+        header = csv_header(path)
+    except TraceError as exc:
+        raise TraceError(path, f"cannot read this CSV: {exc.problem}", FIX) from None
+    first: dict[str, int] = {}
+    for i, name in enumerate(header):
+        first.setdefault(name, i)
+    wanted = sorted(first[n] for n in set(names) if n in first)
+    if not wanted:
+        return pl.DataFrame()
+    try:
+        return read_text_columns(path, header, wanted)
+    except TraceError as exc:
+        raise TraceError(path, f"cannot read this CSV: {exc.problem}", FIX) from None
 
 
 #: CSV column of each raw column (output name -> rocprofv3 column), per file role; the raw
@@ -226,6 +243,21 @@ HOST_CSV = {
     "correlation": "Correlation_Id",
 }
 
+
+#: The agent_info.csv columns read.
+AGENT_CSV = ("Agent_Type", "Product_Name", "Name", "Logical_Node_Id", "Node_Id")
+#: The columns without which a sibling file is not what its name says: it is not read, with a
+#: warning (NOT_SIBLING), and the rank loads without it.
+SIBLING_KEYS = {
+    "agents": ("Agent_Type",),
+    "api": ("Function", "Correlation_Id", "Start_Timestamp", "End_Timestamp"),
+    "markers": ("Function", "Start_Timestamp", "End_Timestamp"),
+    "copies": ("Start_Timestamp", "End_Timestamp", "Correlation_Id"),
+}
+#: An API call is recorded once, under its own correlation id: an exact copy is a damaged or
+#: merged output, and would make its launch look like two.
+DUPLICATE_CALLS = "rocprofv3 API records written twice (every field equal): the copies dropped"
+NOT_SIBLING = "sibling file(s) that are not the rocprofv3 table their name says, not read"
 
 #: Raw columns whose cells may name their number (`Agent 4`: later rocprofv3 versions).
 NAMED_IDS = ("agent", "src_agent", "dst_agent")
@@ -268,20 +300,30 @@ def _columns(
 
 def _read_csv(path: Path, warn: Warnings):
     """The raw frames of a CSV kernel trace and its siblings."""
-    kernels_csv = _read_table(path)
+    kernels_csv = _read_table(path, KERNEL_CSV.values())
     missing = [c for c in KERNEL_TRACE_COLUMNS if c not in kernels_csv.columns]
     if missing:
         raise TraceError(path, f"not a rocprofv3 kernel trace (no {', '.join(missing)} column)", FIX)
     siblings = sibling_files(path)
 
-    def sibling(role: str, columns: dict[str, str], schema: dict) -> pl.DataFrame:
+    def table(role: str, names) -> pl.DataFrame | None:
+        """A sibling's columns `names`, or None (and a warning) when it lacks its role's key
+        columns (SIBLING_KEYS: an agent_info.csv holding a kernel trace is no agent list)."""
         if role not in siblings:
-            return pl.DataFrame(schema=schema)
-        return _columns(_read_table(siblings[role]), columns, schema, warn)
+            return None
+        frame = _read_table(siblings[role], names)
+        lacking = [c for c in SIBLING_KEYS[role] if c not in frame.columns]
+        if lacking:
+            warn.add(f"{NOT_SIBLING}: {siblings[role].name} (no {', '.join(lacking)} column)")
+            return None
+        return frame
+
+    def sibling(role: str, columns: dict[str, str], schema: dict) -> pl.DataFrame:
+        frame = table(role, columns.values())
+        return pl.DataFrame(schema=schema) if frame is None else _columns(frame, columns, schema, warn)
 
     agents = pl.DataFrame(schema=AGENT_SCHEMA)
-    if "agents" in siblings:
-        a = _read_table(siblings["agents"])
+    if (a := table("agents", AGENT_CSV)) is not None:
         text = {
             c: pl.col(c) if c in a.columns else pl.lit(None, pl.String) for c in ("Agent_Type", "Product_Name", "Name")
         }

@@ -22,6 +22,7 @@ from traceview.errors import TraceError, Warnings
 from traceview.parsers.ascend.files import KERNEL_DETAILS
 from traceview.parsers.ascend.kinds import task_kind
 from traceview.parsers.ascend.text import column, find_columns, read_text_csv
+from traceview.parsers.csvio import csv_header
 from traceview.parsers.timeconv import us_text_to_ns
 
 #: kernel_details.csv columns: canonical field -> accepted headers, normalised (lower case, no
@@ -52,13 +53,13 @@ def read_kernel_details(path: Path, warnings: Warnings) -> pl.DataFrame:
     start_ns / dur_ns: Int64 ns from the exact decimal µs text; end_ns = start_ns + dur_ns.
     Raises TraceError if Name / Start Time(us) / Duration(us) is missing.
     """
-    df = read_text_csv(path)
+    df = read_text_csv(path, KERNEL_COLUMNS)
     cols = find_columns(df, KERNEL_COLUMNS)
     for field, header in KERNEL_REQUIRED.items():
         if field not in cols:
             raise TraceError(
                 path,
-                f"required column '{header}' is missing (columns: {', '.join(df.columns[:12])})",
+                f"required column '{header}' is missing (columns: {', '.join(csv_header(path)[:12])})",
                 "re-export with torch_npu's profiler (kernel_details.csv needs Name, Start Time(us), Duration(us))",
             )
     tasks = df.select(

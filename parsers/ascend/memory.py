@@ -70,7 +70,7 @@ def _device(expr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 def read_memory_record(path: Path, warnings: Warnings) -> pl.DataFrame:
     """memory_record.csv -> memory_events (bytes, pid, tid and addr null: totals only)."""
-    df = read_text_csv(path)
+    df = read_text_csv(path, MEMORY_RECORD_COLUMNS)
     cols = find_columns(df, MEMORY_RECORD_COLUMNS)
     mib = 1 << 20
     out = df.select(
@@ -87,7 +87,7 @@ def read_memory_record(path: Path, warnings: Warnings) -> pl.DataFrame:
 
 def read_operator_memory(path: Path, warnings: Warnings) -> pl.DataFrame:
     """operator_memory.csv -> memory_allocations (top_op and addr null)."""
-    df = read_text_csv(path)
+    df = read_text_csv(path, OPERATOR_MEMORY_COLUMNS)
     cols = find_columns(df, OPERATOR_MEMORY_COLUMNS)
     out = df.select(
         *_device(column(cols, "device")),
@@ -115,7 +115,7 @@ def read_npu_module_mem(path: Path, warnings: Warnings) -> pl.DataFrame | None:
     module without a name is `module ?`. The file is extra: when it cannot be read (empty, columns
     missing) the rank loads without it, with a warning naming why, and this returns None."""
     try:
-        df = read_text_csv(path)
+        df = read_text_csv(path, NPU_MODULE_MEM_COLUMNS)
         cols = find_columns(df, NPU_MODULE_MEM_COLUMNS)
     except TraceError as exc:
         warnings.add(f"{MODULE_MEM_UNREADABLE}: {exc.problem}")

@@ -64,8 +64,9 @@ _COMM_ROW = ["step_key", "group", "op_key", "comm_group", "start", *COMMUNICATIO
 
 def read_step_trace_time(path: Path, warnings: Warnings) -> pl.DataFrame:
     """step_trace_time.csv -> ascend_step_trace (µs floats as written; empty Step -> null)."""
-    df = read_text_csv(path)
-    cols = find_columns(df, {k: (v,) for k, v in STEP_TRACE_COLUMNS.items()})
+    spec = {k: (v,) for k, v in STEP_TRACE_COLUMNS.items()}
+    df = read_text_csv(path, spec)
+    cols = find_columns(df, spec)
     missing = [c for c in STEP_TRACE_COLUMNS if c not in cols and c not in ("step", "preparing_us")]
     warnings.add(f"{STEP_TRACE_TIME} columns missing (left null): {', '.join(missing)}", 1 if missing else 0)
     exprs = []

@@ -15,27 +15,36 @@ from pathlib import Path
 
 import polars as pl
 
-from traceview.errors import TraceError
+from traceview.parsers.csvio import csv_header, read_text_columns
 
 
-def read_text_csv(path: Path) -> pl.DataFrame:
-    """A torch_npu CSV with every column as String: values stripped of whitespace/tabs, `N/A` and
-    empty cells null. Rows with missing trailing cells get nulls. Raises TraceError if unreadable."""
-    try:
-        df = pl.read_csv(
-            path,
-            infer_schema=False,
-            truncate_ragged_lines=True,
-            encoding="utf8-lossy",
-            raise_if_empty=True,
-        )
-    except pl.exceptions.NoDataError:
-        raise TraceError(path, "the file is empty (not even a header row)", "re-export the profile") from None
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise TraceError(path, f"not a readable CSV ({first})", "re-export the profile") from None
+def read_text_csv(path: Path, spec: dict[str, tuple[str, ...]]) -> pl.DataFrame:
+    """The columns of a torch_npu CSV that `spec` names (field -> accepted headers, normalised:
+    `find_columns`), every one as String: values stripped of whitespace/tabs, `N/A` and empty cells
+    null; rows with missing trailing cells get nulls. Only those columns are read (the header
+    first, `csv_header`), so a file with 100,000 other columns costs what its useful ones do.
+    Raises TraceError if unreadable."""
+    header = csv_header(path)
+    wanted = sorted(set(_indices(header, spec).values()))
+    if not wanted:  # none of its columns is used (callers name what is missing, from `csv_header`)
+        return pl.DataFrame()
+    df = read_text_columns(path, header, wanted)
     clean = pl.col(pl.String).str.strip_chars()
     return df.with_columns(pl.when(~clean.is_in(["", "N/A"])).then(clean))
+
+
+def _indices(header: list[str], spec: dict[str, tuple[str, ...]]) -> dict[str, int]:
+    """Field -> index of its column in `header` (the first accepted header found, as `find_columns`)."""
+    by_key: dict[str, int] = {}
+    for i, name in enumerate(header):
+        by_key.setdefault(normalise_header(name), i)
+    found = {}
+    for field, keys in spec.items():
+        for key in keys:
+            if key in by_key:
+                found[field] = by_key[key]
+                break
+    return found
 
 
 def normalise_header(name: str) -> str:
