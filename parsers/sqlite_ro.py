@@ -241,6 +241,8 @@ class Database:
         except sqlite3.Error:
             if self._caught is None and self._over is None:
                 raise
+        except UnicodeDecodeError as exc:  # SQLite's message quoting a damaged schema's bytes
+            raise sqlite3.DatabaseError(f"the database is malformed (text that is not UTF-8: {exc.reason})") from None
         finally:
             self._querying = False
         self._stop()

@@ -312,3 +312,21 @@ def test_text_that_is_not_utf8_in_an_nsys_export_is_replaced(tmp_path):
     db.close()
     t = tv.load(path, use_cache=False)
     assert t.device_tasks["name"].to_list() == ["gemm\ufffd"]
+
+
+def test_a_schema_with_bytes_that_are_not_utf8_is_a_trace_error(tmp_path):
+    """Found by the fuzzer's second round (a bit flip in an Nsight export's schema text): SQLite's
+    error message quotes the damaged schema, and Python's sqlite3 failed decoding it
+    (UnicodeDecodeError, an internal error) instead of reporting a damaged database."""
+    import gzip
+
+    from tests.conftest import DATA
+
+    raw = bytearray(gzip.decompress((DATA / "nsys" / "saxpy-mpi-cuda_nsys_perlmutter0.sqlite.gz").read_bytes()))
+    entry = b"CUPTI_ACTIVITY_KIND_CUDA_EVENT\x1cCREATE TABLE"  # its schema entry in sqlite_master
+    raw[raw.index(entry) + len(entry) - 5] = 0xD4  # CREATE \xd4ABLE: the fuzzer's bit flip
+    path = tmp_path / "damaged.sqlite"
+    path.write_bytes(bytes(raw))
+    with pytest.raises(TraceError) as err:
+        tv.load(path, use_cache=False)
+    assert "not UTF-8" in str(err.value) and "\n" not in str(err.value)
