@@ -12,7 +12,9 @@ import polars as pl
 
 from traceview.errors import TraceError
 
-_SPEC_ITEM = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
+_SPEC_ITEM = re.compile(
+    r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", re.ASCII
+)  # ASCII digits only (`\d` takes full-width ones)
 _INT64_MAX = 2**63 - 1
 
 
