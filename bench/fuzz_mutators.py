@@ -10,10 +10,14 @@ import random
 import shutil
 from pathlib import Path
 
+from fuzz_adversarial import adversarial_case
+
 from traceview.parsers.kineto_events import ARG_KEYS_READ, EVENT_KEYS_READ
 
 ROOT = Path(__file__).resolve().parents[1]
 ASCEND_SEED = ROOT / "sample_traces/ascend_2rank/rank0_ascend_pt"
+#: The share of cases that are the second adversarial round's (bench/fuzz_adversarial.py).
+ADVERSARIAL_SHARE = 0.25
 #: Seeds of the other formats: (file name the case is written as, source file; .gz is unpacked).
 FORMAT_SEEDS = (
     ("omp_results.json", ROOT / "tests/data/rocprof/built/omp_results.json"),
@@ -391,6 +395,8 @@ def format_case(rnd: random.Random, dest: Path) -> tuple[Path, str]:
 
 
 def make_case(rnd: random.Random, seeds, parsed, dest: Path) -> tuple[Path, str]:
+    if rnd.random() < ADVERSARIAL_SHARE:
+        return adversarial_case(rnd, dest)
     if rnd.random() < 0.15:
         return dest / "rank0_ascend_pt", ascend_case(rnd, dest)
     if rnd.random() < 0.2:
