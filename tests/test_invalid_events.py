@@ -113,25 +113,44 @@ def test_a_key_given_twice_is_read_as_its_last_value_and_counted(tmp_path, clean
     assert _tasks(t).equals(_tasks(want))  # the last ts, the one the event had
 
 
-@pytest.mark.integration
-def test_a_file_of_bad_events_ends_in_seconds_in_bounded_memory(tmp_path, clean):
-    """Every other event of a 20 MB trace holds a NaN: each is dropped at the cost of reading up
-    to it (not the whole buffer per event; the parse pauses the garbage collector, so nothing kept
-    per bad event may hold a cycle). Before the fix of that, 108,046 of them took 7 GB."""
-    from tests.support import bounded
-
+@pytest.fixture(scope="module")
+def half_bad(tmp_path_factory, clean):
+    """A 40 MB trace (the shipped rank repeated in time) whose every other event holds a NaN, and
+    how many bad events it holds: about 6 s to parse on 2 cores."""
     events = clean["traceEvents"]
-    copies = 20_000_000 // len(orjson.dumps(events)) + 1
-    parts = []
+    copies = 40_000_000 // len(orjson.dumps(events)) + 1
+    parts, bad = [], 0
     for copy in range(copies):
         for i, event in enumerate(events):
             raw = orjson.dumps(dict(event, ts=event["ts"] + copy * 10**6) if "ts" in event else event)
-            parts.append(raw[:-1] + b',"bad":NaN}' if i % 2 == 0 else raw)
+            if i % 2 == 0:
+                raw, bad = raw[:-1] + b',"bad":NaN}', bad + 1
+            parts.append(raw)
     head = orjson.dumps({k: v for k, v in clean.items() if k != "traceEvents"})
-    path = tmp_path / "rank0.pt.trace.json"
+    path = tmp_path_factory.mktemp("half_bad") / "rank0.pt.trace.json"
     path.write_bytes(head[:-1] + b',"traceEvents":[' + b",".join(parts) + b"]}")
+    return path, bad
+
+
+@pytest.mark.integration
+def test_a_file_of_bad_events_ends_in_seconds_in_bounded_memory(half_bad):
+    """Every other event holds a NaN: each is dropped at the cost of reading up to it (not the
+    whole buffer per event), and nothing is kept per bad event (the parse pauses the garbage
+    collector: a kept exception, with its traceback's cycle, held 7 GB for 108,046)."""
+    from tests.support import bounded
+
+    path, bad = half_bad
     done = bounded.run(["info", str(path), "--no-cache"])
     assert done.returncode == 0, done.stderr
     assert done.seconds < 20 and done.peak_rss_bytes < bounded.MEMORY_LIMIT
-    bad = sum(1 for i in range(len(parts)) if i % len(events) % 2 == 0)
     assert f"{bad:,} {INVALID_EVENTS}" in done.stdout
+
+
+@pytest.mark.integration
+def test_sigterm_ends_a_parse_of_bad_events_within_3_s(half_bad):
+    from tests.support import bounded
+
+    done, after_signal = bounded.terminate(["info", str(half_bad[0]), "--no-cache"], after_s=2.0)
+    assert after_signal is not None, f"the parse ended {done.seconds:.1f} s in, before the signal"
+    assert done.returncode == 143 and after_signal < 3, (done.returncode, after_signal, done.stderr)
+    assert done.lines == ["traceview: terminated"]
