@@ -73,6 +73,13 @@ def test_one_bad_event_is_dropped_and_counted(tmp_path, clean, value, where):
     index = {"first": kernels[0], "middle": kernels[len(kernels) // 2], "last": kernels[-1]}[where]
     path = _write(tmp_path, clean, {index: BAD_VALUES[value]})
     t = tv.load(path, use_cache=False)
+    if value.startswith("deep") and not t.warnings:
+        # msgspec follows nesting as deep as the interpreter's recursion limit lets it, and skips a
+        # value in a key never read: under a raised limit (hypothesis raises it in this process)
+        # the event is read whole, exactly, which is right too
+        want = tv.load(_write(tmp_path, clean, {}, "want.pt.trace.json"), use_cache=False)
+        assert _tasks(t).equals(_tasks(want))
+        return
     want = tv.load(_write(tmp_path, _without(clean, [index]), {}, "want.pt.trace.json"), use_cache=False)
     assert _tasks(t).equals(_tasks(want))
     assert [w.split(": ", 1)[1] for w in t.warnings] == [f"1 {INVALID_EVENTS}"]

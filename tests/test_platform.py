@@ -57,7 +57,7 @@ def _facts(**values) -> pl.DataFrame:
 
 EXPOSED = {"rank": 0, "exposed_comm_excl_p2p_frac": 0.4, "exposed_comm_excl_p2p_ms": 5.0, "step_ms": 12.0}
 HOST_BOUND = {"rank": 0, "host_wait_frac": 0.9, "device_idle_frac": 0.5, "device_idle_ms": 3.0, "step_ms": 6.0}
-GPU, NPU = {"device_type": "gpu", "graph_frac": 0.0}, {"device_type": "npu"}
+GPU, NPU = {"device_type": "gpu", "graph_frac": 0.0, "graph_capture": False}, {"device_type": "npu"}
 
 
 @pytest.mark.parametrize(
@@ -67,12 +67,13 @@ GPU, NPU = {"device_type": "gpu", "graph_frac": 0.0}, {"device_type": "npu"}
         ("exposed_communication", {**EXPOSED, **NPU, "fsdp_seen": True}, ["HCCL", "FSDP"], ["NCCL", "bucket_cap_mb"]),
         ("host_bound", {**HOST_BOUND, **GPU}, ["Capture the step"], ["already replay", "TASK_QUEUE_ENABLE"]),
         ("host_bound", {**HOST_BOUND, **GPU, "graph_frac": 0.6}, ["already replay"], ["Capture the step"]),
+        ("host_bound", {**HOST_BOUND, **GPU, "graph_capture": True}, [], ["Capture the step"]),
         ("host_bound", {**HOST_BOUND, **NPU}, ["TASK_QUEUE_ENABLE"], ["CUDA"]),
     ],
 )
 def test_advice_fits_the_platform_and_what_the_trace_shows(rule, facts, present, absent):
     """DDP advice only with DDP, FSDP only with FSDP, NCCL on GPU and HCCL on Ascend, CUDA graphs
-    suggested only on a GPU that replays none (and never on Ascend)."""
+    suggested only on a GPU that replays none and is no capture trace (and never on Ascend)."""
     found = F.evaluate(_facts(**facts), F.load_rules())
     advice = found.filter(pl.col("rule") == rule)["advice"][0]
     assert all(word in advice for word in present), advice
