@@ -88,6 +88,17 @@ def _untyped(db: sqlite3.Connection, table: str) -> None:
 def sqlite_case(rnd: random.Random, dest: Path) -> tuple[Path, str]:
     path, kind = _sqlite_copy(rnd, dest)
     tables = SQLITE_TABLES[kind]
+    try:
+        table, how = _sqlite_mutate(rnd, path, tables)
+    except sqlite3.Error as exc:  # a mutation the file's constraints refuse: the copy as it is
+        table, how = "-", f"not applied ({exc})"
+    if how == "sparse":
+        os.truncate(path, 10 * 2**30)
+    return path, f"sqlite:{kind}:{table}:{how}"
+
+
+def _sqlite_mutate(rnd: random.Random, path: Path, tables: dict) -> tuple[str, str]:
+    """Apply one mutation to a table of `path` (module docstring); (table, mutation)."""
     with sqlite3.connect(path) as db:
         present = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         table = rnd.choice([t for t in tables if t in present])
@@ -115,8 +126,8 @@ def sqlite_case(rnd: random.Random, dest: Path) -> tuple[Path, str]:
                     f'UPDATE "{table}" SET "{col}" = {rnd.choice(ODD_SQL_VALUES)} WHERE rowid IN '
                     f'(SELECT rowid FROM "{table}" ORDER BY random() LIMIT {rnd.randint(1, 5)})'
                 )
-        elif how == "bad_rows":
-            start, end = (cols[0], cols[1]) if len(cols) > 1 else (cols[0], cols[0])
+        elif how == "bad_rows" and cols[:2] in (["start", "end"], ["startNs", "endNs"]):
+            start, end = cols[0], cols[1]
             value = rnd.choice([f'"{start}" - 1000', str(2**63 - 1), str(-(2**63)), f'"{start}" - 1000000000'])
             db.execute(
                 f'UPDATE "{table}" SET "{end}" = {value} WHERE rowid IN '
@@ -126,9 +137,7 @@ def sqlite_case(rnd: random.Random, dest: Path) -> tuple[Path, str]:
             _untyped(db, table)
             for _ in range(rnd.choice([2, 10, 50])):
                 db.execute(f'INSERT INTO "{table}" SELECT * FROM "{table}" LIMIT 2000')
-    if how == "sparse":
-        os.truncate(path, 10 * 2**30)
-    return path, f"sqlite:{kind}:{table}:{how}"
+    return table, how
 
 
 def _snapshot_ops() -> bytes:
