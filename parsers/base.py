@@ -241,7 +241,9 @@ def drop_bad_times(df: pl.DataFrame, what: str, warn: Warnings) -> pl.DataFrame:
         return df
     start, end = pl.col("start_ns"), pl.col("end_ns")
     missing = start.is_null() | end.is_null()
-    huge = ~missing & ((start.abs() >= TIME_BOUND_NS) | (end.abs() >= TIME_BOUND_NS))
+    # compared both ways, not through abs(): abs(-2**63) wraps to -2**63 in Int64
+    beyond = lambda c: (c <= -TIME_BOUND_NS) | (c >= TIME_BOUND_NS)  # noqa: E731
+    huge = ~missing & (beyond(start) | beyond(end))
     negative = ~missing & ~huge & (end < start)
     counts = df.select(missing.sum().alias("m"), negative.sum().alias("n"), huge.sum().alias("h")).row(0)
     if not any(counts):

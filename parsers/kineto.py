@@ -119,11 +119,13 @@ def _streamed_parallel(path: Path, warn: Warnings, jobs: int) -> tuple[dict, dic
         with subprocesses.finish(subprocesses.pool(jobs)) as pool:
             pending: deque = deque()
             for piece in stream.pieces():
-                if not isinstance(piece, bytes):  # the last events, decoded here
+                if not isinstance(piece, bytes):
+                    # the last events, decoded here: more than one item when a bad event among
+                    # them was dropped (`ChromeEvents._decode_tail`), every one kept
                     while pending:
                         yield _merged(subprocesses.result(pending.popleft()), warn)
                     yield piece
-                    return
+                    continue
                 pending.append(pool.submit(_piece_frame, piece, task_kinds, TYPED_DECODE))
                 while len(pending) > 2 * jobs:
                     yield _merged(subprocesses.result(pending.popleft()), warn)
@@ -133,6 +135,7 @@ def _streamed_parallel(path: Path, warn: Warnings, jobs: int) -> tuple[dict, dic
             frames = _joined(pieces)
     except (BrokenProcessPool, OSError) as exc:
         raise StreamUnsupported(f"parallel decoding failed: {exc}") from None
+    warn.add(INVALID_EVENTS, stream.dropped)
     return stream.doc, frames  # doc is complete only once the events are read
 
 
