@@ -188,3 +188,18 @@ def test_the_parallel_decode_keeps_the_events_around_a_bad_one_in_the_last_chunk
     for table in ("device_tasks", "host_events"):
         assert parallel.frames[table].equals(serial.frames[table]), table
     assert parallel.warnings == serial.warnings and any(INVALID_EVENTS in w for w in parallel.warnings)
+
+
+@pytest.mark.integration
+def test_a_bad_event_full_of_nested_objects_is_dropped_in_seconds(tmp_path, clean):
+    """An event whose args hold 512,000 `{}` (1.5 MB) before a NaN: every `},{` inside it is a
+    candidate cut, and checking each by a decode from the buffer's start was quadratic (a 400 KB
+    event took 85 s, this one would take minutes); the bounds are now found in one pass."""
+    from tests.support import bounded
+
+    kernels = _kernels(clean)
+    nested = b'{"l":[' + b",".join([b"{}"] * 512_000) + b'],"x":NaN}'
+    path = _write(tmp_path, clean, {kernels[len(kernels) // 2]: nested})
+    done = bounded.run(["info", str(path), "--no-cache"])
+    assert done.returncode == 0 and done.seconds < 20, (done.returncode, done.seconds, done.stderr)
+    assert f"1 {INVALID_EVENTS}" in done.stdout
