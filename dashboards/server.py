@@ -50,9 +50,14 @@ OWN_SITES = frozenset({"same-origin", "none"})
 
 #: Request bodies above this are refused (413): Dash's callback requests are a few KB.
 MAX_BODY = 2 * 1024 * 1024
-#: The request line and headers above this are refused (431): the longest the pages send is a
-#: timeline request with a 2,000-character name filter, percent-encoded.
-MAX_HEADERS = 64 * 1024
+#: The request line and headers above this are refused (431): waitress' own default. The pages
+#: send a few KB at most (a timeline request with a 2,000-character name filter), but a browser
+#: sends every cookie of `localhost`, whatever port set it, so other local apps' cookies count.
+MAX_HEADERS = 256 * 1024
+#: An answer waiting for a slow reader stays in memory up to this, then goes to a temporary file.
+OUT_IN_MEMORY = 1 << 20
+#: A request body stays in memory up to this (waitress' default), then goes to a temporary file.
+IN_IN_MEMORY = 512 << 10
 #: Open connections at most (waitress' connection_limit; fewer when the open-file limit is lower,
 #: `connection_limit`): idle and slow ones (a browser's keep-alive sockets, a client that sends its
 #: request a byte at a time) stay far from locking the dashboard. Each may hold a socket and up
@@ -275,13 +280,15 @@ def waitress_settings() -> dict:
     - channel_timeout IDLE_TIMEOUT s, checked every second (cleanup_interval): a connection with
       nothing received or sent for that long and no request in progress is closed, whether it never
       sent a request (a silent slowloris), stopped reading an answer, or is a browser's idle keep-alive.
-    - outbuf_overflow 8 MiB: an answer waiting for a slow reader stays in memory up to this, then
-      goes to a temporary file (a whole-trace timeline window at 8,192 px with host lanes is
-      2.6 MB for 50,000 kernels; the Perfetto download is not buffered at all: it is sent from
-      the one copy in memory, app.register_download);
+    - outbuf_overflow OUT_IN_MEMORY (1 MiB): an answer waiting for a slow reader stays in memory
+      up to this, then goes to a temporary file, so a thousand slow readers hold at most a GB of
+      memory (most answers are far smaller; a whole-trace timeline window at 8,192 px with host
+      lanes is 2.6 MB for 50,000 kernels; the Perfetto download is not buffered at all: it is
+      sent from the one copy in memory, app.register_download);
       outbuf_high_watermark 16 MiB: a streamed answer pauses while that much waits to be sent.
-    - inbuf_overflow MAX_BODY: a request body (at most MAX_BODY, larger ones get 413) stays in
-      memory, never in a temporary file; max_request_header_size MAX_HEADERS.
+    - inbuf_overflow IN_IN_MEMORY (512 KiB): a request body stays in memory up to this (a Dash
+      callback's is a few KB), then goes to a temporary file; max_request_body_size MAX_BODY
+      (larger ones get 413 unread); max_request_header_size MAX_HEADERS.
     """
     return {
         "threads": 8,
@@ -289,9 +296,9 @@ def waitress_settings() -> dict:
         "asyncore_use_poll": True,
         "channel_timeout": IDLE_TIMEOUT,
         "cleanup_interval": 1,
-        "outbuf_overflow": 8 << 20,
+        "outbuf_overflow": OUT_IN_MEMORY,
         "outbuf_high_watermark": 16 << 20,
-        "inbuf_overflow": MAX_BODY,
+        "inbuf_overflow": IN_IN_MEMORY,
         "max_request_body_size": MAX_BODY,
         "max_request_header_size": MAX_HEADERS,
     }
