@@ -48,7 +48,7 @@ def roofline_section(page: Page, trace, summary: dict) -> list[dict]:
                 ("traced_flops", "traced TFLOP", lambda v: None if v is None else f"{v / 1e12:,.3f}"),
                 ("traced_tflops_per_device", "TFLOP/s per device", None),
                 ("traced_mfu_frac", "MFU (%)", fmt_pct),
-                ("flops_coverage_frac", "FLOPs known for (% of device time)", fmt_pct),
+                ("flops_coverage_frac", "FLOPs known for (% of kernel time)", fmt_pct),
                 ("traced_note", "note", lambda v: v or ""),
                 ("peak_dtype", "peak of", None),
             ],

@@ -2,7 +2,7 @@
 operators whose shapes the formulas read; where most of the kernel time is in operators whose FLOPs
 are unknown (ResNet-50's convolutions recorded without their stride, DLRM's embedding bags), the
 number measured the formulas' reach, not the run ("MFU 0.1 %", "MFU 0.0 %" eight times). Below
-MIN_FLOPS_COVERAGE every view shows "n/a (FLOPs known for N % of device time)" instead."""
+MIN_FLOPS_COVERAGE every view shows "n/a (FLOPs known for N % of kernel time)" instead."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_coverage_is_the_known_share_of_kernel_time(tmp_path, known, unknown, co
         assert row["traced_note"] is None and row["traced_tflops_per_device"] > 0
     else:
         assert row["traced_tflops_per_device"] is None and row["traced_mfu_frac"] is None
-        assert row["traced_note"] == f"n/a (FLOPs known for {known} % of device time)"
+        assert row["traced_note"] == f"n/a (FLOPs known for {known} % of kernel time)"
 
 
 def test_means_over_ranks_need_every_rank_covered():
@@ -60,20 +60,20 @@ def test_means_over_ranks_need_every_rank_covered():
             "traced_tflops_per_device": [100.0, 120.0, 110.0, None],
             "traced_mfu_frac": [0.1, 0.12, 0.11, None],
             "flops_coverage_frac": [0.9, 0.8, 0.9, 0.03],
-            "traced_note": [None, None, None, "n/a (FLOPs known for 3 % of device time)"],
+            "traced_note": [None, None, None, "n/a (FLOPs known for 3 % of kernel time)"],
         }
     )
     per_step = tf.traced_means(rows, ["step"]).sort("step").to_dicts()
     assert per_step[0]["traced_tflops_per_device"] == pytest.approx(110.0) and per_step[0]["traced_note"] is None
     assert per_step[1]["traced_tflops_per_device"] is None and per_step[1]["traced_mfu_frac"] is None
-    assert per_step[1]["traced_note"] == "n/a (FLOPs known for 3 % of device time)"
+    assert per_step[1]["traced_note"] == "n/a (FLOPs known for 3 % of kernel time)"
     whole = tf.traced_means(rows, []).row(0, named=True)
     assert whole["traced_mfu_frac"] is None and whole["flops_coverage_frac"] == pytest.approx(0.03)
 
 
 def test_every_view_says_na_with_the_coverage(tmp_path):
     path = _step(tmp_path / "s.json", 30, 70)
-    note = "n/a (FLOPs known for 30 % of device time)"
+    note = "n/a (FLOPs known for 30 % of kernel time)"
     model = ["--tokens-per-step", "512", "--params", "1e6"]
     doc = json.loads(run_cli("summary", str(path), "--format", "json", *model).stdout)
     assert doc["ranks"][0]["roofline"]["steps"][0]["traced_note"] == note
@@ -99,3 +99,25 @@ def test_real_profiles_with_unknown_flops_show_no_mfu(rel):
     assert traced["traced_note"].str.starts_with("n/a (FLOPs known for ").all()
     text = run_cli("summary", str(SHARED_TRACES / rel)).stdout
     assert "MFU 0." not in text and "n/a (FLOPs known for" in text
+
+
+def test_the_note_rounds_down_and_a_step_without_kernel_time_has_one(tmp_path):
+    row = tv.load(_step(tmp_path / "s.json", 4996, 5004), use_cache=False).traced_flops().row(0, named=True)
+    assert row["flops_coverage_frac"] == pytest.approx(0.4996)
+    assert row["traced_note"] == "n/a (FLOPs known for 49 % of kernel time)"  # not "50 %", below 50 %
+    calls = pl.DataFrame(
+        {"rank": [0], "step": [1], "family": ["gemm"], "flop": [1e9], "dtype": ["bf16"], "nested": [False],
+         "device_ns": [1000]}
+    )  # fmt: skip
+    no_kernels = pl.DataFrame({"rank": [0], "step": [1], "kind": ["memcpy"], "dur_ns": [5000]})
+    step_times = pl.DataFrame({"rank": [0], "step": [1], "step_time_us": [10.0]})
+    out = tf.traced_flops(
+        calls,
+        step_times,
+        pl.DataFrame(schema={"rank": pl.Int64, "dtype": pl.String, "matrix_tflops": pl.Float64}),
+        no_kernels,
+    )
+    row = out.row(0, named=True)
+    assert row["flops_coverage_frac"] is None and row["traced_tflops_per_device"] is None
+    assert row["traced_note"] == "n/a (no kernel time in the step)"
+    assert tf.traced_means(out, []).row(0, named=True)["traced_tflops_per_device"] is None

@@ -51,6 +51,8 @@ rank is null for profile-wide findings (MFU).
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
 from traceview.analysis import findings, iteration, kernels, memory, traced_flops
@@ -334,7 +336,7 @@ def _with_traced(rows: pl.DataFrame, traced: pl.DataFrame) -> pl.DataFrame:
 def traced_rate_text(s: dict) -> str:
     """The traced TFLOP/s and MFU of a row (`traced_flops`, or a mean of them) with the coverage
     they stand on, or the note that replaces them: ": 123.4 TFLOP/s, MFU 11.8 % of 989 bf16
-    (FLOPs known for 94 % of device time)" / ": n/a (FLOPs known for 29 % of device time)"."""
+    (FLOPs known for 94 % of kernel time)" / ": n/a (FLOPs known for 29 % of kernel time)"."""
     if s.get("traced_note"):
         return f": {s['traced_note']}"
     if s.get("traced_tflops_per_device") is None:
@@ -346,7 +348,7 @@ def traced_rate_text(s: dict) -> str:
         + (f" of {s['peak_tflops']:g} {s['peak_dtype']}" if s.get("peak_dtype") else "")
     )
     cover = s.get("flops_coverage_frac")
-    known = "" if cover is None else f" (FLOPs known for {100 * cover:.0f} % of device time)"
+    known = "" if cover is None else f" (FLOPs known for {math.floor(100 * cover)} % of kernel time)"
     return f": {s['traced_tflops_per_device']:,.1f} TFLOP/s{mfu}{known}"
 
 

@@ -28,16 +28,19 @@ TRACED_SCHEMA = pl.Schema(
 
 #: Below this coverage (the share of a step's kernel time whose FLOPs are known) a traced TFLOP/s
 #: and MFU say more about what the formulas cover than about the run: they are null, and
-#: traced_note says why ("n/a (FLOPs known for 3 % of device time)"). docs/roofline.md.
+#: traced_note says why ("n/a (FLOPs known for 3 % of kernel time)"). docs/roofline.md.
 MIN_FLOPS_COVERAGE = 0.5
 
 
 def _note(coverage: pl.Expr) -> pl.Expr:
     """The words every view shows in place of a traced TFLOP/s or MFU below MIN_FLOPS_COVERAGE:
-    "n/a (FLOPs known for 3 % of device time)" ("... for no device time" without kernel time)."""
-    pct = (coverage * 100).round(0).cast(pl.Int64).cast(pl.String)
-    return pl.format(
-        "n/a (FLOPs known for {} of device time)", pl.when(coverage.is_null()).then(pl.lit("no")).otherwise(pct + " %")
+    "n/a (FLOPs known for 3 % of kernel time)", the share rounded down (49.96 % is 49 %, never
+    the 50 % it falls short of); "n/a (no kernel time in the step)" without kernel time."""
+    pct = (coverage * 100).floor().cast(pl.Int64).cast(pl.String)
+    return (
+        pl.when(coverage.is_null())
+        .then(pl.lit("n/a (no kernel time in the step)"))
+        .otherwise(pl.format("n/a (FLOPs known for {} % of kernel time)", pct))
     )
 
 
@@ -131,7 +134,7 @@ def traced_flops(
         if tasks is not None and tasks.height
         else pl.DataFrame(schema={"rank": pl.Int64, "step": pl.Int64, "flops_coverage_frac": pl.Float64})
     )
-    enough = pl.col("flops_coverage_frac") >= MIN_FLOPS_COVERAGE
+    enough = (pl.col("flops_coverage_frac") >= MIN_FLOPS_COVERAGE).fill_null(False)  # null: no kernel time
     out = (
         per_step.join(step_times.select("rank", "step", "step_time_us"), on=["rank", "step"], how="left")
         .join(peaks, on="rank", how="left")
