@@ -58,18 +58,20 @@ def read_text_columns(path: Path, header: list[str], indices: list[int]) -> pl.D
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise TraceError(path, f"not a readable CSV ({first})", "re-export the profile") from None
     values: list[list] = [[] for _ in indices]
+    limit = csv.field_size_limit()
+    csv.field_size_limit(1 << 30)  # as polars: no cell is refused for its length (default 128 KiB)
     try:
         with open(path, encoding="utf-8", errors="replace", newline="") as fh:
             rows = csv.reader(fh)
             next(rows, None)  # the header
-            for row in rows:
-                if not row:
-                    continue
+            for row in rows:  # a blank line is a row of nulls, as polars reads it
                 n = len(row)
                 for column, i in zip(values, indices):
                     column.append((row[i] or None) if i < n else None)
     except (OSError, csv.Error) as exc:
         raise TraceError(path, f"not a readable CSV ({exc})", "re-export the profile") from None
+    finally:
+        csv.field_size_limit(limit)
     names = _unique([header[i] for i in indices])
     return pl.DataFrame({name: pl.Series(name, column, dtype=pl.String) for name, column in zip(names, values)})
 

@@ -310,15 +310,17 @@ def chunk_decoder(warn: Warnings, rendered: dict, typed: bool = True):
 
 
 #: The warning for JSON objects holding a key twice (a JSON parser keeps the last value).
-DUPLICATE_KEYS = "JSON objects with a key given twice (e.g. two 'ts'): the last value read"
+DUPLICATE_KEYS = "JSON objects with a key given twice: the last value read (checked where a 'ts' is given twice)"
 
 
 def count_duplicate_keys(data: bytes, events: int, warn: Warnings) -> None:
     """Count in `warn` the objects of `data` (a JSON array of `events` events) that give a key
     twice, which every JSON parser reads silently as its last value. Kineto writes one `ts` per
     event, so the check costs one count of `"ts"` (~1 GB/s) unless the chunk holds more `"ts"`
-    than events; only then is it read again, each object's keys compared (a `"ts"` text value or
-    args key makes that happen without a duplicate: nothing is counted then)."""
+    than events; only then is it read again, every object's keys compared (any key given twice
+    there is counted; a `"ts"` text value or args key makes that happen without a duplicate:
+    nothing is counted then). A key other than `ts` given twice in a chunk with no `ts` twice is
+    not looked for: the warning says where it is checked."""
     if data.count(b'"ts"') <= events:
         return
     found = 0

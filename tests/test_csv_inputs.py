@@ -67,10 +67,13 @@ def test_a_wide_rocprof_kernel_trace_reads_as_the_narrow_one(wide_rocprof):
 
 
 def test_the_streaming_reader_reads_as_polars_does(tmp_path):
-    """Quoted cells with commas and newlines, empty cells, short and long rows, a repeated header
-    name: the wide reader gives what polars gives on the same columns."""
+    """Quoted cells with commas and newlines, empty cells, a blank line, short and long rows, a
+    repeated header name, a 200,000-character cell: the wide reader gives what polars gives on the
+    same columns."""
     path = tmp_path / "t.csv"
-    path.write_text('a,b,a,c\n1,"x, y",3,\n4,,6,"two\nlines"\n7\n8,9,10,11,12\n', encoding="utf-8")
+    path.write_text(
+        'a,b,a,c\n1,"x, y",3,\n4,,6,"two\nlines"\n\n7\n8,9,10,11,12\n' + "z" * 200_000 + ",1,2,3\n", encoding="utf-8"
+    )
     header = csvio.csv_header(path)
     narrow = csvio.read_text_columns(path, header, [0, 1, 2, 3])
     old, csvio.WIDE_COLUMNS = csvio.WIDE_COLUMNS, 2
