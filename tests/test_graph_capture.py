@@ -95,3 +95,22 @@ def test_real_capture_traces_are_companions(folder, execution):
     assert not [w for w in t.warnings if "repeats rank" in w]
     advice = " ".join(t.findings()["advice"].drop_nulls().to_list())
     assert CAPTURE_ADVICE not in advice
+
+
+def test_traces_that_record_no_rank_pair_only_when_alone(tmp_path):
+    """Without recorded ranks (an Nsight export records none: each is a process), a capture trace
+    is a companion only when the load holds it and one run; beside two runs it stays a rank."""
+    import orjson
+
+    folder = tmp_path / "pair"
+    folder.mkdir()
+    for name, kind in (("run.pt.trace.json", "replay"), ("capture.pt.trace.json", "capture")):
+        path = _run(folder / name, kind)
+        doc = orjson.loads(path.read_bytes())
+        doc.pop("distributedInfo")
+        path.write_bytes(orjson.dumps(doc))
+    t = tv.load(folder, use_cache=False)
+    assert t.ranks.height == 1 and t.companions.height == 1
+    (folder / "run2.pt.trace.json").write_bytes((folder / "run.pt.trace.json").read_bytes())
+    t = tv.load(folder, use_cache=False)
+    assert t.ranks.height == 3 and t.companions.is_empty()

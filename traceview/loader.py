@@ -192,19 +192,19 @@ LONE_CAPTURE = (
 def companions(sources: list[Source], parsed: dict[Source, ParsedRank]) -> dict[Source, Source]:
     """The parsed sources that are another's companion, not ranks: a graph-capture trace (schema
     `ranks.graph_capture`: vLLM's and SGLang's capture_traces/) that records the same rank as a
-    parsed trace that is no capture (both recording none counts as the same), mapped to that
-    trace (the first in source order). Its kernels and shapes describe the graphs the other
+    parsed trace that is no capture, mapped to that trace (the first in source order). Both
+    recording no rank counts as the same only in a load of just those two (an Nsight export
+    records none: two exports are two processes). Its kernels and shapes describe the graphs the other
     replays; counted as a rank it would add a 99.9 % idle rank and advice against the graphs the
     run already uses. A capture trace with no such trace beside it stays a rank."""
     runs: dict[int | None, Source] = {}
-    for s in sources:
-        if s in parsed and not parsed[s].meta.get("graph_capture"):
-            runs.setdefault(parsed[s].meta.get("rank"), s)
-    return {
-        s: runs[parsed[s].meta.get("rank")]
-        for s in sources
-        if s in parsed and parsed[s].meta.get("graph_capture") and parsed[s].meta.get("rank") in runs
-    }
+    captures = [s for s in sources if s in parsed and parsed[s].meta.get("graph_capture")]
+    plain = [s for s in sources if s in parsed and not parsed[s].meta.get("graph_capture")]
+    for s in plain:
+        runs.setdefault(parsed[s].meta.get("rank"), s)
+    if len(plain) > 1 or len(captures) > 1:  # no rank recorded says nothing then (Nsight: per process)
+        runs.pop(None, None)
+    return {s: runs[parsed[s].meta.get("rank")] for s in captures if parsed[s].meta.get("rank") in runs}
 
 
 def _companion_frame(beside: dict[Source, Source], parsed: dict[Source, ParsedRank], trace: Trace):
