@@ -16,7 +16,8 @@ STRING_IDS(id, value); times are Int64 ns already.
 - launch_ns of a task: start of the CANN_API row with the same connectionId.
 - host_events: PYTORCH_API (type via ENUM_API_TYPE: op -> operator, queue -> runtime, trace ->
   python, mstx -> annotation; `ProfilerStep#N` -> annotation) and CANN_API (-> runtime,
-  correlation = connectionId); pid/tid = globalTid >> 32 / globalTid & 0xffffffff.
+  correlation = connectionId); pid/tid = globalTid >> 32 / globalTid & 0xffffffff. Host events
+  no number can use (`base.drop_bad_times`) are dropped before the steps are built from them.
 - host steps: STEP_TIME(id, startNs, endNs) = host ProfilerStep ranges (else the ProfilerStep#N
   host events); tasks get their step from the launch inside a step range (`steps.fill_steps`).
 - memory: MEMORY_RECORD -> memory_events, OP_MEMORY -> memory_allocations (as the text export's
@@ -27,8 +28,9 @@ Every table read is a stored table (`sqlite_ro.Database.tables`: a view or compu
 like one is ignored, with a warning) and every column is typed (`sqlite_columns`): an id or time
 that is not an integer (a TEXT holding exactly one is that integer: torch_npu declares
 PYTORCH_API's times TEXT) and a STRING_IDS value that is not text are read as missing and counted;
-a row whose time is not an integer is dropped. STEP_TIME and OP_MEMORY rows that end before they
-start are dropped and counted (device tasks and host events: `parsers.base`).
+a row whose time is not an integer is dropped. STEP_TIME rows with a missing time, an end before
+the start or a time beyond ±2**62 ns are dropped and counted (`base.drop_bad_times`, as for device
+tasks and host events; OP_MEMORY: `_db_memory`).
 On the real level-2 sample the DB tasks give Stage = 124219.742 µs and Preparing = 17894.588 µs,
 exactly analysis.db's StepTraceTime. (analysis.db itself, torch_npu's own numbers, is read by
 `reference`.)
@@ -45,6 +47,7 @@ from traceview.errors import TraceError, Warnings
 from traceview.parsers.ascend.kinds import task_kind
 from traceview.parsers.ascend.memory import MODULE_PREFIX, holding_modules
 from traceview.parsers.ascend.steps import host_step_ranges
+from traceview.parsers.base import drop_bad_times
 from traceview.parsers.sqlite_columns import INT, KEY, NUMBER, TEXT, Column, select
 from traceview.parsers.sqlite_ro import PENDING_WAL, Database, open_database, pending_wal
 from traceview.parsers.steps import STEP_NAME
@@ -71,14 +74,6 @@ READ_TABLES = (
     "OP_MEMORY",
 )
 FIX = "re-export with text output (export_type text)"
-
-
-def ended_before_start(frame: pl.DataFrame, start: str, end: str, what: str, warnings: Warnings) -> pl.DataFrame:
-    """`frame` without its rows whose `end` is before their `start`, counted in `warnings` as
-    `rows of <what> ... dropped`."""
-    bad = pl.col(end) < pl.col(start)
-    warnings.add(f"rows of {what} that end before they start dropped", frame.select(bad.sum()).item())
-    return frame.filter(~bad.fill_null(False))
 
 
 def _name(out: str, alias: str, table: str = "STRING_IDS") -> Column:
@@ -133,7 +128,7 @@ def _read(db: Database, path: Path, warnings: Warnings) -> dict:
         pl.lit(None, dtype=pl.Int64).alias("step"),
         task_kind(pl.col("name"), pl.col("op_type"), pl.col("core_type")).alias("kind"),
     ).sort("start_ns", "stream", nulls_last=True, maintain_order=True)
-    host = _db_host_events(db, tables, warnings)
+    host = drop_bad_times(_db_host_events(db, tables, warnings), "host events", warnings)  # before its steps
     if "STEP_TIME" in tables:
         steps = select(
             db,
@@ -145,7 +140,7 @@ def _read(db: Database, path: Path, warnings: Warnings) -> dict:
             "FROM STEP_TIME",
             warnings,
         )
-        steps = ended_before_start(steps, "host_start_ns", "host_end_ns", "STEP_TIME", warnings)
+        steps = drop_bad_times(steps, "rows of STEP_TIME", warnings, "host_start_ns", "host_end_ns")
     else:
         steps = host_step_ranges(host)
     memory_events, allocations = _db_memory(db, tables, warnings)
@@ -172,7 +167,9 @@ def _db_memory(db: Database, tables: set[str], warnings: Warnings) -> tuple[pl.D
     memory_record.csv / operator_memory.csv: bytes and ns already; component and operator names
     via STRING_IDS; device npu:<deviceId>), with NPU_MODULE_MEM's modules that hold memory
     (npu_module_mem.csv: names via ENUM_MODULE, `module <NAME>` series); None for a table the
-    export lacks. OP_MEMORY rows released before they were allocated are dropped (counted)."""
+    export lacks. OP_MEMORY rows without an allocation time, released before they were allocated
+    or with a time beyond ±2**62 ns are dropped (counted; a missing release time is a block not
+    released within the trace)."""
     events = allocations = None
     if {"MEMORY_RECORD", "STRING_IDS"} <= tables:
         record = "MEMORY_RECORD"
@@ -232,7 +229,7 @@ def _db_memory(db: Database, tables: set[str], warnings: Warnings) -> tuple[pl.D
             f"FROM OP_MEMORY o {_join('s', 'o.name')}",
             warnings,
         ).with_columns(pl.lit("npu").alias("device_type"))
-        allocations = ended_before_start(allocations, "alloc_ns", "release_ns", op, warnings)
+        allocations = drop_bad_times(allocations, f"rows of {op}", warnings, "alloc_ns", "release_ns", open_end=True)
     return events, allocations
 
 
