@@ -220,31 +220,40 @@ def bad_time_warnings(what: str) -> tuple[str, str, str]:
     )
 
 
-def _times_usable(start: pl.Series, end: pl.Series) -> bool:
-    """Whether every row has both times, within ±TIME_BOUND_NS, and ends at or after its start."""
-    if start.null_count() or end.null_count():
+def _times_usable(start: pl.Series, end: pl.Series, open_end: bool = False) -> bool:
+    """Whether every row has both times (`open_end`: its start; an end may be missing), within
+    ±TIME_BOUND_NS, and ends at or after its start."""
+    if start.null_count() or (end.null_count() and not open_end):
         return False
-    bounds = (start.min(), start.max(), end.min(), end.max())
+    bounds = [v for v in (start.min(), start.max(), end.min(), end.max()) if v is not None]
     if any(abs(v) >= TIME_BOUND_NS for v in bounds):
         return False
     return not (end < start).any()
 
 
-def drop_bad_times(df: pl.DataFrame, what: str, warn: Warnings) -> pl.DataFrame:
-    """`df` (start_ns, end_ns) without the rows no number can use, each kind counted in `warn`
+def drop_bad_times(
+    df: pl.DataFrame,
+    what: str,
+    warn: Warnings,
+    start: str = "start_ns",
+    end: str = "end_ns",
+    open_end: bool = False,
+) -> pl.DataFrame:
+    """`df` without the rows no number can use, each kind counted in `warn`
     (`bad_time_warnings`): a null start or end, an end before the start, a time whose magnitude
     reaches TIME_BOUND_NS. Every reader calls it on its device tasks and host events before their
-    steps are built, and `ParsedRank.build` again on what it is given (any reader)."""
-    if df.is_empty() or not {"start_ns", "end_ns"} <= set(df.columns):
+    steps are built, and `ParsedRank.build` again on what it is given (any reader). `start` /
+    `end`: the time columns (ns); `open_end`: a missing end is no fault (an allocation not released
+    within the trace), only a missing start is."""
+    if df.is_empty() or not {start, end} <= set(df.columns):
         return df
-    if _times_usable(df["start_ns"], df["end_ns"]):  # the common case, in a few Series calls
+    if _times_usable(df[start], df[end], open_end):  # the common case, in a few Series calls
         return df
-    start, end = pl.col("start_ns"), pl.col("end_ns")
-    missing = start.is_null() | end.is_null()
-    # compared both ways, not through abs(): abs(-2**63) wraps to -2**63 in Int64
-    beyond = lambda c: (c <= -TIME_BOUND_NS) | (c >= TIME_BOUND_NS)  # noqa: E731
-    huge = ~missing & (beyond(start) | beyond(end))
-    negative = ~missing & ~huge & (end < start)
+    first, last = pl.col(start), pl.col(end)
+    missing = first.is_null() if open_end else first.is_null() | last.is_null()
+    beyond = [(t >= TIME_BOUND_NS) | (t <= -TIME_BOUND_NS) for t in (first, last)]  # (abs(-2**63) wraps)
+    huge = ~missing & (beyond[0] | beyond[1]).fill_null(False)
+    negative = ~missing & ~huge & (last < first).fill_null(False)
     counts = df.select(missing.sum().alias("m"), negative.sum().alias("n"), huge.sum().alias("h")).row(0)
     if not any(counts):
         return df

@@ -20,7 +20,9 @@ Each value read as missing is counted per table and column. A time column's row 
 (`N rows of TASK whose startNs is not an integer dropped (text, real or blob)`: an event without a
 time cannot be placed); any other value is left null (`N values of TASK.streamId that are not
 integers read as missing (text, real or blob)`). The check runs in SQL (`typeof`), one bit per
-column in a mask column, so nothing is looked at row by row in Python.
+column in a mask column, so nothing is looked at row by row in Python. `select` reads, counts and
+drops at once; a reader that joins tables in polars reads each with `query` and counts with
+`settle` after the join, so that the counts cover the rows joined (as a SQL join's did).
 """
 
 from __future__ import annotations
@@ -82,7 +84,8 @@ def _mask_sql(col: Column) -> str:
     return f"({col.expr} IS NOT NULL)"
 
 
-def _warning(col: Column) -> str:
+def warning(col: Column) -> str:
+    """The warning counting the bad values of `col` (module docstring)."""
     if col.time:
         return f"rows of {col.table} whose {col.name} is not an integer dropped (text, real or blob)"
     if col.kind in (INT, KEY):
@@ -92,36 +95,70 @@ def _warning(col: Column) -> str:
     return f"values of {col.table}.{col.name} that are blobs read as missing"
 
 
-def select(db: Database, columns: list[Column], source: str, warnings: Warnings) -> pl.DataFrame:
-    """`SELECT <columns> <source>` (`source`: the FROM clause and anything after it) as a frame
-    of the `out` columns in order, typed by kind (module docstring): bad values counted in
-    `warnings`, rows with a bad time dropped."""
-    checked = [c for c in columns if c.expr.upper() != "NULL"]
+def _checked(columns: list[Column]) -> list[Column]:
+    """The columns a query checks (all but the `NULL` ones), in bit order."""
+    return [c for c in columns if c.expr.upper() != "NULL"]
+
+
+def query(db: Database, columns: list[Column], source: str, mask: str = _MASK) -> pl.DataFrame:
+    """`SELECT <columns> <source>` (`source`: the FROM clause and anything after it) as a frame of
+    the `out` columns in order, typed by kind (module docstring; a bad value is null), plus the
+    Int64 column `mask` that `settle` (or `is_bad`) reads: nothing is counted or dropped yet. Use
+    `select` unless rows are joined or filtered between reading and counting."""
+    checked = _checked(columns)
     if len(checked) > 62:
         raise ValueError("at most 62 checked columns per query")
-    mask = " | ".join(f"({_mask_sql(c)} << {i})" for i, c in enumerate(checked)) or "0"
+    bits = " | ".join(f"({_mask_sql(c)} << {i})" for i, c in enumerate(checked)) or "0"
     outs = [c for c in columns if c.out is not None]
     values = [_value_sql(c) if c in checked else "NULL" for c in outs]
-    rows = db.rows(f"SELECT {', '.join([*values, mask])} {source}")
+    rows = db.rows(f"SELECT {', '.join([*values, bits])} {source}")
     from traceview.parsers.ascend.text import texts  # the ascend package imports this module
 
     data = list(zip(*rows)) if rows else [()] * (len(outs) + 1)
-    frame = pl.DataFrame(
+    del rows
+    return pl.DataFrame(
         [
             pl.Series(c.out, texts(list(v)) if c.kind == NUMBER else list(v), dtype=_DTYPES[c.kind])
             for c, v in zip(outs, data)
         ]
-        + [pl.Series(_MASK, list(data[-1]), dtype=pl.Int64)]
+        + [pl.Series(mask, list(data[-1]), dtype=pl.Int64)]
     )
-    bad = [
-        ((pl.col(_MASK) & (1 << i)) != 0) & (pl.col(c.out).is_null() if c.out is not None else pl.lit(True))
-        for i, c in enumerate(checked)
-    ]
+
+
+def is_bad(columns: list[Column], out: str, mask: str = _MASK) -> pl.Expr:
+    """Whether a row's value of the column named `out` (one of the `columns` a `query` read) was
+    bad: present in the database and read as missing."""
+    (i, col) = next((i, c) for i, c in enumerate(_checked(columns)) if c.out == out)
+    return _bad(i, col, mask)
+
+
+def _bad(i: int, col: Column, mask: str) -> pl.Expr:
+    present = (pl.col(mask) & (1 << i)) != 0
+    return present & (pl.col(col.out).is_null() if col.out is not None else pl.lit(True))
+
+
+def settle(
+    frame: pl.DataFrame, columns: list[Column], warnings: Warnings, mask: str = _MASK, only: set[str] | None = None
+) -> pl.DataFrame:
+    """Count in `warnings` the bad values of a `query`'s `columns` flagged in `mask`, drop the
+    rows with a bad time, then drop `mask`. `only` (`out` names): settle those columns now and
+    keep `mask` for a later `settle` of the others (the settled ones are not counted again)."""
+    checked = [(i, c) for i, c in enumerate(_checked(columns)) if only is None or c.out in only]
+    bad = [_bad(i, c, mask) for i, c in checked]
     if frame.height and bad:
         counts = frame.select(b.sum().alias(str(i)) for i, b in enumerate(bad)).row(0)
-        for col, n in zip(checked, counts):
-            warnings.add(_warning(col), n)
-        times = [b for b, c in zip(bad, checked) if c.time]
-        if times and any(n for n, c in zip(counts, checked) if c.time):
-            frame = frame.filter(~pl.any_horizontal(times))
-    return frame.drop(_MASK)
+        for (_, col), n in zip(checked, counts):
+            warnings.add(warning(col), n)
+        times = [b for b, (_, c) in zip(bad, checked) if c.time]
+        if times and any(n for n, (_, c) in zip(counts, checked) if c.time):
+            frame = frame.filter(~pl.any_horizontal(times).fill_null(False))
+    if only is None:
+        return frame.drop(mask)
+    settled = sum(1 << i for i, _ in checked)
+    return frame.with_columns(pl.col(mask) & ~settled)
+
+
+def select(db: Database, columns: list[Column], source: str, warnings: Warnings) -> pl.DataFrame:
+    """`query` and `settle` at once: the `out` columns typed by kind, bad values counted in
+    `warnings`, rows with a bad time dropped."""
+    return settle(query(db, columns, source), columns, warnings)

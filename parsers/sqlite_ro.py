@@ -54,9 +54,9 @@ RO_URI = "?mode=ro&immutable=1"
 #: Virtual-machine steps between two calls of the progress handler (about 0.1 ms of work).
 PROGRESS_OPS = 10_000
 #: Step budget of one connection: STEPS_FLOOR + STEPS_PER_BYTE x database_bytes. Reading the real
-#: exports takes 0.02 to 1.3 steps per byte of database, and at most about 7 steps per byte of a
-#: table (COMPUTE_TASK_INFO x TASK with six string lookups and typed columns, 350 steps a row);
-#: at the 35 million steps a second of a slow machine the floor is about 0.6 s.
+#: exports takes 0.02 to 1.3 steps per byte of database (every reader scans one table per query:
+#: nothing is joined in SQL, whose plan the file's own statistics would choose); at the 35 million
+#: steps a second of a slow machine the floor is about 0.6 s.
 STEPS_PER_BYTE = 64
 STEPS_FLOOR = 20_000_000
 #: The fewest bytes a stored table row takes: a 2-byte cell pointer, the payload size, the record

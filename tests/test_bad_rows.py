@@ -127,3 +127,12 @@ def test_drop_bad_times_counts_each_kind():
     assert kept.rows() == [(0, 5), (7, 7)]
     missing, negative, huge = bad_time_warnings("device tasks")
     assert (warn.count(missing), warn.count(negative), warn.count(huge)) == (2, 1, 4)  # -2**63: abs() wraps
+
+
+def test_a_time_at_the_int64_minimum_is_beyond_the_bound():
+    """abs(-2**63) wraps to -2**63 in Int64, under the bound: a task starting there (ending at 0)
+    was kept and its duration wrapped. Each bound is now compared on its own side of zero."""
+    frame = pl.DataFrame({"start_ns": [-(2**63), 0], "end_ns": [0, 5]})
+    warn = Warnings("x")
+    assert drop_bad_times(frame, "device tasks", warn).rows() == [(0, 5)]
+    assert warn.count(HUGE) == 1

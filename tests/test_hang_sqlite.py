@@ -6,6 +6,8 @@ within 3 s. The databases are copies of the real test databases (`tests/support/
 from __future__ import annotations
 
 import json
+import os
+import resource
 import signal
 import sqlite3
 import subprocess
@@ -89,27 +91,74 @@ def test_a_computed_column_is_not_run(tmp_path):
     assert json.loads(out.stdout)["ranks"][0]["device_tasks"] == 11
 
 
-def test_a_join_over_repeated_string_ids_stops_at_the_row_budget(tmp_path):
-    """STRING_IDS without its primary key, every id written 16 times: the six string lookups of
-    a compute task multiply its row 16**6 (16.8 million) times. The rows stop at what the
-    database's bytes can hold."""
+REPEATS = "rows of STRING_IDS that repeat an earlier row's id ignored (the first is used)"
+
+
+@pytest.mark.parametrize("pad", [0, 1000])
+def test_repeated_string_ids_load_with_one_warning(tmp_path, pad):
+    """STRING_IDS without its primary key, every id written 16 times: the six SQL string lookups
+    of a compute task multiplied its row 16**6 (16.8 million) times, until the row budget (or,
+    with 1 kB names, the memory available: TRACEVIEW_MEMORY_LIMIT=300M) ended the read with one
+    line. Each table is now scanned once and an id's first row used: the tasks load, the copies
+    counted in one warning."""
     path = msprof_copy(tmp_path)
+    if pad:
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE STRING_IDS SET value = value || printf('%.*c', ?, 'x')", (pad,))
     repeated_string_ids(path, copies=16)
-    out = bounded.run(["summary", str(path), "--no-cache"], DEADLINE_S)
-    _one_error(out, path, "a query returned more than", "rows, more than a database of")
+    out = bounded.run(
+        ["info", str(path), "--format", "json", "--no-cache"], DEADLINE_S, env={"TRACEVIEW_MEMORY_LIMIT": "300M"}
+    )
+    _within_bounds(out)
+    assert out.returncode == 0 and out.lines == [f"traceview: warning: {path}: 21,075 {REPEATS}"], out.stderr
+    assert json.loads(out.stdout)["ranks"][0]["device_tasks"] == 11
+    assert out.peak_rss_bytes < 1 << 30
+
+
+def test_a_query_past_its_row_budget_ends_with_one_line(tmp_path):
+    """The row budget ends a query that returns more rows than the database's bytes can hold
+    (no reader joins tables in SQL any more: this is the guard's own test, with a cross join of
+    its own: 1,405 x 1,405 rows from a 106 kB database)."""
+    from traceview.errors import TraceError
+    from traceview.parsers.sqlite_ro import Database
+
+    path = msprof_copy(tmp_path)
+    with Database(path) as db, pytest.raises(TraceError, match="a query returned more than .* rows") as error:
+        db.rows("SELECT a.id FROM STRING_IDS a, STRING_IDS b")
+    assert str(error.value).startswith(f"cannot read {path}: ")
+
+
+#: Fetches 1,405 x 1,405 pairs of 1 kB names (4 GB) under the memory guard; prints how it ended.
+MEMORY_HUNGRY = """
+import sys
+from traceview.errors import TraceError
+from traceview.parsers.sqlite_ro import Database
+with Database(sys.argv[1]) as db:
+    try:
+        db.rows("SELECT a.value, b.value FROM STRING_IDS a, STRING_IDS b")
+    except TraceError as exc:
+        print(exc)
+"""
 
 
 def test_rows_past_the_memory_available_stop_with_one_line(tmp_path):
-    """The same multiplied rows with 1 kB names: the rows fetched stop when the process has grown
-    by the memory available (here TRACEVIEW_MEMORY_LIMIT=300M, which the 28 MB database passes
-    before loading), long before the row budget."""
+    """Rows fetched stop when the process has grown by the memory available (here
+    TRACEVIEW_MEMORY_LIMIT=300M), long before the row budget (the guard's own test: a cross join
+    of 1 kB names, in a process whose address space is limited to 1.5 GB)."""
     path = msprof_copy(tmp_path)
     with sqlite3.connect(path) as db:
         db.execute("UPDATE STRING_IDS SET value = value || printf('%.*c', 1000, 'x')")
-    repeated_string_ids(path, copies=16)
-    out = bounded.run(["summary", str(path), "--no-cache"], DEADLINE_S, env={"TRACEVIEW_MEMORY_LIMIT": "300M"})
-    _one_error(out, path, "reading it took more than the 0.3 GB of memory available")
-    assert out.peak_rss_bytes < 1 << 30
+    out = subprocess.run(
+        [sys.executable, "-c", MEMORY_HUNGRY, str(path)],
+        cwd=bounded.ROOT,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        env={**os.environ, "TRACEVIEW_MEMORY_LIMIT": "300M"},
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (bounded.MEMORY_LIMIT, bounded.MEMORY_LIMIT)),
+    )
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert out.stdout.startswith(f"cannot read {path}: reading it took more than the 0.3 GB of memory available")
 
 
 #: A query that never ends inside SQLite (no row comes back to Python until it does).

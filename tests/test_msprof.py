@@ -144,11 +144,102 @@ def test_time_rows_that_end_before_they_start_are_dropped_and_counted(tmp_path):
         first, last = db.execute("SELECT MIN(startNs), MAX(endNs) FROM CANN_API").fetchone()
         db.execute("INSERT INTO STEP_TIME VALUES (1, ?, ?), (2, ?, ?)", (first, last, last + 10, last))
     t = tv.load(path, use_cache=False)
-    assert [w for w in t.warnings if "before they start" in w] == [
-        f"{path}: 1 rows of STEP_TIME that end before they start dropped",
-        f"{path}: 1 rows of OVERLAP_ANALYSIS that end before they start dropped",
+    assert [w for w in t.warnings if "before their start" in w] == [
+        f"{path}: 1 rows of STEP_TIME with an end before their start (a negative duration) dropped",
+        f"{path}: 1 rows of OVERLAP_ANALYSIS with an end before their start (a negative duration) dropped",
     ]
     assert t.ascend_step_trace["computing_us"].to_list() == [pytest.approx(663.872 - 2.420, abs=1e-3)]
+    assert t.steps.select("step", "host_start_ns", "host_end_ns").rows() == [(1, first, last)]
+
+
+#: Times whose difference wraps around Int64 (2**64 - 20 reads as -20).
+WRAPPING = (-(2**63) + 10, 2**63 - 10)
+
+
+def _bad_times(t, table: str) -> list[str]:
+    return [w.split(": ", 1)[1] for w in t.warnings if f"rows of {table} with" in w]
+
+
+def test_step_time_rows_beyond_the_time_bound_or_without_a_time_are_dropped(tmp_path):
+    """Only an end before the start was checked: a STEP_TIME row at ±2**63 made a step whose
+    length wrapped (and held every task), one without an end a step with no range."""
+    path = msprof_copy(tmp_path)
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE STEP_TIME (id INTEGER, startNs INTEGER, endNs INTEGER)")
+        first, last = db.execute("SELECT MIN(startNs), MAX(endNs) FROM CANN_API").fetchone()
+        db.execute("INSERT INTO STEP_TIME VALUES (1, ?, ?), (2, ?, ?), (3, ?, NULL)", (first, last, *WRAPPING, last))
+    t = tv.load(path, use_cache=False)
+    assert _bad_times(t, "STEP_TIME") == [
+        "1 rows of STEP_TIME with a missing start or end time dropped",
+        "1 rows of STEP_TIME with a time beyond ±2**62 ns (146 years from the clock's zero) dropped",
+    ]
+    assert t.steps.select("step", "host_start_ns", "host_end_ns").rows() == [(1, first, last)]
+
+
+def test_overlap_analysis_rows_beyond_the_time_bound_are_dropped(tmp_path):
+    """msprof's computing total summed end - start of each interval: one at ±2**63 wrapped to
+    -20 ns (661.432 µs instead of 661.452 without it, and any total for other values)."""
+    path = msprof_copy(tmp_path)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE OVERLAP_ANALYSIS SET startNs = ?, endNs = ? WHERE id = 24", WRAPPING)  # 2.420 µs
+    t = tv.load(path, use_cache=False)
+    assert _bad_times(t, "OVERLAP_ANALYSIS") == [
+        "1 rows of OVERLAP_ANALYSIS with a time beyond ±2**62 ns (146 years from the clock's zero) dropped"
+    ]
+    assert t.ascend_step_trace["computing_us"].to_list() == [pytest.approx(663.872 - 2.420, abs=1e-4)]
+
+
+def test_op_memory_rows_beyond_the_time_bound_or_without_an_allocation_time_are_dropped(tmp_path):
+    """OP_MEMORY blocks were checked for a release before the allocation only: one allocated at
+    -2**63 (or released at 2**63 - 1) stayed, and its lifetime wrapped. A block with no release
+    time (not released within the trace) stays; one with no allocation time is dropped."""
+    path = msprof_copy(tmp_path)
+    with sqlite3.connect(path) as db:
+        (name,) = db.execute("SELECT id FROM STRING_IDS WHERE value = 'aclrtMemcpy'").fetchone()
+        db.execute(
+            "CREATE TABLE OP_MEMORY (name INTEGER, size INTEGER, allocationTime INTEGER, releaseTime INTEGER, deviceId INTEGER)"
+        )
+        db.executemany(
+            "INSERT INTO OP_MEMORY VALUES (?, ?, ?, ?, 2)",
+            [
+                (name, 512, 1000, 2000),
+                (name, 1024, 1500, None),  # not released within the trace: kept
+                (name, 2048, None, 3000),
+                (name, 4096, 2500, 2400),
+                (name, 8192, -(2**63), 3000),
+                (name, 16384, 3000, 2**63 - 1),
+            ],
+        )
+    t = tv.load(path, use_cache=False)
+    assert _bad_times(t, "OP_MEMORY") == [
+        "1 rows of OP_MEMORY with a missing start or end time dropped",
+        "1 rows of OP_MEMORY with an end before their start (a negative duration) dropped",
+        "2 rows of OP_MEMORY with a time beyond ±2**62 ns (146 years from the clock's zero) dropped",
+    ]
+    blocks = t.frame("memory_allocations").select("op", "size_bytes", "alloc_ns", "release_ns")
+    assert blocks.rows() == [("aclrtMemcpy", 512, 1000, 2000), ("aclrtMemcpy", 1024, 1500, None)]
+
+
+def test_host_steps_come_from_host_events_whose_bad_times_are_dropped(tmp_path):
+    """Without STEP_TIME the steps are the ProfilerStep#N host events' ranges, which were taken
+    before the host events' bad times were dropped: a ProfilerStep#2 ending at 2**63 - 1 was
+    dropped from the host events (counted) but still made a step 2, holding every later launch
+    (the database's CANN_API holds one task's launch)."""
+    path = msprof_copy(tmp_path)
+    with sqlite3.connect(path) as db:
+        first, last = db.execute("SELECT MIN(startNs), MAX(endNs) FROM CANN_API").fetchone()
+        (top,) = db.execute("SELECT MAX(id) FROM STRING_IDS").fetchone()
+        db.execute("INSERT INTO STRING_IDS VALUES (?, 'ProfilerStep#1'), (?, 'ProfilerStep#2')", (top + 1, top + 2))
+        db.execute(
+            "CREATE TABLE PYTORCH_API (startNs TEXT, endNs TEXT, globalTid INTEGER, connectionId INTEGER, "
+            "name INTEGER, type INTEGER)"
+        )
+        db.execute(
+            "INSERT INTO PYTORCH_API VALUES (?, ?, 1, NULL, ?, 30000), (?, ?, 1, NULL, ?, 30000)",
+            (str(first), str(last), top + 1, str(last + 10), str(2**63 - 1), top + 2),
+        )
+    t = tv.load(path, use_cache=False)
+    assert f"{path}: 1 host events with a time beyond ±2**62 ns (146 years from the clock's zero) dropped" in t.warnings
     assert t.steps.select("step", "host_start_ns", "host_end_ns").rows() == [(1, first, last)]
 
 

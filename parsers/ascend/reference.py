@@ -12,7 +12,8 @@ communication.json -> ascend_communication: {"step<N>": {"collective"|"p2p": {"<
 msprof_*.db OVERLAP_ANALYSIS -> ascend_step_trace, one row per device with step null (whole
     trace): Σ of its intervals by type (0 computing, 1 communication, 2 communication not
     overlapped, 3 free), µs; only when its status_info row says the analysis finished; intervals
-    that end before they start are dropped (counted).
+    with a missing time, an end before the start or a time beyond ±2**62 ns (whose lengths
+    would wrap in the sum) are dropped, counted (`base.drop_bad_times`).
 analysis.db StepTraceTime -> ascend_step_trace; CommAnalyzerTime -> ascend_communication
     (hccl_op_name -> op_name, group_name -> comm_group, type -> group, step 'step<N>' -> step).
 """
@@ -28,9 +29,9 @@ import polars as pl
 from traceview import schema
 from traceview.errors import TraceError, Warnings
 from traceview.parsers import jsonio
-from traceview.parsers.ascend.db import ended_before_start
 from traceview.parsers.ascend.files import COMMUNICATION, STEP_TRACE_TIME
 from traceview.parsers.ascend.text import column, find_columns, read_text_csv, texts
+from traceview.parsers.base import drop_bad_times
 from traceview.parsers.sqlite_columns import INT, NUMBER, TEXT, Column, select
 from traceview.parsers.sqlite_ro import open_database
 from traceview.parsers.timeconv import us_text_to_ns
@@ -249,7 +250,7 @@ def read_overlap_analysis(path: Path, warnings: Warnings) -> pl.DataFrame | None
     except sqlite3.Error as exc:
         warnings.add(f"OVERLAP_ANALYSIS not readable ({exc}): no reference numbers", 1)
         return None
-    intervals = ended_before_start(intervals, "start_ns", "end_ns", "OVERLAP_ANALYSIS", warnings)
+    intervals = drop_bad_times(intervals, "rows of OVERLAP_ANALYSIS", warnings)
     rows = intervals.group_by("device", "type", maintain_order=True).agg(
         (pl.col("end_ns") - pl.col("start_ns")).sum().alias("ns")
     )
