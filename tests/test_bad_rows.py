@@ -136,3 +136,22 @@ def test_a_time_at_the_int64_minimum_is_beyond_the_bound():
     warn = Warnings("x")
     assert drop_bad_times(frame, "device tasks", warn).rows() == [(0, 5)]
     assert warn.count(HUGE) == 1
+
+
+def test_a_profiler_step_beyond_the_bound_in_trace_view_makes_no_step(tmp_path):
+    """An Ascend rank's trace_view.json: a ProfilerStep#99 host event timed past ±2**62 ns is
+    dropped before the host steps are built (it made a step 99 out of nothing)."""
+    import json
+
+    from tests.conftest import SAMPLES
+
+    rank = tmp_path / "rank0_ascend_pt"
+    shutil.copytree(SAMPLES / "ascend_2rank" / "rank0_ascend_pt", rank)
+    view = rank / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
+    events = json.loads(view.read_text())
+    step = next(e for e in events if str(e.get("name", "")).startswith("ProfilerStep#"))
+    events.append(dict(step, name="ProfilerStep#99", ts="9000000000000000.000"))  # 9e18 ns
+    view.write_text(json.dumps(events))
+    t = tv.load(rank, use_cache=False)
+    assert 99 not in t.steps["step"].to_list()
+    assert _warned(t, bad_time_warnings("host events")[2]) == 1

@@ -52,6 +52,7 @@ from traceview.parsers.ascend.files import TRACE_VIEW
 from traceview.parsers.ascend.kinds import task_kind
 from traceview.parsers.ascend.steps import host_step_ranges
 from traceview.parsers.ascend.text import texts
+from traceview.parsers.base import drop_bad_times
 from traceview.parsers.steps import STEP_NAME
 from traceview.parsers.timeconv import us_text_to_ns
 
@@ -149,7 +150,7 @@ def read_trace_view(path: Path, warnings: Warnings) -> dict[str, pl.DataFrame]:
     x = x.filter(~bad).with_columns((pl.col("ts_ns") + pl.col("dur_ns")).alias("end_ns"))
 
     launches = _launch_table(ev, x)
-    host = _host_events(x)
+    host = drop_bad_times(_host_events(x), "host events", warnings)  # before they make the steps
     return {
         "tasks": _trace_tasks(x, launches),
         "host_events": host,
