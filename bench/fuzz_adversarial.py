@@ -5,7 +5,8 @@ on the newer readers, beside the random damage of fuzz_mutators.py.
   (a copy of its rows, or a recursive one that never ends), a VIRTUAL generated column that runs an
   expression on every row read, values of the wrong storage class (text, real, blob) in time, id
   and name columns, rows that end before they start or at ±2**63, string ids repeated so that
-  joins multiply rows, the file made sparse and 10 GB large;
+  joins multiply rows, planner statistics that say every table holds one row, the file made
+  sparse and 10 GB large;
 - memory snapshots (the shipped pickle): memo slots far beyond the file (LONG_BINPUT / BINPUT),
   lengths past its end (BINBYTES8, BINUNICODE8, FRAME), a set, and the records shared by
   reference (one history for every device, one segment many times);
@@ -103,7 +104,7 @@ def _sqlite_mutate(rnd: random.Random, path: Path, tables: dict) -> tuple[str, s
         present = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         table = rnd.choice([t for t in tables if t in present])
         cols = [c for c in tables[table] if c in {n for n, _ in _columns(db, table)}]
-        how = rnd.choice(["view", "endless_view", "generated", "types", "bad_rows", "repeat_ids", "sparse"])
+        how = rnd.choice(["view", "endless_view", "generated", "types", "bad_rows", "repeat_ids", "sparse", "stats"])
         if how in ("view", "endless_view"):
             names = [n for n, _ in _columns(db, table)]
             if how == "endless_view":
@@ -133,6 +134,10 @@ def _sqlite_mutate(rnd: random.Random, path: Path, tables: dict) -> tuple[str, s
                 f'UPDATE "{table}" SET "{end}" = {value} WHERE rowid IN '
                 f'(SELECT rowid FROM "{table}" ORDER BY random() LIMIT {rnd.randint(1, 5)})'
             )
+        elif how == "stats":  # planner statistics that say every table holds one row
+            db.execute("ANALYZE")
+            db.execute("UPDATE sqlite_stat1 SET stat = '1 1' WHERE stat LIKE '% %'")
+            db.execute("UPDATE sqlite_stat1 SET stat = '1' WHERE stat NOT LIKE '% %'")
         elif how == "repeat_ids" and table in ("StringIds", "STRING_IDS"):
             _untyped(db, table)
             for _ in range(rnd.choice([2, 10, 50])):
