@@ -23,7 +23,7 @@ def test_info_json_shape_on_hand_written_trace():
     out = run("info", str(DATA / "kineto_minimal.json"), "--format", "json")
     assert out.returncode == 0, out.stderr
     doc = orjson.loads(out.stdout)
-    assert set(doc) == {"source", "ranks", "warnings", "failures"}
+    assert set(doc) == {"source", "ranks", "companions", "warnings", "failures"}
     (rank,) = doc["ranks"]
     assert rank["rank"] == 3 and rank["world_size"] == 4
     assert rank["device_tasks"] == 5

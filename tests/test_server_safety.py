@@ -375,9 +375,12 @@ def test_pages_open_from_a_link_on_another_site(served):
         assert client.get(path, headers={**HOST, "Sec-Fetch-Site": "cross-site"}).status_code == 200, path
 
 
-def test_refusals_are_logged_sparingly(caplog):
+def test_refusals_are_logged_sparingly(caplog, monkeypatch):
     """A page that keeps asking cannot flood the terminal: the first refusal of a kind is
     logged, then the 10th, 100th, ... with the count."""
+    # `serve` (run in this process by other tests) gives the logger its own handler and stops
+    # propagation; caplog listens at the root
+    monkeypatch.setattr(logging.getLogger("traceview.serve"), "propagate", True)
     refusals = Refusals()
     with caplog.at_level(logging.WARNING, logger="traceview.serve"):
         for i in range(150):
