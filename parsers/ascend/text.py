@@ -57,16 +57,7 @@ def find_columns(df: pl.DataFrame, spec: dict[str, tuple[str, ...]]) -> dict[str
 
     `spec` maps each field to its accepted headers, normalised (see `normalise_header`); the first
     accepted header found wins."""
-    by_key: dict[str, str] = {}
-    for col in df.columns:
-        by_key.setdefault(normalise_header(col), col)
-    found = {}
-    for field, keys in spec.items():
-        for key in keys:
-            if key in by_key:
-                found[field] = by_key[key]
-                break
-    return found
+    return {field: df.columns[i] for field, i in _indices(df.columns, spec).items()}
 
 
 def column(cols: dict[str, str], field: str) -> pl.Expr:
