@@ -161,6 +161,28 @@ def test_rows_past_the_memory_available_stop_with_one_line(tmp_path):
     assert out.stdout.startswith(f"cannot read {path}: reading it took more than the 0.3 GB of memory available")
 
 
+#: A parent of 800 MB that forks (preexec_fn forces fork) a child printing the memory guard's
+#: baseline, in bytes.
+BIG_PARENT = """
+import subprocess, sys
+ballast = b"x" * (800 << 20)
+code = "from traceview.parsers.sqlite_ro import _peak_rss; print(_peak_rss())"
+subprocess.run([sys.executable, "-c", code], preexec_fn=lambda: None, check=True)
+"""
+
+
+def test_the_memory_guard_measures_the_process_not_the_parent_it_was_forked_from():
+    """The guard's baseline is the peak of the process' own program: a child of an 800 MB parent (a
+    notebook kernel, a test runner) starts near 0, not at 800 MB (ru_maxrss counts the map forked
+    before exec, which hid every growth below the parent's size: the first CI run's failure of
+    the test above)."""
+    out = subprocess.run(
+        [sys.executable, "-c", BIG_PARENT], cwd=bounded.ROOT, capture_output=True, text=True, timeout=DEADLINE_S
+    )
+    assert out.returncode == 0, out.stderr
+    assert 0 < int(out.stdout) < 400 << 20, out.stdout
+
+
 #: A query that never ends inside SQLite (no row comes back to Python until it does).
 ENDLESS_COUNT = f"{ENDLESS} SELECT count(*) FROM r"
 

@@ -2,8 +2,11 @@
 hang case ends within 20 s with one line and bounded memory, and SIGTERM ends it within 3 s).
 
 The child runs with its address space limited (RLIMIT_AS), so an unbounded allocation fails in the
-child instead of taking the machine; its peak resident memory comes from `os.wait4` (the child's own
-rusage, not every child the test process ever had).
+child instead of taking the machine. Its peak resident memory is the VmHWM of its own memory map
+(Linux /proc): the child writes it as it exits, and the parent also samples it while the child runs
+(for a child killed by a signal). Not the child's ru_maxrss: that also counts the map forked from
+this test process before exec, so a child of a 1.7 GB pytest would read 1.7 GB whatever it used
+(the first CI failure of issue 30's round).
 """
 
 from __future__ import annotations
@@ -55,13 +58,45 @@ def _limit(memory: int):
 CHILD_ENV = {"POLARS_MAX_THREADS": "2", "MALLOC_ARENA_MAX": "2"}
 
 
+#: Runs `python -m traceview` (runpy, the same process) and, at exit, writes the VmHWM of its
+#: status (kB) to the file named by its first argument.
+LAUNCH = """
+import atexit, runpy, sys
+peak_file = sys.argv.pop(1)
+def write_peak():
+    try:
+        with open("/proc/self/status", "rb") as f:
+            kb = next(line for line in f if line.startswith(b"VmHWM:")).split()[1]
+        with open(peak_file, "wb") as f:
+            f.write(kb)
+    except (OSError, StopIteration, IndexError):
+        pass
+atexit.register(write_peak)
+runpy.run_module("traceview", run_name="__main__", alter_sys=True)
+"""
+
+
+def _hwm_bytes(status: Path) -> int:
+    """VmHWM (bytes) of a /proc/PID/status file; 0 when it cannot be read."""
+    try:
+        with open(status, "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def start(args: list[str], memory: int = MEMORY_LIMIT, env: dict | None = None) -> subprocess.Popen:
     """`python -m traceview ARGS` from the repository root, in its own process group, under the
     memory limit (with CHILD_ENV); its output goes to temporary files (a pipe that fills would
     stall it). Add `--no-cache` to ARGS to write no cache."""
     out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    fd, peak_file = tempfile.mkstemp(prefix="traceview-peak-")
+    os.close(fd)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "traceview", *args],
+        [sys.executable, "-c", LAUNCH, peak_file, *args],
         cwd=ROOT,
         stdout=out,
         stderr=err,
@@ -70,7 +105,29 @@ def start(args: list[str], memory: int = MEMORY_LIMIT, env: dict | None = None) 
         start_new_session=True,
     )
     proc._bounded = (out, err, time.monotonic())  # type: ignore[attr-defined]
+    proc._peak = [Path(peak_file), 0]  # type: ignore[attr-defined]
     return proc
+
+
+def _sample_peak(proc: subprocess.Popen) -> None:
+    """Keep the highest VmHWM seen so far of the running child."""
+    seen = proc._peak  # type: ignore[attr-defined]
+    seen[1] = max(seen[1], _hwm_bytes(Path(f"/proc/{proc.pid}/status")))
+
+
+def _peak_bytes(proc: subprocess.Popen, usage) -> int:
+    """The child's peak resident memory: what it wrote at exit, or the highest sample; its
+    ru_maxrss where /proc is missing (not Linux)."""
+    path, sampled = proc._peak  # type: ignore[attr-defined]
+    try:
+        written = int(path.read_bytes() or 0) * 1024
+    except (OSError, ValueError):
+        written = 0
+    with contextlib.suppress(OSError):
+        path.unlink()
+    if not Path("/proc/self/status").exists():
+        return int(usage.ru_maxrss) * 1024
+    return max(written, sampled)
 
 
 def _reap(proc: subprocess.Popen, block: bool = False):
@@ -86,6 +143,7 @@ def finish(proc: subprocess.Popen, deadline_s: float) -> Outcome:
     process group is killed (returncode None)."""
     out, err, t0 = proc._bounded  # type: ignore[attr-defined]
     while (ended := _reap(proc)) is None and time.monotonic() - t0 <= deadline_s:
+        _sample_peak(proc)
         time.sleep(0.02)
     rc: int | None = None
     if ended is None:
@@ -101,7 +159,7 @@ def finish(proc: subprocess.Popen, deadline_s: float) -> Outcome:
         f.seek(0)
         texts.append(f.read().decode("utf-8", "replace"))
         f.close()
-    return Outcome(rc, texts[0], texts[1], seconds, int(ended[1].ru_maxrss) * 1024)
+    return Outcome(rc, texts[0], texts[1], seconds, _peak_bytes(proc, ended[1]))
 
 
 def run(args: list[str], deadline_s: float = 20.0, memory: int = MEMORY_LIMIT, env: dict | None = None) -> Outcome:
@@ -136,6 +194,7 @@ def terminate(
     while time.monotonic() - t0 < after_s and (after_cpu_s is None or cpu_seconds(proc.pid) < after_cpu_s):
         if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
             return finish(proc, 0), None
+        _sample_peak(proc)
         time.sleep(0.02)
     sent = time.monotonic()
     with contextlib.suppress(ProcessLookupError):
