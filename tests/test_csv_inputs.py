@@ -89,7 +89,7 @@ def test_the_streaming_reader_reads_as_polars_does(tmp_path):
 def test_wide_csvs_end_in_seconds_within_the_memory_guard(request, kind):
     """Under a 1.5 GB address-space limit: seconds, and the peak of the narrow file's run plus
     the memory guard's estimate for the wide file (10 x its bytes)."""
-    from traceview.parsers import memory
+    from traceview.parsers import host_ram
 
     wide = request.getfixturevalue(f"wide_{kind}")
     narrow = (
@@ -102,7 +102,7 @@ def test_wide_csvs_end_in_seconds_within_the_memory_guard(request, kind):
     done = bounded.run(["info", str(wide), "--no-cache"])
     assert done.returncode == 0 and base.returncode == 0, done.stderr
     assert done.seconds < 20
-    assert done.peak_rss_bytes < base.peak_rss_bytes + memory.PARSE_FACTOR * size
+    assert done.peak_rss_bytes < base.peak_rss_bytes + host_ram.PARSE_FACTOR * size
 
 
 def test_an_agent_info_holding_a_kernel_trace_is_a_warning(tmp_path):

@@ -18,7 +18,7 @@ import traceview as tv
 from tests.conftest import DATA, ROOT, run_cli
 from traceview import cache, digest, executors
 from traceview.errors import TraceError
-from traceview.parsers import memory
+from traceview.parsers import host_ram, load_guard
 
 pytestmark = pytest.mark.integration
 
@@ -206,21 +206,21 @@ def test_memory_guard_fails_early_with_the_way_out():
 
 def test_memory_guard_lowers_default_workers_but_not_given_jobs():
     sizes = [100, 100, 100, 100]
-    one = memory.estimate(sizes, 1)
-    two = memory.estimate(sizes, 2)
+    one = host_ram.estimate(sizes, 1)
+    two = host_ram.estimate(sizes, 2)
     assert one < two
-    assert memory.fit_workers(sizes, 4, two) == 2
-    assert memory.fit_workers(sizes, 4, one - 1) == 0
+    assert host_ram.fit_workers(sizes, 4, two) == 2
+    assert host_ram.fit_workers(sizes, 4, one - 1) == 0
 
 
 def test_memory_guard_suggests_fewer_jobs(monkeypatch):
     sizes = [10_000_000] * 4
-    monkeypatch.setenv(memory.LIMIT_ENV, str(memory.estimate(sizes, 2)))
-    assert memory.check(sizes, 4, jobs_given=False) == 2
+    monkeypatch.setenv(host_ram.LIMIT_ENV, str(host_ram.estimate(sizes, 2)))
+    assert load_guard.check(sizes, 4, jobs_given=False) == 2
     with pytest.raises(TraceError, match="use --jobs 2, load fewer ranks"):
-        memory.check(sizes, 4, jobs_given=True)
-    monkeypatch.setenv(memory.LIMIT_ENV, "off")
-    assert memory.check(sizes, 4, jobs_given=True) == 4
+        load_guard.check(sizes, 4, jobs_given=True)
+    monkeypatch.setenv(host_ram.LIMIT_ENV, "off")
+    assert load_guard.check(sizes, 4, jobs_given=True) == 4
 
 
 def test_streamed_kineto_is_estimated_by_its_streaming_peak():
@@ -232,22 +232,24 @@ def test_streamed_kineto_is_estimated_by_its_streaming_peak():
 
     gb = 1_000_000_000
     kineto, ascend = Source("kineto", Path("r.json")), Source("ascend", Path("r_ascend_pt"))
-    assert memory.parse_peak(kineto, gb) == memory.STREAM_FIXED + memory.STREAM_FACTOR * gb < 2 * gb
-    assert memory.parse_peak(kineto, gb, jobs=2) == memory.parse_peak(kineto, gb) + 2 * memory.STREAM_FIXED
-    assert memory.parse_peak(kineto, 10_000_000, jobs=2) == memory.parse_peak(kineto, 10_000_000)  # small: serial
-    assert memory.parse_peak(ascend, gb) == memory.PARSE_FACTOR * gb
-    peaks = [memory.parse_peak(kineto, gb)]
-    assert memory.estimate([gb], 1, peaks) == peaks[0] + memory.KEEP_FACTOR * gb
+    assert load_guard.parse_peak(kineto, gb) == host_ram.STREAM_FIXED + host_ram.STREAM_FACTOR * gb < 2 * gb
+    assert load_guard.parse_peak(kineto, gb, jobs=2) == load_guard.parse_peak(kineto, gb) + 2 * host_ram.STREAM_FIXED
+    assert load_guard.parse_peak(kineto, 10_000_000, jobs=2) == load_guard.parse_peak(
+        kineto, 10_000_000
+    )  # small: serial
+    assert load_guard.parse_peak(ascend, gb) == host_ram.PARSE_FACTOR * gb
+    peaks = [load_guard.parse_peak(kineto, gb)]
+    assert host_ram.estimate([gb], 1, peaks) == peaks[0] + host_ram.KEEP_FACTOR * gb
 
 
 def test_gzip_size_comes_from_the_trailer(tmp_path):
     raw = (DATA / "kineto_minimal.json").read_bytes() * 50
     gz = tmp_path / "t.json.gz"
     gz.write_bytes(gzip.compress(raw))
-    assert memory.uncompressed_size(gz) == len(raw)
+    assert host_ram.uncompressed_size(gz) == len(raw)
     plain = tmp_path / "t.json"
     plain.write_bytes(raw)
-    assert memory.uncompressed_size(plain) == len(raw)
+    assert host_ram.uncompressed_size(plain) == len(raw)
 
 
 def test_unknown_executor_is_refused():

@@ -286,15 +286,15 @@ def test_the_memory_guard_counts_the_pages_a_database_uses(tmp_path, monkeypatch
     """A sparse 10 GB file holding a 1.6 MB export was refused as needing 112 GB: the guard sizes a
     database by its header's page count x page size (and, when the header's count is not current,
     by the blocks the file holds)."""
-    from traceview.parsers import memory
+    from traceview.parsers import host_ram, load_guard
     from traceview.parsers.detect import Source
 
     path = nsys_copy(tmp_path)
     pages = path.stat().st_size
     with open(path, "r+b") as f:
         f.truncate(10 << 30)
-    monkeypatch.setenv(memory.LIMIT_ENV, "2G")
-    assert memory.input_bytes(Source("nsys", path)) == pages
+    monkeypatch.setenv(host_ram.LIMIT_ENV, "2G")
+    assert load_guard.input_bytes(Source("nsys", path)) == pages
     assert tv.load(path, use_cache=False).device_tasks.height == 20
     with open(path, "r+b") as f:  # the header's page count no longer current: the file's blocks
         f.seek(92)

@@ -86,11 +86,10 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
 
 
 def test_a_checkout_imports_its_own_subpackages_whatever_is_installed(tmp_path):
-    """A second checkout (a copy of traceview/, parsers/ and dashboards/ with no install of its own)
-    imported from its folder uses its own parsers/ and dashboards/, not those of the checkout or
-    wheel the environment has installed."""
-    for name in ("traceview", "parsers", "dashboards"):
-        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    """A second checkout (a copy of traceview/, whose parsers/ and dashboards/ folders are inside it,
+    with no install of its own) imported from its folder uses its own subpackages, not those of the
+    checkout or wheel the environment has installed."""
+    shutil.copytree(ROOT / "traceview", tmp_path / "traceview", ignore=shutil.ignore_patterns("__pycache__"))
     probe = (
         "import traceview, traceview.parsers, traceview.dashboards.app as app;"
         "print(traceview.__file__); print(traceview.parsers.__file__); print(app.__file__)"

@@ -24,8 +24,8 @@ from tests.conftest import DATA, SAMPLES, SHARED_TRACES, needs_shared
 from traceview import cache, executors
 from traceview.cli.main import main
 from traceview.errors import TraceError
-from traceview.parsers import Source, discover, memory
-from traceview.parsers.detect import recorded_rank
+from traceview.parsers import Source, discover, host_ram, load_guard
+from traceview.parsers.recorded_rank import recorded_rank
 from traceview.selection import Selection, format_spec
 from traceview.step_selection import select_steps
 from traceview.summary import TERM_COLUMNS
@@ -170,16 +170,16 @@ def test_a_corrupt_unselected_rank_is_not_read(tmp_path):
 
 def test_memory_guard_counts_only_selected_ranks(monkeypatch):
     sizes_seen = []
-    real = memory.check
+    real = load_guard.check
 
     def spy(sizes, workers, jobs_given, **kwargs):
         sizes_seen.append(list(sizes))
         return real(sizes, workers, jobs_given, **kwargs)
 
-    monkeypatch.setattr(memory, "check", spy)
+    monkeypatch.setattr(load_guard, "check", spy)
     tv.load(DP4, ranks=[2], use_cache=False)
     rank2 = next(DP4.glob("rank2.*"))
-    assert sizes_seen == [[memory.input_bytes(Source("kineto", rank2))]]
+    assert sizes_seen == [[load_guard.input_bytes(Source("kineto", rank2))]]
 
 
 def test_cached_unselected_ranks_are_not_parsed(monkeypatch, tmp_path):
@@ -433,7 +433,7 @@ def test_cli_selection_and_missing():
 
 def test_memory_guard_names_ranks_as_a_way_out(monkeypatch):
     sizes = [10_000_000] * 4
-    monkeypatch.setenv(memory.LIMIT_ENV, "1M")
+    monkeypatch.setenv(host_ram.LIMIT_ENV, "1M")
     with pytest.raises(TraceError, match="load fewer ranks") as err:
-        memory.check(sizes, 1, jobs_given=False)
+        load_guard.check(sizes, 1, jobs_given=False)
     assert "--ranks" in str(err.value)

@@ -11,14 +11,22 @@ The package's layers (docs/ARCHITECTURE.md): traceview.parsers (ingestion) and t
 cache, the executors) above them; traceview.dashboards (views) and traceview.cli on top.
 """
 
-from traceview._layout import use_source_checkout
+from traceview import notebook_views
+from traceview.errors import TraceError
+from traceview.loader import load
+from traceview.trace import Trace
+from traceview.version import __version__
 
-use_source_checkout()  # before anything imports traceview.parsers or traceview.dashboards
 
-from traceview.errors import TraceError  # noqa: E402
-from traceview.loader import load  # noqa: E402
-from traceview.trace import Trace  # noqa: E402
-from traceview.version import __version__  # noqa: E402
+def _notebook_views():
+    """The notebook views (`Trace.plot`, `Trace._repr_html_`, `RunComparison.figure`): the package
+    is the composition root that hands them to the model (`traceview.notebook_views`)."""
+    from traceview.dashboards import notebook
+
+    return notebook
+
+
+notebook_views.install(_notebook_views)
 
 __all__ = ["Trace", "TraceError", "compare", "diff", "load", "__version__"]
 

@@ -5,10 +5,12 @@ the keys follow the code, no version number is bumped by hand.
   traceview.parsers (every format, discovery, steps), the task-kind rules and their loader, the
   canonical schema, and the polars major version (Parquet files and dtypes). Part of every
   parse entry's key (`traceview.cache.key`) and compared between a Ray worker and its driver.
-- `analysis_digest()`: what the rank-local analyses cached with a rank depend on: all of
-  traceview's code and rule tables, and the exact polars version (`traceview.cache.pack`).
+- `analysis_digest()`: what the rank-local analyses cached with a rank depend on: the files of
+  ANALYSIS_FOLDERS (the model, the analyses, the rule tables, the parsers; not the views or the
+  CLI) and the exact polars version (`traceview.cache.pack`).
 
-Both read the installed source files once per process (a few ms).
+Both read the source files of the explicit folders below the package (the same in a checkout and
+an install) once per process (a few ms).
 """
 
 from __future__ import annotations
@@ -22,10 +24,17 @@ import polars as pl
 SUFFIXES = (".py", ".toml")
 
 
-def _hash_tree(h, name: str, roots) -> None:
+#: The folders of the package (relative to it) whose files the rank-local analyses depend on, and
+#: whether their subfolders count: "." is the model's own modules (not cli/ or dashboards/).
+ANALYSIS_FOLDERS = ((".", False), ("analysis", True), ("rules", True), ("parsers", True))
+
+PACKAGE = Path(__file__).resolve().parent
+
+
+def _hash_tree(h, name: str, roots, recursive: bool = True) -> None:
     for root in map(Path, roots):
-        for path in sorted(root.rglob("*")):
-            if path.suffix in SUFFIXES and "__pycache__" not in path.parts:
+        for path in sorted(root.rglob("*") if recursive else root.glob("*")):
+            if path.suffix in SUFFIXES and "__pycache__" not in path.parts and path.is_file():
                 h.update(f"|{name}/{path.relative_to(root).as_posix()}|".encode())
                 h.update(path.read_bytes())
 
@@ -47,11 +56,8 @@ def ingestion_digest() -> str:
 
 @functools.cache
 def analysis_digest() -> str:
-    """Hex digest of all of traceview's code and rule tables and the exact polars version."""
-    import traceview
-    import traceview.parsers
-
+    """Hex digest of the files of ANALYSIS_FOLDERS and the exact polars version."""
     h = hashlib.sha256(pl.__version__.encode())
-    for package in (traceview, traceview.parsers):
-        _hash_tree(h, package.__name__, package.__path__)
+    for folder, recursive in ANALYSIS_FOLDERS:
+        _hash_tree(h, f"traceview/{folder}", [PACKAGE / folder], recursive)
     return h.hexdigest()[:16]

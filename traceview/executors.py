@@ -29,7 +29,8 @@ from pathlib import Path
 
 from traceview import cache, digest, rank_groups, subprocesses
 from traceview.errors import TraceError
-from traceview.parsers import ParsedRank, RankGroup, Source, memory, parse_source
+from traceview.parsers import ParsedRank, RankGroup, Source, load_guard, parse_source
+from traceview.parsers.host_ram import STREAM_FACTOR
 from traceview.safe_text import path_text
 
 NAMES = ("local", "ray")
@@ -73,7 +74,7 @@ def analyses_where_parsed(unit: Unit, size: int, analyse: bool) -> bool:
 
 class LocalExecutor:
     """Parse in this process when the work is small, else in a spawn process pool of `jobs` workers
-    (default: the CPUs), as many as the memory guard (`traceview.parsers.memory`) lets fit. `analyse`: the
+    (default: the CPUs), as many as the memory guard (`traceview.parsers.load_guard`) lets fit. `analyse`: the
     workers also compute the rank-local analyses of each group and of each large rank
     (`analyses_where_parsed`; in this process: only when they go to the cache); else the Trace
     computes them on first use, on all ranks at once."""
@@ -85,9 +86,11 @@ class LocalExecutor:
     def run(self, units: list[Unit], analyse_here: bool = False, sizes: dict[Source, int] | None = None) -> Results:
         """Parse `units` (each one source or a group); `analyse_here`: units parsed in this process
         get their rank-local analyses too (the loader asks for them when they go to the cache).
-        `sizes`: the sources' input bytes when the caller has them (`memory.input_bytes`)."""
+        `sizes`: the sources' input bytes when the caller has them (`load_guard.input_bytes`)."""
         size_of = sizes.get if sizes is not None else (lambda s: None)
-        member_sizes = [[n if (n := size_of(s)) is not None else memory.input_bytes(s) for s in unit] for unit in units]
+        member_sizes = [
+            [n if (n := size_of(s)) is not None else load_guard.input_bytes(s) for s in unit] for unit in units
+        ]
         sizes = [sum(m) for m in member_sizes]
         workers = min(self.jobs or os.cpu_count() or 1, len(units))
         if sum(sizes) < PARALLEL_MIN_BYTES:
@@ -100,7 +103,7 @@ class LocalExecutor:
             path_text(u[0].path) + (f" (in a group with {len(u) - 1} more small ranks)" if len(u) > 1 else "")
             for u in units
         ]
-        workers = memory.check(
+        workers = load_guard.check(
             sizes, workers, jobs_given=self.jobs is not None, peaks=peaks, names=names, ranks=sum(map(len, units))
         )
         analyse = [analyses_where_parsed(u, n, self.analyse) for u, n in zip(units, sizes)]
@@ -117,8 +120,8 @@ class LocalExecutor:
 
 def _unit_peak(unit: Unit, sizes: list[int], jobs: int) -> int:
     """Peak bytes of parsing a unit: its largest member's parse, plus the group's frames so far."""
-    peak = max(memory.parse_peak(s, n, jobs) for s, n in zip(unit, sizes))
-    return peak if len(unit) == 1 else int(peak + memory.STREAM_FACTOR * sum(sizes))
+    peak = max(load_guard.parse_peak(s, n, jobs) for s, n in zip(unit, sizes))
+    return peak if len(unit) == 1 else int(peak + STREAM_FACTOR * sum(sizes))
 
 
 def _items(unit: Unit) -> list[tuple[str, str, str]]:

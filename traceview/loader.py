@@ -5,7 +5,7 @@ profile too large to load whole:
 
 - ranks: the rank numbers of the loaded Trace (`t.ranks["rank"]`): the rank each source records,
   except that a missing or repeated one is renumbered (`rank_numbers`). A source whose recorded
-  rank is known without parsing it (`parsers.detect.recorded_rank`: Kineto's distributedInfo header,
+  rank is known without parsing it (`parsers.recorded_rank`: Kineto's distributedInfo header,
   Ascend's profiler_info_<rank>.json, MindSpore's file name; or a cached entry's meta.json) and is
   not selected is never parsed (nor counted by the memory guard); the others are parsed and dropped
   afterwards when their final number is not selected. The numbering is computed over every source
@@ -35,8 +35,8 @@ import orjson
 from traceview import cache, executors, per_rank, rank_groups
 from traceview.assemble import assemble, rank_numbers
 from traceview.errors import TraceError
-from traceview.parsers import ParsedRank, RankGroup, Source, discover, memory
-from traceview.parsers.detect import recorded_rank
+from traceview.parsers import ParsedRank, RankGroup, Source, discover, load_guard
+from traceview.parsers.recorded_rank import recorded_rank
 from traceview.safe_text import path_text
 from traceview.selection import Selection, listing
 from traceview.step_selection import select_steps
@@ -74,7 +74,7 @@ def load(
 
     `executor="ray"` parses the ranks as Ray tasks instead (`ray_address`: the cluster, default
     `$RAY_ADDRESS` or a local Ray instance; needs `traceview[ray]`), with identical results; see
-    `traceview.executors`. Before a local parse, `traceview.parsers.memory` checks that the load fits in the
+    `traceview.executors`. Before a local parse, `traceview.parsers.load_guard` checks that the load fits in the
     available memory (fewer workers if not, else a TraceError naming the size and the ways out).
 
     `rules`: a user's rules file for all tables (`traceview.user_rules`, docs/rules.md): its task
@@ -104,7 +104,7 @@ def load(
     root = Path(cache_dir) if cache_dir else cache.default_root()
     store = _Store(root) if use_cache else None
     # Units are planned over every source, so a selection finds the groups a whole load cached.
-    sizes = [memory.input_bytes(s) for s in sources]
+    sizes = [load_guard.input_bytes(s) for s in sources]
     units = [[sources[i] for i in unit] for unit in rank_groups.plan(sizes)]
     skipped: dict[Source, int] = {}
     if rank_sel is not None:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import polars as pl
 
+from traceview import notebook_views
 from traceview.analysis import diff as d
 from traceview.analysis import iteration, traced_flops
 from traceview.analysis import throughput as throughput_analysis
@@ -128,9 +129,7 @@ class RunComparison:
 
     def figure(self):
         """The iteration terms per run, stacked (plotly Figure; `traceview.dashboards.notebook`)."""
-        from traceview.dashboards.notebook import comparison_figure
-
-        return comparison_figure(self.to_dict())
+        return notebook_views.views().comparison_figure(self.to_dict())
 
     def __repr__(self) -> str:
         parts = []

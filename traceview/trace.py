@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 import polars as pl
 
-from traceview import schema
+from traceview import notebook_views, schema
 
 #: Columns of `Trace.companions`.
 COMPANIONS_SCHEMA = {"rank": pl.Int64, "source": pl.String, "kind": pl.String, "device_tasks": pl.Int64}
@@ -87,10 +87,8 @@ class Trace:
         a `plotly.graph_objects.Figure` and never shows it. plotly is imported on first use only.
 
         This and `_repr_html_` are the model's one hand-off to the views: `traceview.dashboards.notebook`,
-        imported when called (the import contract in pyproject.toml allows exactly this import)."""
-        from traceview.dashboards.notebook import plots
-
-        return plots(self)
+        which the package installs in `traceview.notebook_views` (the model imports no view)."""
+        return notebook_views.views().plots(self)
 
     # ---- analyses: rows of `traceview.registry` (definitions in each function's docstring) ----
 
@@ -412,6 +410,4 @@ class Trace:
 
     def _repr_html_(self) -> str:
         """A compact table for Jupyter (`traceview.dashboards.notebook.trace_html`)."""
-        from traceview.dashboards.notebook import trace_html
-
-        return trace_html(self)
+        return notebook_views.views().trace_html(self)

@@ -49,7 +49,7 @@ import polars as pl
 
 from traceview import schema
 from traceview.errors import TraceError, Warnings
-from traceview.parsers import memory, pickle_scan
+from traceview.parsers import host_ram, pickle_scan
 from traceview.parsers.base import ParsedRank
 from traceview.parsers.kineto_events import int64
 
@@ -154,7 +154,7 @@ def load_plain(path: Path):
     except OSError as exc:
         raise TraceError(path, f"cannot read it: {exc.strerror or exc}") from None
     try:
-        pickle_scan.check(data, memory.available())
+        pickle_scan.check(data, host_ram.available())
     except pickle_scan.Refused as exc:
         raise TraceError(path, exc.problem, exc.fix or FIX) from None
     try:

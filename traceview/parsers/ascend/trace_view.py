@@ -51,10 +51,9 @@ from traceview.parsers import jsonio
 from traceview.parsers.ascend.files import TRACE_VIEW
 from traceview.parsers.ascend.kinds import task_kind
 from traceview.parsers.ascend.steps import host_step_ranges
-from traceview.parsers.ascend.text import texts
 from traceview.parsers.base import drop_bad_times
 from traceview.parsers.steps import STEP_NAME
-from traceview.parsers.timeconv import us_text_to_ns
+from traceview.parsers.timeconv import texts, us_text_to_ns
 
 #: A kernel_details row and a trace_view task are the same task when names are equal and starts
 #: differ by at most this (the two files round the same time differently by up to 1 ns).

@@ -39,10 +39,9 @@ import polars as pl
 
 from traceview.errors import TraceError, Warnings
 from traceview.parsers import jsonio
-from traceview.parsers.ascend.text import texts
 from traceview.parsers.base import ParsedRank
 from traceview.parsers.kinds import format_rules, rule_kind
-from traceview.parsers.timeconv import us_text_to_ns
+from traceview.parsers.timeconv import texts, us_text_to_ns
 
 TIMELINE_NAME = re.compile(r"(?:^|_)timeline_display_(\d+)\.json$")
 

@@ -22,7 +22,7 @@ repeat multiplies rows. So:
   ends a read inside SQLite within milliseconds. The handler also ends a query when the
   connection has run more than `STEPS_FLOOR + STEPS_PER_BYTE x database_bytes` steps in all (a
   full read takes a few steps per byte), or when the process' peak memory has grown
-  since the connection opened by more than the memory available then (`memory.available()`, the
+  since the connection opened by more than the memory available then (`host_ram.available()`, the
   memory guard's own figure, at least MEMORY_FLOOR; no limit when that is off or unknown).
 - Rows are fetched in batches of BATCH_ROWS; a query stops after returning more than
   `ROWS_FLOOR + database_bytes / MIN_ROW_BYTES` rows (no table row takes fewer bytes, so only
@@ -38,12 +38,13 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 
 from traceview.errors import TraceError, Warnings
+from traceview.parsers import host_ram
+from traceview.parsers.host_ram import gb_text
 
 #: The first bytes of every SQLite 3 database file.
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -107,32 +108,6 @@ def database_bytes(path: Path) -> int:
     return min(size, allocated) if allocated else size
 
 
-def _peak_rss() -> int:
-    """This process' peak resident memory in bytes since it started its program (0 where unknown).
-
-    Linux: VmHWM of /proc/self/status, the high-water mark of the memory map exec made. Not
-    ru_maxrss, which also holds the peak of the map before exec: a child forked from a 2 GB
-    parent (a notebook kernel, a test runner) starts with a ru_maxrss of 2 GB, so growth measured
-    against it stays unseen until the child outgrows its parent. Elsewhere ru_maxrss."""
-    try:
-        with open("/proc/self/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import resource
-    except ImportError:  # not on this platform
-        return 0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak) if sys.platform == "darwin" else int(peak) * 1024
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
-
-
 class Database:
     """A SQLite file open read-only under the guards of the module docstring. sqlite3.Error when
     the file cannot be opened or a query fails; TraceError when a budget ends a query; a signal's
@@ -140,8 +115,6 @@ class Database:
     manager, or call `close`."""
 
     def __init__(self, path: Path, fix: str = "re-export the profile", warnings: Warnings | None = None):
-        from traceview.parsers import memory  # memory -> detect -> this module
-
         self.path, self.fix, self.warnings = Path(path), fix, warnings
         try:
             self.bytes = database_bytes(self.path)
@@ -149,7 +122,7 @@ class Database:
             self.bytes = 0
         self.step_budget = STEPS_FLOOR + STEPS_PER_BYTE * self.bytes
         self.row_budget = ROWS_FLOOR + self.bytes // MIN_ROW_BYTES
-        available = memory.available()
+        available = host_ram.available()
         self.memory_budget = None if available is None else max(available, MEMORY_FLOOR)
         self.steps = 0
         self.ignored: set[str] = set()
@@ -157,7 +130,7 @@ class Database:
         self._caught: int | None = None
         self._querying = False
         self._previous: dict[int, object] = {}
-        self._peak0 = _peak_rss()
+        self._peak0 = host_ram.peak_rss()
         self.con = sqlite3.connect(_uri(self.path), uri=True)
         self.con.text_factory = _lenient_text
         self.con.set_progress_handler(self._progress, PROGRESS_OPS)
@@ -207,7 +180,7 @@ class Database:
         if self.steps > self.step_budget:
             self._over = (
                 f"a query ran more than {self.step_budget:,} SQLite steps, more than reading a database of "
-                f"{_mb(self.bytes)} takes"
+                f"{gb_text(self.bytes)} takes"
             )
             return 1
         return 1 if self._memory_exceeded() else 0
@@ -215,12 +188,12 @@ class Database:
     def _memory_exceeded(self) -> bool:
         if self.memory_budget is None:
             return False
-        grown = _peak_rss() - self._peak0
+        grown = host_ram.peak_rss() - self._peak0
         if grown <= self.memory_budget:
             return False
         self._over = (
-            f"reading it took more than the {_mb(self.memory_budget)} of memory available "
-            f"(a database of {_mb(self.bytes)})"
+            f"reading it took more than the {gb_text(self.memory_budget)} of memory available "
+            f"(a database of {gb_text(self.bytes)})"
         )
         return True
 
@@ -245,7 +218,7 @@ class Database:
                 if len(out) > self.row_budget:
                     self._over = (
                         f"a query returned more than {self.row_budget:,} rows, more than a database of "
-                        f"{_mb(self.bytes)} can hold (rows multiplied by repeated ids in a joined table)"
+                        f"{gb_text(self.bytes)} can hold (rows multiplied by repeated ids in a joined table)"
                     )
                 if self._over is not None or self._memory_exceeded():
                     break

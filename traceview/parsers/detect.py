@@ -28,7 +28,6 @@ report, a JAX XPlane protobuf, a rocprofv3 rocpd database: `parsers.unsupported`
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -58,8 +57,6 @@ SNAPSHOT_SUFFIXES = (".pickle", ".pkl")
 #: Temporary names of a file being written (by the profiler, a copy, a download).
 PARTIAL_SUFFIXES = (".part", ".tmp", ".partial")
 MAX_DEPTH = 8
-#: Start of torch.profiler's `"distributedInfo": {...}` header block (it holds the rank).
-DISTRIBUTED_INFO = re.compile(rb'"distributedInfo"\s*:\s*\{')
 
 
 @dataclass(frozen=True)
@@ -332,55 +329,3 @@ def parse_partial(path: Path):
         f"still being written: a profile with a temporary name ({suffix}) is not read",
         f"wait for the profiler to finish; if the file is complete, rename it without {suffix}",
     )
-
-
-def recorded_rank(source: Source) -> int | None:
-    """The rank `source` records, learned without parsing it; None when only a parse can tell.
-
-    The same value the source's parser puts in `meta["rank"]`, from:
-    - kineto: `distributedInfo.rank` in the first 64 KiB (gunzipped) of the file, when that block
-      comes before `"traceEvents"` (torch.profiler writes it in the header); a block found after the
-      events start, or cut off by the 64 KiB, is not trusted;
-    - ascend: `profiler_info_<rank>.json` beside ASCEND_PROFILER_OUTPUT/ (`rank_id`, else the number in
-      the name; `parsers.ascend.files.read_rank`); a DB-only export without that file needs a parse;
-    - mindspore: the number in the `*timeline_display_<rank>.json` name.
-    Used by `traceview.load(ranks=...)` to skip unselected ranks before parsing them.
-    """
-    try:
-        if source.format == "kineto":
-            return _kineto_rank(source.path)
-        if source.format == "ascend":
-            return _ascend_rank(source.path)
-        if source.format == "mindspore":
-            from traceview.parsers.mindspore import TIMELINE_NAME
-
-            m = TIMELINE_NAME.search(source.path.name)
-            return int(m.group(1)) if m else None
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-def _kineto_rank(path: Path) -> int | None:
-    head = peek_bytes(path, SNIFF_BYTES)
-    m = DISTRIBUTED_INFO.search(head)
-    if m is None:
-        return None
-    events = head.find(b'"traceEvents"')
-    if 0 <= events < m.start():  # not the header block: it could belong to an event; let the parser say
-        return None
-    try:
-        block, _ = json.JSONDecoder().raw_decode(head[m.end() - 1 :].decode("utf-8", errors="replace"))
-    except ValueError:  # cut off by the peek, or not JSON
-        return None
-    rank = block.get("rank") if isinstance(block, dict) else None
-    return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
-
-
-def _ascend_rank(path: Path) -> int | None:
-    from traceview.errors import Warnings
-    from traceview.parsers.ascend.files import read_rank
-
-    root = path.parent if path.name == ASCEND_OUTPUT_DIR and not (path / ASCEND_OUTPUT_DIR).is_dir() else path
-    info = sorted(p for p in root.glob("profiler_info*.json") if p.is_file())
-    return read_rank(info, Warnings(path)) if info else None

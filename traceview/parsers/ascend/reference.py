@@ -30,11 +30,11 @@ from traceview import schema
 from traceview.errors import TraceError, Warnings
 from traceview.parsers import jsonio
 from traceview.parsers.ascend.files import COMMUNICATION, STEP_TRACE_TIME
-from traceview.parsers.ascend.text import column, find_columns, read_text_csv, texts
+from traceview.parsers.ascend.text import column, find_columns, read_text_csv
 from traceview.parsers.base import drop_bad_times
 from traceview.parsers.sqlite_columns import INT, NUMBER, TEXT, Column, select
 from traceview.parsers.sqlite_ro import open_database
-from traceview.parsers.timeconv import us_text_to_ns
+from traceview.parsers.timeconv import texts, us_text_to_ns
 
 #: step_trace_time.csv: canonical column -> normalised header.
 STEP_TRACE_COLUMNS: dict[str, str] = {

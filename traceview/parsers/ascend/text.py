@@ -4,13 +4,12 @@ Times in torch_npu files are decimal microseconds (`1736408883704643.212`) that 
 hold, so they are kept as text until `timeconv.us_text_to_ns` converts them to Int64 ns. This
 module gets that text: CSV files read with every cell as a string (stripped of the tabs torch_npu
 appends, `N/A` -> null), headers found whatever their spelling, and JSON / SQLite numbers turned
-into decimal text without an exponent.
+into decimal text without an exponent (`timeconv.texts`).
 """
 
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 from pathlib import Path
 
 import polars as pl
@@ -63,17 +62,3 @@ def find_columns(df: pl.DataFrame, spec: dict[str, tuple[str, ...]]) -> dict[str
 def column(cols: dict[str, str], field: str) -> pl.Expr:
     """The String column found for `field` (see `find_columns`), or a null String literal."""
     return pl.col(cols[field]) if field in cols else pl.lit(None, dtype=pl.String)
-
-
-def number_text(value: object) -> str:
-    """A JSON/SQLite scalar as decimal text: a float by its shortest round-trip repr, written
-    without an exponent (2e-05 -> '0.00002') so the exact text-to-ns conversion accepts it."""
-    text = str(value)
-    if isinstance(value, float) and ("e" in text or "E" in text):
-        text = format(Decimal(text), "f")
-    return text
-
-
-def texts(values: list) -> list:
-    """Values -> their text (see `number_text`); strings unchanged, None stays None."""
-    return [None if v is None else v if isinstance(v, str) else number_text(v) for v in values]

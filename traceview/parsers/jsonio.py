@@ -16,7 +16,9 @@ import msgspec
 import orjson
 
 from traceview.errors import TraceError
+from traceview.parsers import host_ram
 from traceview.parsers.bad_events import WHITESPACE, bad_event, cut_before
+from traceview.parsers.host_ram import LIMIT_ENV, gb_text
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -62,23 +64,16 @@ def read_bytes(path: Path) -> bytes:
     return raw
 
 
-def _guard():
-    """(memory available or None when the check is off, the memory module); lazy: no import cycle."""
-    from traceview.parsers import memory
-
-    return memory.available(), memory
-
-
 def whole_bound(path: Path) -> int | None:
     """Most bytes `path` may hold (uncompressed) to be read whole: what fits, at the memory guard's
     `PARSE_FACTOR + KEEP_FACTOR` per byte, in the memory available; None when the guard is off.
     Raises TraceError at once when the file's (declared) size is already over it."""
-    limit, memory = _guard()
+    limit = host_ram.available()
     if limit is None:
         return None
-    bound = int(limit / (memory.PARSE_FACTOR + memory.KEEP_FACTOR))
+    bound = int(limit / (host_ram.PARSE_FACTOR + host_ram.KEEP_FACTOR))
     try:
-        declared = memory.uncompressed_size(path)
+        declared = host_ram.uncompressed_size(path)
     except OSError:
         return bound  # read_bytes reports the problem
     if declared > bound:
@@ -88,33 +83,31 @@ def whole_bound(path: Path) -> int | None:
 
 def stream_bound(path: Path) -> int | None:
     """Most bytes a gzip file may inflate to while streamed: its declared size (the gzip trailer,
-    `memory.uncompressed_size`, which the guard counted), or more when one streamed parse of more
+    `host_ram.uncompressed_size`, which the guard counted), or more when one streamed parse of more
     still fits the memory available; None when the guard is off."""
-    limit, memory = _guard()
+    limit = host_ram.available()
     if limit is None:
         return None
-    fit = int((limit - memory.STREAM_FIXED) / (memory.STREAM_FACTOR + memory.KEEP_FACTOR))
+    fit = int((limit - host_ram.STREAM_FIXED) / (host_ram.STREAM_FACTOR + host_ram.KEEP_FACTOR))
     try:
-        return max(memory.uncompressed_size(path), fit)
+        return max(host_ram.uncompressed_size(path), fit)
     except OSError:
         return fit
 
 
 def too_large(path: Path, bound: int, inflated: bool, size: int | None = None) -> TraceError:
     """The one line for a file over the memory guard's bound (a gzip bomb, a giant event)."""
-    from traceview.parsers.memory import LIMIT_ENV, _gb, available, uncompressed_size
-
     if inflated:
-        what = f"the gzip data inflates to more than {_gb(bound)}"
+        what = f"the gzip data inflates to more than {gb_text(bound)}"
         try:
-            what += f" (its gzip trailer says {_gb(uncompressed_size(path))})"
+            what += f" (its gzip trailer says {gb_text(host_ram.uncompressed_size(path))})"
         except OSError:
             pass
     else:
-        what = f"{_gb(size)} to read whole (the streaming reader could not cut it into events)"
+        what = f"{gb_text(size)} to read whole (the streaming reader could not cut it into events)"
     return TraceError(
         path,
-        f"{what}, more than fits in the {_gb(available() or 0)} of memory available: "
+        f"{what}, more than fits in the {gb_text(host_ram.available() or 0)} of memory available: "
         f"{'a gzip bomb, or a file too large' if inflated else 'an event too large, or a damaged file'}",
         f"check the file; if it is genuine: load fewer ranks (--ranks SPEC, or point at a sub-folder), "
         f"--executor ray, a machine with more memory, or {LIMIT_ENV} higher",

@@ -80,7 +80,7 @@ def parse_kineto(path: Path, jobs: int = 1) -> ParsedRank:
 
 
 def _uncompressed_size(path: Path) -> int:
-    from traceview.parsers.memory import uncompressed_size
+    from traceview.parsers.host_ram import uncompressed_size
 
     try:
         return uncompressed_size(path)

@@ -13,7 +13,7 @@ null every integer of the column. The kinds (`Column.kind`):
     TEXT    a TEXT; an INTEGER, REAL or BLOB (in a string table's value column) is missing.
     KEY     an INTEGER only: an id a join matches (`ON s.id = c.name`, as SQLite compares it:
             a text '5' there matches no integer id, so it is counted, and what it names is missing).
-    NUMBER  an INTEGER or REAL as its exact decimal text (`ascend.text.texts`: µs values float64
+    NUMBER  an INTEGER or REAL as its exact decimal text (`timeconv.texts`: µs values float64
             cannot hold), a TEXT as it is; a BLOB is missing.
 
 Each value read as missing is counted per table and column. A time column's row is dropped
@@ -33,6 +33,7 @@ import polars as pl
 
 from traceview.errors import Warnings
 from traceview.parsers.sqlite_ro import Database
+from traceview.parsers.timeconv import texts
 
 INT, KEY, TEXT, NUMBER = "int", "key", "text", "number"
 _DTYPES = {INT: pl.Int64, KEY: pl.Int64, TEXT: pl.String, NUMBER: pl.String}
@@ -112,8 +113,6 @@ def query(db: Database, columns: list[Column], source: str, mask: str = _MASK) -
     outs = [c for c in columns if c.out is not None]
     values = [_value_sql(c) if c in checked else "NULL" for c in outs]
     rows = db.rows(f"SELECT {', '.join([*values, bits])} {source}")
-    from traceview.parsers.ascend.text import texts  # the ascend package imports this module
-
     data = list(zip(*rows)) if rows else [()] * (len(outs) + 1)
     del rows
     return pl.DataFrame(

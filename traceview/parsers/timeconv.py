@@ -3,9 +3,12 @@
 Ascend writes microseconds as decimal text (`1736408883704643.212`); going through float64 would
 lose the last digits (float64 holds ~16 significant digits), so the text is split at the decimal
 point and converted with integer arithmetic. Digits past the nanosecond are rounded half up.
+Numbers that JSON or SQLite hand over as int/float become that decimal text first (`texts`).
 """
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 import polars as pl
 
@@ -49,3 +52,17 @@ def us_float_to_ns(expr: pl.Expr) -> pl.Expr:
     frac_ns = ((value - whole) * 1000.0).round(0).cast(pl.Int64, strict=False)
     in_range = value.abs() < float(MAX_WHOLE_US)
     return pl.when(in_range).then(whole.cast(pl.Int64, strict=False) * 1000 + frac_ns)
+
+
+def number_text(value: object) -> str:
+    """A JSON/SQLite scalar as decimal text: a float by its shortest round-trip repr, written
+    without an exponent (2e-05 -> '0.00002') so the exact text-to-ns conversion accepts it."""
+    text = str(value)
+    if isinstance(value, float) and ("e" in text or "E" in text):
+        text = format(Decimal(text), "f")
+    return text
+
+
+def texts(values: list) -> list:
+    """Values -> their text (see `number_text`); strings unchanged, None stays None."""
+    return [None if v is None else v if isinstance(v, str) else number_text(v) for v in values]

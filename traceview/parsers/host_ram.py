@@ -1,6 +1,7 @@
-"""Memory guard: refuse a load that would not fit in memory before parsing starts, with the way out.
+"""Host memory: what a load may use, what a parse costs per input byte, what a process has used.
 
-Estimate of a load's peak memory, from the input sizes only (stats and a 4-byte read per file):
+The estimate of a load's peak memory (`traceview.parsers.load_guard` applies it before parsing;
+`parsers.jsonio` bounds a single file by it), from the input sizes only:
 
     peak = sum of the `workers` largest per-rank parse peaks                # ranks being parsed at once
          + KEEP_FACTOR x (sum of all per-rank inputs)                      # frames kept for the Trace
@@ -17,20 +18,22 @@ exceeds its data keeps its ISIZE); a multi-member gzip reports its last member o
 can be low there: `parsers.jsonio` bounds the inflating itself), a SQLite database (an `nsys` or
 `msprof` source, an Ascend rank's `.db` files) the bytes its pages use (`sqlite_ro.database_bytes`:
 the header's page count x page size, at most the file's allocated blocks: a sparse or padded file
-holds no more rows), any other file (JSON, Ascend CSV, MindSpore JSON) its bytes. Available memory: `$TRACEVIEW_MEMORY_LIMIT` (bytes, with an
-optional K/M/G/T suffix, or `off` to skip the check), else the smaller of /proc/meminfo
-MemAvailable (or `SC_AVPHYS_PAGES x SC_PAGE_SIZE`) and the cgroup v2 limit left.
+holds no more rows), any other file (JSON, Ascend CSV, MindSpore JSON) its bytes.
+
+Available memory: `$TRACEVIEW_MEMORY_LIMIT` (bytes, with an optional K/M/G/T suffix, or `off` to
+skip the checks), else the smaller of /proc/meminfo MemAvailable (or `SC_AVPHYS_PAGES x
+SC_PAGE_SIZE`) and the cgroup v2 limit left.
+
+This module imports nothing else of the parsers, so every reader may use it.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+import sys
 from pathlib import Path
 
-from traceview.errors import TraceError
-from traceview.parsers.detect import Source, input_files
-from traceview.parsers.sqlite_ro import database_bytes
 from traceview.sizes import parse_size
 
 #: Peak resident memory of parsing one rank, per byte of uncompressed input, for the formats read
@@ -70,33 +73,6 @@ def uncompressed_size(path: Path) -> int:
     return isize
 
 
-#: Formats whose source is one SQLite database.
-DATABASE_FORMATS = ("nsys", "msprof")
-
-
-def input_bytes(source: Source) -> int:
-    """Uncompressed bytes a parser reads for one rank source (module docstring; 0 if its files
-    cannot be stat'ed)."""
-    try:
-        return sum(
-            database_bytes(p) if source.format in DATABASE_FORMATS or p.name.endswith(".db") else uncompressed_size(p)
-            for p in input_files(source)
-        )
-    except OSError:
-        return 0
-
-
-def parse_peak(source: Source, size: int, jobs: int = 1) -> int:
-    """Peak bytes of parsing one rank source of `size` input bytes (module docstring); `jobs`:
-    processes that decode its chunks (a single large Kineto file parsed in-process)."""
-    if source.format == "kineto":
-        from traceview.parsers import kineto
-
-        extra = jobs if jobs > 1 and size >= kineto.PARALLEL_FILE_BYTES else 0
-        return int(STREAM_FIXED * (1 + extra) + STREAM_FACTOR * size)
-    return int(PARSE_FACTOR * size)
-
-
 def estimate(sizes: list[int], workers: int, peaks: list[int] | None = None) -> int:
     """Peak bytes to parse ranks of these input sizes with `workers` at once (module docstring);
     `peaks`: each rank's parse peak (`parse_peak`), default PARSE_FACTOR x its size."""
@@ -104,6 +80,13 @@ def estimate(sizes: list[int], workers: int, peaks: list[int] | None = None) -> 
         peaks = [int(PARSE_FACTOR * n) for n in sizes]
     largest = sorted(peaks, reverse=True)[: max(workers, 1)]
     return int(sum(largest) + KEEP_FACTOR * sum(sizes))
+
+
+def fit_workers(sizes: list[int], workers: int, limit: int, peaks: list[int] | None = None) -> int:
+    """The most workers (<= `workers`) whose estimate fits in `limit` bytes; 0 if not even one."""
+    while workers >= 1 and estimate(sizes, workers, peaks) > limit:
+        workers -= 1
+    return workers
 
 
 def available() -> int | None:
@@ -138,43 +121,28 @@ def _cgroup_left() -> int | None:
         return None
 
 
-def fit_workers(sizes: list[int], workers: int, limit: int, peaks: list[int] | None = None) -> int:
-    """The most workers (<= `workers`) whose estimate fits in `limit` bytes; 0 if not even one."""
-    while workers >= 1 and estimate(sizes, workers, peaks) > limit:
-        workers -= 1
-    return workers
+def peak_rss() -> int:
+    """This process' peak resident memory in bytes since it started its program (0 where unknown).
+
+    Linux: VmHWM of /proc/self/status, the high-water mark of the memory map exec made. Not
+    ru_maxrss, which also holds the peak of the map before exec: a child forked from a 2 GB
+    parent (a notebook kernel, a test runner) starts with a ru_maxrss of 2 GB, so growth measured
+    against it stays unseen until the child outgrows its parent. Elsewhere ru_maxrss."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024
 
 
-def check(
-    sizes: list[int],
-    workers: int,
-    jobs_given: bool,
-    peaks: list[int] | None = None,
-    names: list[str] | None = None,
-    ranks: int | None = None,
-) -> int:
-    """Workers to parse with: `workers`, or fewer when they would not fit and the user did not set
-    `--jobs`. `sizes`: the input bytes of each unit of work (a rank, or a group of small ranks:
-    `ranks` in all, default one per size). Raises TraceError (one line: the size, the largest
-    unit's file when `names` (one per size) are given, what is available, the ways out) when the
-    load does not fit, with one worker or with the user's `--jobs`."""
-    limit = available()
-    if limit is None or not sizes:
-        return workers
-    fits = fit_workers(sizes, workers, limit, peaks)
-    if fits == workers or (fits >= 1 and not jobs_given):
-        return max(fits, 1)
-    need = estimate(sizes, workers, peaks)
-    ways = [f"--jobs {fits}"] if fits >= 1 else []
-    ways += ["load fewer ranks (--ranks SPEC, e.g. --ranks 0-7, or point at a sub-folder)", "--executor ray"]
-    largest = f": {names[sizes.index(max(sizes))]}" if names and len(names) == len(sizes) else ""
-    raise TraceError(
-        None,
-        f"loading {ranks or len(sizes)} rank(s) of {_gb(sum(sizes))} uncompressed needs about {_gb(need)} of memory "
-        f"({workers} parallel parse(s), largest {_gb(max(sizes))}{largest}) but {_gb(limit)} is available",
-        f"use {', '.join(ways)}; {LIMIT_ENV}=off skips this check",
-    )
-
-
-def _gb(n: float) -> str:
+def gb_text(n: float) -> str:
+    """Bytes as "1.2 GB" (from 0.1 GB) or "12.3 MB"."""
     return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
