@@ -57,6 +57,8 @@ INPUTS = {
     "ranks_16": Spec(16, 5e6, of="ranks_64"),
     "ranks_32": Spec(32, 5e6, of="ranks_64"),
     "dlrm_1024": Spec(1024, copies_of=DLRM_RANKS),
+    # bench/budget.py: the fixed cost per rank, in CI
+    "dlrm_256": Spec(256, copies_of=DLRM_RANKS),
     "small_2000": Spec(2000, copies_of=(SMALL_RANK,), gz=True),
     # bench/bench_ranks_memory.py: the driver's memory as the rank count grows
     "small_10000": Spec(10000, copies_of=(SMALL_RANK,), gz=True),

@@ -78,7 +78,7 @@ def us_text_to_ns_reference(text: str) -> int:
 
 
 def within_tolerance(ours_us: float, truth_us: float) -> bool:
-    """DESIGN.md §3 tolerance: max(1 µs, 0.05 %)."""
+    """docs/metrics.md tolerance: max(1 µs, 0.05 %)."""
     return abs(ours_us - truth_us) <= max(1.0, 0.0005 * abs(truth_us))
 
 

@@ -43,7 +43,7 @@ ASCEND_COLUMNS = {
 
 
 def close(got: float, want: float, rel: float = 0.0005, floor_us: float = 1.0) -> bool:
-    """DESIGN.md tolerance: max(1 µs, 0.05 %) per value."""
+    """docs/metrics.md tolerance: max(1 µs, 0.05 %) per value."""
     return abs(got - want) <= max(floor_us, rel * abs(want))
 
 
@@ -96,7 +96,7 @@ TRACELENS_FIELDS = {
     "total_time": "duration_us",
     "total_comm_time": "communication_us",
 }
-#: TraceLens' CSV for this trace leaves out its 5 `hipMemset` events (26.6 µs); DESIGN.md counts
+#: TraceLens' CSV for this trace leaves out its 5 `hipMemset` events (26.6 µs); docs/metrics.md counts
 #: memsets as compute, so there our computing/busy are 2.7 % higher. Compared without memsets.
 TRACELENS_WITHOUT_MEMSET = {"tracelens/tests/traces/perf_model/normalization/normalization_layer_test.json.gz"}
 

@@ -294,7 +294,7 @@ def test_mindinsight_pipeline_identities(rank):
 def test_mindinsight_receive_alone_is_not_the_raw_receive_sum(rank):
     """What is and is not reproducible. MindSpore's receive_alone = |U(Receive) - U(all other
     ops)| per step (the receive time *not overlapped*), which needs the compute op intervals that
-    cluster_propose does not ship. DESIGN.md's rule (torch_npu: Σ raw receive duration) is an upper
+    cluster_propose does not ship. docs/metrics.md's rule (torch_npu: Σ raw receive duration) is an upper
     bound of it, tight when receives are fully exposed (the first step of stage 2, 99.8 %) and 3x
     too big on stage 1 (ranks 0-1), whose gradient receives run under compute."""
     rows = [r for r in _read(f"step_trace_raw_{rank}_detail_time.csv") if r["step_num"].isdigit()]

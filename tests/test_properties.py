@@ -1,5 +1,5 @@
 """Property tests over random, well-formed traces (hypothesis): the loader never crashes, the
-step-time identity of DESIGN.md §3 holds on every rank and step, the numbers equal a slow reference
+step-time identity of docs/metrics.md holds on every rank and step, the numbers equal a slow reference
 written here from the definitions, and nothing that should not matter (event order, repeated
 metadata events, a constant clock offset, choosing one step) changes any result.
 
@@ -394,7 +394,7 @@ def load_docs(docs: list[dict], layout: str = "compact", gz: bool = False, chunk
 
 
 # ---------------------------------------------------------------------------------------------
-# The slow reference: DESIGN.md §3 with plain lists.
+# The slow reference: docs/metrics.md with plain lists.
 
 
 def reference_trace(r: Rank) -> dict | None:
@@ -406,7 +406,7 @@ def reference_trace(r: Rank) -> dict | None:
 
 
 def reference_steps(r: Rank) -> dict[int, dict]:
-    """Per step (DESIGN.md §3 step windows), each by its own rule: a GPU annotation clips every task
+    """Per step (docs/metrics.md step windows), each by its own rule: a GPU annotation clips every task
     of the rank to it; a step without one (all steps, or some when others have one) has the tasks
     launched inside its host step, from the first start to the last end."""
     out = {}
@@ -441,7 +441,7 @@ def _ns(us: float | None) -> int | None:
 
 
 def check_identity(row: dict) -> None:
-    """DESIGN.md §3's identity and the term relations on one breakdown row, in exact ns."""
+    """docs/metrics.md's identity and the term relations on one breakdown row, in exact ns."""
     where = f"rank {row['rank']} step {row.get('step')}"
     if row["first_busy_ns"] is None:  # a GPU annotation window with no device task in it
         check_empty_window(row, where)

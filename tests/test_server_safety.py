@@ -1,5 +1,5 @@
 """The dashboard server answers only its pages, Dash's endpoints and Dash's registered bundles:
-no file of the profile, beside it, or anywhere else, whatever the path trick (DESIGN.md section 4,
+no file of the profile, beside it, or anywhere else, whatever the path trick (docs/robustness.md,
 issue 4). Requests go both through Flask's test client and as raw bytes over a real socket, so
 that no client-side path normalisation hides a `..`."""
 

@@ -14,7 +14,7 @@ import functools
 
 import polars as pl
 
-#: Kinds of device task. COMP = kernel + memset, COMM = communication, MEM = memcpy (DESIGN.md §3).
+#: Kinds of device task. COMP = kernel + memset, COMM = communication, MEM = memcpy (docs/metrics.md).
 TASK_KINDS = ("kernel", "memset", "memcpy", "communication")
 
 #: Kinds of host event.

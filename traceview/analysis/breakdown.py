@@ -1,4 +1,4 @@
-"""Step-time decomposition: where each rank's step time went (DESIGN.md §3).
+"""Step-time decomposition: where each rank's step time went (docs/metrics.md).
 
 Device tasks split into COMP (kernels and memsets), COMM (communication) and MEM (memcpy). Per rank
 and window W (one step, or the whole trace), all sets clipped to W, U = union over all streams:
@@ -52,7 +52,7 @@ SETS = ["comp", "comm", "mem"]
 #: Pipeline-parallel receive operations whose raw duration is the bubble (torch_npu's rule).
 RECEIVE_PATTERN = r"(?i)^hcom_receive"
 
-#: The overlap terms (DESIGN.md §3): a window's device time by what runs at the same time, in the
+#: The overlap terms (docs/metrics.md): a window's device time by what runs at the same time, in the
 #: order every view shows them.
 OVERLAP_TERMS = ("computing", "communication", "overlapped", "communication_not_overlapped", "exposed_memcpy", "free")
 

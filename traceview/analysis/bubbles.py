@@ -1,4 +1,4 @@
-"""Pipeline bubbles of GPU traces, and which pipeline stage each rank is (DESIGN.md §3, "bubble").
+"""Pipeline bubbles of GPU traces, and which pipeline stage each rank is (docs/metrics.md, "bubble").
 
 Ascend traces have a tool-defined bubble (torch_npu: Σ raw duration of `hcom_receive*` ops, see
 `traceview.analysis.breakdown`). For GPU traces no reference tool defines one, so traceview uses
@@ -7,7 +7,7 @@ construction (`tests/support/pipeline.py`, `sample_traces/pp4_1f1b`).
 
 Definitions (per rank r and step N; U = union of intervals over all streams of the device):
 
-- COMP_r,N: the compute tasks of r in step N (kinds kernel and memset, DESIGN.md's COMP), by the
+- COMP_r,N: the compute tasks of r in step N (kinds kernel and memset, docs/metrics.md's COMP), by the
   tasks' `step` column (the rank's step window rule). compute_r,N = |U(COMP_r,N)|.
 - P2P: communication tasks that are point-to-point: `collective` send, recv or sendrecv, or
   coalesced with a send/recv kernel name (`ncclDevKernel_SendRecv`, `hcom_send`, ...); where
@@ -68,7 +68,7 @@ import polars as pl
 
 from traceview.analysis import intervals as iv
 
-#: Device task kinds that are compute (DESIGN.md COMP).
+#: Device task kinds that are compute (docs/metrics.md COMP).
 COMPUTE_KINDS = ("kernel", "memset")
 #: `collective` values of point-to-point communication.
 P2P_COLLECTIVES = ("send", "recv", "sendrecv")

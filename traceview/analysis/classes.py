@@ -1,6 +1,6 @@
 """Compute classes: which kind of work each device task is, and how the device time splits.
 
-Every device task gets a fine class and its group (DESIGN.md §3):
+Every device task gets a fine class and its group (docs/metrics.md):
 
 | group              | fine classes                                       |
 |--------------------|----------------------------------------------------|

@@ -1,5 +1,5 @@
 """Cross-rank collectives: the same collective matched over its ranks, wait and transfer time,
-bandwidth, the straggler, and per-step skew (DESIGN.md §3, "Cross-rank collectives").
+bandwidth, the straggler, and per-step skew (docs/metrics.md, "Cross-rank collectives").
 
 Input: the canonical `device_tasks` of several ranks (`Trace.device_tasks`); only tasks of kind
 `communication` are used, with their `collective`, `process_group`, `group_size` and `msg_bytes`

@@ -1,4 +1,4 @@
-"""Iteration gaps, stream idle time, launch delays and long steps (DESIGN.md §3).
+"""Iteration gaps, stream idle time, launch delays and long steps (docs/metrics.md).
 
 Four pure functions of the canonical frames (`device_tasks`, `host_events`, `steps`) and of the
 step breakdown (`traceview.analysis.breakdown.step_breakdown`). Inputs are never modified; every

@@ -1,4 +1,4 @@
-"""The iteration: each step's whole wall time, and where it went (DESIGN.md §3, "The whole
+"""The iteration: each step's whole wall time, and where it went (docs/metrics.md, "The whole
 iteration"; the TensorBoard plugin's Overview, the MindSpore guide's split of a training step).
 
 The step terms of `traceview.analysis.breakdown` measure the device window of a step (what torch_npu

@@ -1,4 +1,4 @@
-"""Phases: forward, backward, optimizer and other, for device time and for wall time (DESIGN.md §3,
+"""Phases: forward, backward, optimizer and other, for device time and for wall time (docs/metrics.md,
 "The whole iteration"; docs/metrics.md, "Phases").
 
 **Host phase spans** (per rank; `traceview/rules/phases.toml` [[phase]] entries with a `host`

@@ -1,4 +1,4 @@
-"""Training throughput and model FLOPs utilisation (MFU) from step times (DESIGN.md §3, "Throughput").
+"""Training throughput and model FLOPs utilisation (MFU) from step times (docs/metrics.md, "Throughput").
 
 Definitions, per step (s = step time in seconds, D = devices in the job, T = tokens per step over
 the whole job, i.e. seq_len x global_batch):

@@ -1,6 +1,6 @@
 """Step windows of a Kineto rank: which device time belongs to ProfilerStep#N.
 
-Rules (DESIGN.md §3), per rank:
+Rules (docs/metrics.md), per rank:
 1. gpu_annotation: the GPU-side `ProfilerStep#N` annotation (Kineto cat `gpu_user_annotation`)
    when the trace has one with a positive duration for the step. The device window is that
    annotation; a device task belongs to the step whose window contains its start, unless rule 2
