@@ -8,7 +8,7 @@ each launched by a cudaLaunchKernel, 100 GPU-annotated steps) to bench/out/serve
 once as `traceview serve` does (cold, with the rank-local analyses, filling the bench's own cache
 bench/out/serve_<N>k_cache), then times with a new Trace from the cache: the cached load, the
 first page (summary + app + overview callback); then the Timeline page's canvas timeline, its JSON
-API (`timeline_api`, answer serialised as sent): meta, the whole-trace view, a step zoom, a pan
+API (`timeline.api`, answer serialised as sent): meta, the whole-trace view, a step zoom, a pan
 inside the prefetched window (no request: checked with the client's rule), a round trip that
 leaves it, a search, a range selection and the overlays (`TimelineApi.overlays`: collectives,
 bubbles, findings). Numbers go to docs/benchmarks.md.
@@ -32,7 +32,7 @@ import traceview as tv  # noqa: E402
 from traceview.dashboards.app import app_for  # noqa: E402
 from traceview.dashboards.overview import update_overview  # noqa: E402
 from traceview.dashboards.state import DashboardState  # noqa: E402
-from traceview.dashboards.timeline_api import TimelineApi  # noqa: E402
+from traceview.dashboards.timeline.api import TimelineApi  # noqa: E402
 from traceview.summary import build_summary  # noqa: E402
 
 NAMES = [

@@ -115,7 +115,7 @@ def _check_cards(page, doc: dict) -> None:
         if wait is not None:
             assert page.inner_text("#card-straggler-detail") == f"others wait {wait / 1000:,.3f} ms (mean)"
     lines = [p.strip() for p in page.locator("#headline p").all_inner_texts()]
-    from traceview.summary import headline_lines
+    from traceview.summary_text import headline_lines
 
     assert lines == [line.strip() for line in headline_lines(head)]
 

@@ -429,7 +429,7 @@ def test_expected_table_on_the_overview_with_a_model_config():
 
 def test_rule_findings_are_listed_as_text(dp4_app, dp4):
     """One item per rule (the rule's worst finding, its term and ranks), not one per rank."""
-    from traceview.summary import finding_heading
+    from traceview.summary_text import finding_heading
 
     _, doc = dp4
     assert len(doc["findings_by_rule"]) < len(doc["findings"])

@@ -4,7 +4,7 @@
   notebook's `t.plot.timeline`: level of detail from the window, step windows, hover text.
 - The dashboard's Timeline page, the canvas timeline: its layout and URL link through Dash's HTTP
   endpoints, and what the old server-rendered page offered, now through the canvas's JSON routes
-  (dashboards/timeline_api.py): task details with the launch delay, two ranks, host threads, the
+  (dashboards/timeline/api.py): task details with the launch delay, two ranks, host threads, the
   filter bar's class and name filters, kernel names kept as text. (The browser side:
   tests/test_browser_timeline.py.)
 """
@@ -23,10 +23,10 @@ from tests.support.timeline import frame
 from tests.test_dashboard import HOSTILE, hostile_trace  # noqa: F401  (fixture)
 from traceview.analysis import timeline as tl
 from traceview.analysis.gaps import launch_delays
-from traceview.dashboards import timeline_api
 from traceview.dashboards.app import create_app
 from traceview.dashboards.colors import CLASS_COLORS
-from traceview.dashboards.timeline_model import TimelineModel
+from traceview.dashboards.timeline import api as timeline_api
+from traceview.dashboards.timeline.model import TimelineModel
 from traceview.dashboards.timeline_page import LIMIT, X_TITLE, TimelineData, hover_safe
 from traceview.summary import build_summary
 

@@ -297,13 +297,14 @@ def test_diff_attributes_a_data_loading_change_to_data_loading(tmp_path):
 
 
 def test_the_headline_leads_the_summary_the_report_and_the_dashboard(tmp_path):
-    """One wording (traceview.summary.headline_lines) first in every view: the summary text's first
+    """One wording (traceview.summary_text.headline_lines) first in every view: the summary text's first
     lines, the report's first section and the top of the dashboard's overview."""
     from traceview.cli.summary import render_summary
     from traceview.dashboards.overview import overview_layout
     from traceview.dashboards.report import report_html
     from traceview.dashboards.state import DashboardState
-    from traceview.summary import build_summary, headline_lines
+    from traceview.summary import build_summary
+    from traceview.summary_text import headline_lines
 
     trace = tv.load(_training_run(tmp_path / "run.pt.trace.json", 20_000), use_cache=False)
     doc = build_summary(trace)

@@ -80,6 +80,8 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
         "traceview/parsers/kineto.py",
         "traceview/parsers/ascend/__init__.py",
         "traceview/dashboards/app.py",
+        "traceview/dashboards/timeline/api.py",
+        "traceview/py.typed",
         "traceview/rules/findings.toml",
     ):
         assert module in names

@@ -1,4 +1,4 @@
-"""The canvas timeline's JSON API (dashboards/timeline_api.py) through Flask's test client."""
+"""The canvas timeline's JSON API (dashboards/timeline/api.py) through Flask's test client."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def test_only_the_named_assets_and_routes_are_served(dp4):
 def test_warm_builds_the_model_in_the_background_once():
     """`traceview serve` warms the timeline: the model is built by the thread, and a request
     afterwards reuses it (the same object) instead of building another."""
-    from traceview.dashboards.timeline_api import TimelineApi
+    from traceview.dashboards.timeline.api import TimelineApi
 
     api = TimelineApi(tv.load(SAMPLES / "dp4_nccl"))
     api.warm().join(timeout=120)
@@ -139,7 +139,7 @@ def test_warm_builds_the_model_in_the_background_once():
 
 
 def test_a_failed_warm_is_reported_by_the_first_request(monkeypatch):
-    from traceview.dashboards import timeline_api
+    from traceview.dashboards.timeline import api as timeline_api
 
     api = timeline_api.TimelineApi(tv.load(SAMPLES / "dp4_nccl"))
     monkeypatch.setattr(timeline_api.TimelineModel, "from_trace", classmethod(lambda cls, t: 1 / 0))

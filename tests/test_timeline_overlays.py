@@ -1,4 +1,4 @@
-"""The canvas timeline's overlays (/api/timeline/overlays, dashboards/timeline_overlays.py):
+"""The canvas timeline's overlays (/api/timeline/overlays, dashboards/timeline/overlays.py):
 collectives split into wait and transfer equal `Trace.collectives()`, bubble regions sum to
 `Trace.bubbles()`, findings mark their ranks' step windows; windows slice, the answer is
 bounded, bad parameters answer 400."""
@@ -14,8 +14,8 @@ from tests.support.pipeline import write_1f1b
 from tests.test_bubbles import _steps, _tasks
 from traceview.analysis import timeline_overlays as to
 from traceview.analysis.bubbles import gpu_bubbles
-from traceview.dashboards import timeline_overlays
 from traceview.dashboards.app import create_app
+from traceview.dashboards.timeline import overlays as timeline_overlays
 from traceview.summary import build_summary
 
 DLRM = SHARED_TRACES / "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto"

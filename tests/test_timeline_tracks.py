@@ -174,7 +174,7 @@ def test_union_index_needs_the_rank_to_filter_by_rank():
 
 def test_range_totals_of_an_iteration_equal_the_iteration_breakdown():
     """The terms track summed over a step's iteration window gives the iteration breakdown's terms."""
-    from traceview.dashboards.timeline_model import track_items
+    from traceview.dashboards.timeline.model import track_items
 
     trace = tv.load(SAMPLES / "dp4_nccl")
     f = (

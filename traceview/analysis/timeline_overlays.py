@@ -1,6 +1,6 @@
 """traceview's own analyses as regions of the canvas timeline: collectives split into wait and
 transfer, pipeline bubbles, findings. Pure functions of analysis frames (no file reads); the
-dashboard (`traceview.dashboards.timeline_overlays`) places them on lanes and sends them.
+dashboard (`traceview.dashboards.timeline.overlays`) places them on lanes and sends them.
 
 Definitions (times Int64 ns on each rank's own clock):
 

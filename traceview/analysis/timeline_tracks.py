@@ -1,6 +1,6 @@
 """The canvas timeline's arithmetic: lane roles, call depth, per-lane level of detail, range totals.
 
-The dashboard's canvas timeline (`traceview.dashboards.timeline_api`) draws *items*: one row per
+The dashboard's canvas timeline (`traceview.dashboards.timeline.api`) draws *items*: one row per
 drawn interval with the columns lane (Int64, the lane it is drawn on), id (Int64, unique), rank,
 start_ns, end_ns (Int64 ns, end >= start), name (String) and cls (String: the colour class —
 a device task's compute class, a host event's kind, an iteration term, "step"). Items are kept

@@ -17,7 +17,7 @@ import polars as pl
 from traceview.cli.text import bullet_list, table
 from traceview.run_compare import change_text, headlines
 from traceview.safe_text import csv_safe, json_text, one_line_strings
-from traceview.summary import size_text
+from traceview.summary_text import size_text
 
 #: A run's label in a column header is cut to this many characters.
 LABEL_WIDTH = 24

@@ -12,7 +12,7 @@ from traceview.analysis.diff import DIFF_TERMS
 from traceview.cli.text import bullet_list, table
 from traceview.run_diff import BASE, NEW, int_ranges, iteration_headline
 from traceview.safe_text import json_text, one_line_strings
-from traceview.summary import size_text
+from traceview.summary_text import size_text
 
 #: Above this many ranks the step-time table shows only the all-ranks row.
 MAX_RANK_ROWS = 8

@@ -6,7 +6,7 @@ import orjson
 
 from traceview.cli.text import bullet_list, table
 from traceview.safe_text import json_text, one_line, one_line_strings
-from traceview.summary import companion_text
+from traceview.summary_text import companion_text
 from traceview.trace import Trace
 
 COLUMNS = [

@@ -12,7 +12,7 @@ from traceview.analysis.model_config import model_config
 from traceview.cli.text import bullet_list, table
 from traceview.errors import TraceError
 from traceview.safe_text import csv_safe, json_text, one_line, one_line_strings
-from traceview.summary import expected_value_text
+from traceview.summary_text import expected_value_text
 from traceview.trace import Trace
 
 COLUMNS = [

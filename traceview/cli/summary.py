@@ -13,7 +13,7 @@ from traceview.analysis.traced_flops import MIN_FLOPS_COVERAGE
 from traceview.cli.roofline import expected_text
 from traceview.cli.text import bullet_list, table
 from traceview.safe_text import json_text, one_line, one_line_strings
-from traceview.summary import companion_text, finding_heading, headline_lines, size_text, traced_rate_text
+from traceview.summary_text import companion_text, finding_heading, headline_lines, size_text, traced_rate_text
 
 #: (summary key, column header) of the per-step table; values shown in ms.
 STEP_COLUMNS = [

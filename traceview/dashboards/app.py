@@ -7,8 +7,8 @@ The filters (ranks, step, classes, name) live in the URL query string (`tracevie
 so a view can be shared by its address. The callbacks are module-level functions of (state,
 inputs): the shell's here, the pages' in `overview` and `compare_view`; they run on the server
 from the summary and the Trace's memoised analyses, and the browser only receives figures and
-table rows. The Timeline page is a canvas drawn in the browser (`timeline_view`) over JSON routes
-(`timeline_api`); it follows the same URL. Everything from the trace goes into components as text
+table rows. The Timeline page is a canvas drawn in the browser (`timeline.view`) over JSON routes
+(`timeline.api`); it follows the same URL. Everything from the trace goes into components as text
 or data, which React, plotly and the grid escape; nothing is formatted into HTML.
 """
 
@@ -43,8 +43,8 @@ from traceview.dashboards.query import (
 from traceview.dashboards.roofline_view import roofline_click, roofline_layout, update_roofline
 from traceview.dashboards.server import harden, log
 from traceview.dashboards.state import DashboardState
-from traceview.dashboards.timeline_api import TimelineApi, register
-from traceview.dashboards.timeline_view import URL_JS, timeline_layout
+from traceview.dashboards.timeline.api import TimelineApi, register
+from traceview.dashboards.timeline.view import URL_JS, timeline_layout
 from traceview.safe_text import one_line
 
 __all__ = ["FILTER_WIDGETS", "create_app", "make_query", "parse_compare", "parse_filters", "parse_query"]
@@ -319,7 +319,7 @@ def app_for(state: DashboardState, warm_timeline: bool = False) -> dash.Dash:
         State("url", "search"),
         prevent_initial_call=True,
     )(guarded(roofline_click, state))
-    # In the browser: each new query string reaches the canvas timeline (timeline_view.URL_JS).
+    # In the browser: each new query string reaches the canvas timeline (timeline.view.URL_JS).
     app.clientside_callback(URL_JS, Output("tvtl-url", "data"), Input("url", "search"))
     for table in linked_tables(state.summary):  # a kernel or operator name -> its instances on the Timeline
         app.callback(

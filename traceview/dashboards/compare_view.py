@@ -15,7 +15,7 @@ from traceview.dashboards.colors import ITERATION_COLORS
 from traceview.dashboards.html_page import Page, header_item, heading, items, table, text
 from traceview.run_compare import change_text, headlines
 from traceview.safe_text import one_line
-from traceview.summary import size_text
+from traceview.summary_text import size_text
 
 
 def _ms(us) -> str:

@@ -9,7 +9,7 @@ from traceview.analysis.iteration import LABELS
 from traceview.dashboards.html_page import Page, header_item, heading, items, table, text
 from traceview.run_diff import iteration_headline
 from traceview.safe_text import one_line
-from traceview.summary import size_text
+from traceview.summary_text import size_text
 
 
 def diff_section(diff: dict) -> list[dict]:

@@ -28,7 +28,7 @@ from traceview.dashboards.overview_tables import (
 from traceview.dashboards.query import parse_filters, parse_query
 from traceview.dashboards.state import DashboardState
 from traceview.safe_text import one_line
-from traceview.summary import expected_value_text, finding_heading, headline_lines
+from traceview.summary_text import expected_value_text, finding_heading, headline_lines
 
 __all__ = ["FONT", "GRAPH_CONFIG", "OUTPUTS", "TABLE_TOP", "kernel_rows", "overview_layout", "update_overview"]
 
@@ -114,7 +114,7 @@ def headline_cards(summary: dict) -> html.Div:
 
 
 def _headline(summary: dict) -> html.Div:
-    """The summary's headline (`traceview.summary.headline_lines`): the iteration and its terms,
+    """The summary's headline (`traceview.summary_text.headline_lines`): the iteration and its terms,
     the phases' shares of the wall time."""
     lines = headline_lines(summary.get("headline"))
     return html.Div([html.P(line.strip(), style={"margin": "2px 0"}) for line in lines], id="headline")

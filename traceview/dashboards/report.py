@@ -26,7 +26,7 @@ from traceview.dashboards.diff_report import diff_section
 from traceview.dashboards.html_page import Page, fmt_ms, fmt_pct, header_item, heading, items, table, text
 from traceview.dashboards.report_limits import expected_section, roofline_section, throughput_section, what_if_section
 from traceview.dashboards.timeline_page import TimelineData
-from traceview.summary import finding_heading, headline_lines, size_text
+from traceview.summary_text import finding_heading, headline_lines, size_text
 
 RAW_WINDOW_TASKS = 4_000  # raw tasks drawn per timeline window in a report
 TIMELINE_LIMIT = 5_000  # the whole-trace timeline is binned above this many tasks
@@ -114,7 +114,7 @@ PHASE_ORDER = [*phases.WALL_COLUMNS, *phases.DEVICE_COLUMNS]
 
 
 def iteration_section(summary: dict) -> list[dict]:
-    """The headline (`summary.headline_lines`) and where each rank-step's iteration went."""
+    """The headline (`summary_text.headline_lines`) and where each rank-step's iteration went."""
     lines = headline_lines(summary.get("headline"))
     if not lines:
         return [text("No iteration: the profile has no steps.", "note")]

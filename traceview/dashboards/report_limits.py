@@ -6,7 +6,7 @@ and returns report blocks (`html_page`)."""
 from __future__ import annotations
 
 from traceview.dashboards.html_page import Page, fmt_ms, fmt_pct, items, table, text
-from traceview.summary import expected_value_text
+from traceview.summary_text import expected_value_text
 
 
 def roofline_section(page: Page, trace, summary: dict) -> list[dict]:

@@ -14,7 +14,7 @@ from dash import dcc, html
 
 from traceview.dashboards.query import TIMELINE_PATH, instances_query, parse_query
 from traceview.dashboards.roofline_figure import roofline_figure
-from traceview.summary import traced_rate_text
+from traceview.summary_text import traced_rate_text
 
 #: Operators listed under the figure.
 TABLE_ROWS = 25

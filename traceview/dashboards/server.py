@@ -30,7 +30,7 @@ from traceview.safe_text import one_line
 # What the dashboard's HTTP server answers: its pages, Dash's own endpoints, and the JavaScript
 # bundles Dash registered (it checks the name against its list), the canvas timeline's scripts
 # (the named files of dashboards/assets, shipped in the package) and its JSON routes
-# (`timeline_api`). Nothing else: no other /assets or /static file, no path with a `..` segment,
+# (`timeline.api`). Nothing else: no other /assets or /static file, no path with a `..` segment,
 # no file of the profile or beside it (the parsed frames are in memory; the server opens no file
 # after the load).
 PAGES = ("/", TIMELINE_PATH, ROOFLINE_PATH, COMPARE_PATH)

@@ -3,7 +3,7 @@
 The callbacks are module-level functions of (state, inputs) (`traceview.dashboards.overview`,
 `traceview.dashboards.app`); `create_app` binds them to one state. The state holds the loaded
 Trace, its summary document and the choices the filters offer. (The Timeline page's data is the
-canvas timeline's model, `traceview.dashboards.timeline_api`, built on its first request.)
+canvas timeline's model, `traceview.dashboards.timeline.api`, built on its first request.)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The plotly timeline of the HTML report (`traceview.dashboards.report`) and the notebook
 (`traceview.dashboards.plots`): one lane per (rank, stream), level of detail chosen in Python.
-(The dashboard's Timeline page is the canvas timeline: `traceview.dashboards.timeline_api`.)
+(The dashboard's Timeline page is the canvas timeline: `traceview.dashboards.timeline.api`.)
 
 `TimelineData` holds the classified device tasks sorted once by start (`timeline.sort_tasks`), the
 lanes and the step windows. For a window it asks `timeline.view` (limit 20,000 raw tasks, ~800

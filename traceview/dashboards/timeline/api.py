@@ -13,7 +13,7 @@ names sent once per distinct name (a dictionary; each item carries its index).
 - /api/timeline/search?q[&ranks&host&cls&name]: the items whose name contains q (case-insensitive).
 - /api/timeline/range?start&end[&ranks&cls&name]: busy time by class, lane and iteration term.
 - /api/timeline/overlays?start&end[&ranks]: collectives split into wait and transfer, pipeline
-  bubbles and findings as regions (`traceview.dashboards.timeline_overlays`).
+  bubbles and findings as regions (`traceview.dashboards.timeline.overlays`).
 
 `cls` (classes, comma-separated) and `name` (a substring, case-insensitive) are the dashboard's
 filter bar (the URL's `class=` and `q=`): they keep only the device tasks of those classes whose
@@ -36,8 +36,8 @@ import polars as pl
 from traceview.analysis import timeline_tracks as tt
 from traceview.dashboards.colors import ITERATION_COLORS, class_color
 from traceview.dashboards.query import MAX_NAME, ascii_int
-from traceview.dashboards.timeline_model import FAMILIES, TimelineModel
-from traceview.dashboards.timeline_overlays import TimelineOverlays
+from traceview.dashboards.timeline.model import FAMILIES, TimelineModel
+from traceview.dashboards.timeline.overlays import TimelineOverlays
 from traceview.safe_text import one_line
 
 API = "/api/timeline/"
