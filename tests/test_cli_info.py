@@ -5,18 +5,17 @@ from __future__ import annotations
 import gzip
 import json
 import subprocess
-import sys
 
 import orjson
 import pytest
 
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, ROOT, run_cli
 
 pytestmark = pytest.mark.integration
 
 
 def run(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "traceview", *args], capture_output=True, text=True, cwd=cwd)
+    return run_cli(*args, cwd=cwd)
 
 
 def test_info_json_shape_on_hand_written_trace():

@@ -24,7 +24,7 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from tests.conftest import ROOT, SAMPLES, SHARED_TRACES, needs_shared
+from tests.conftest import ROOT, SAMPLES, SHARED_TRACES, needs_shared, run_cli
 from tests.support.callbacks import layout_text
 from tests.support.serve import stop
 from traceview import run_compare
@@ -278,9 +278,7 @@ def test_dashboard_without_runs_to_compare(traces):
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "traceview", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    return run_cli(*args, timeout=300)
 
 
 RUNS = [str(SAMPLES / n) for n in NAMES]

@@ -15,9 +15,9 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import pathlib
 import statistics
 import subprocess
-import sys
 from collections import defaultdict
 from contextlib import contextmanager
 
@@ -28,7 +28,7 @@ import pytest
 import traceview as tv
 from sample_traces.samplegen import dp4 as gen_dp4
 from sample_traces.samplegen import kernels as gen_kernels
-from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
+from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared, run_cli
 from tests.test_breakdown import close
 from traceview.analysis import diff as d
 
@@ -384,7 +384,7 @@ def test_h100_vs_mi300_against_tracelens(model):
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "traceview", *args], capture_output=True, text=True)
+    return run_cli(*args, cwd=pathlib.Path.cwd())
 
 
 def test_cli_json_is_the_api_dict(pair, result):

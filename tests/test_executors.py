@@ -81,6 +81,7 @@ def test_cli_missing_ray_exits_1_with_one_line(tmp_path):
         "ray",
         "--no-cache",
         env={"PYTHONPATH": f"{tmp_path}:{ROOT}"},
+        fresh=True,  # the path is read when the interpreter starts
     )
     assert out.returncode == 1, out.stderr
     lines = out.stderr.strip().splitlines()

@@ -8,7 +8,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 
 import orjson
@@ -16,6 +15,7 @@ import polars as pl
 import pytest
 
 import traceview as tv
+from tests import conftest
 from tests.conftest import DATA, ROOT, SAMPLES
 from traceview.dashboards.html_page import script_json
 from traceview.dashboards.report import report_html
@@ -29,9 +29,7 @@ HOSTILE_FILE = "\"><img src=x onerror=alert(2)>'"
 
 
 def run_cli(*args: str, cwd=ROOT, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "traceview", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
-    )
+    return conftest.run_cli(*args, cwd=cwd, timeout=timeout)
 
 
 class Elements(HTMLParser):

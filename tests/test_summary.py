@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import orjson
 import polars as pl
 import pytest
 
 import traceview as tv
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, ROOT, run_cli
 from traceview.analysis.breakdown import DERIVED, TERMS
 from traceview.summary import ITERATION_COLUMNS
 
@@ -26,7 +25,7 @@ STEP_KEYS = {"step", *[f"{t}_us" for t in TERMS], *DERIVED, "gap_before_us", "it
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "traceview", *args], capture_output=True, text=True, cwd=ROOT)
+    return run_cli(*args)
 
 
 def summary_json(rel: str, *extra: str) -> dict:
