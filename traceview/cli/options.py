@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import click
 
@@ -56,6 +58,9 @@ def _spec(ctx: click.Context, param: click.Parameter, value: str | None):
 @dataclass(frozen=True)
 class LoadOptions:
     """How a command loads its profiles (`traceview.load`'s options)."""
+
+    #: the decorator adding these options to a command (set below, `_group`)
+    options: ClassVar[Callable[[Callable], Callable]]
 
     jobs: int | None = None
     no_cache: bool = False
@@ -141,6 +146,9 @@ LoadOptions.options = _group(
 class ModelOptions:
     """The model and job: what turns step times into tokens/s, model TFLOP/s and MFU."""
 
+    #: the decorator adding these options to a command (set below, `_group`)
+    options: ClassVar[Callable[[Callable], Callable]]
+
     tokens_per_step: float | None = None
     seq_len: int | None = None
     global_batch: int | None = None
@@ -205,6 +213,9 @@ ModelOptions.options = _group(
 class ClassOptions:
     """The user's compute-class rules file, tried before the shipped rules."""
 
+    #: the decorator adding these options to a command (set below, `_group`)
+    options: ClassVar[Callable[[Callable], Callable]]
+
     classes: Path | None = None
 
     def check(self) -> None:
@@ -230,6 +241,9 @@ ClassOptions.options = _group(
 @dataclass(frozen=True)
 class AdviceOptions:
     """What the findings need from the user: extra rules, and the pipeline's micro-batches."""
+
+    #: the decorator adding these options to a command (set below, `_group`)
+    options: ClassVar[Callable[[Callable], Callable]]
 
     findings_rules: Path | None = None
     micro_batches: int | None = None
@@ -266,6 +280,9 @@ AdviceOptions.options = _group(
 class ExpectOptions:
     """The transformer configuration of the analytical model (`traceview.analysis.model_config`):
     a TOML file and KEY=VALUE overrides."""
+
+    #: the decorator adding these options to a command (set below, `_group`)
+    options: ClassVar[Callable[[Callable], Callable]]
 
     model_config: Path | None = None
     model_keys: tuple[str, ...] = ()

@@ -127,17 +127,21 @@ class ArgReader(Protocol):
     def dims(self, positions: list[int], key: str, rendered: dict) -> pl.Series:
         """Launch grid/block (`key`) as 'x,y,z' text (`dims_text`), a String Series; `rendered` may
         memoise the texts."""
+        ...
 
     def scalars(self, positions: list[int], key: str) -> list:
         """The value of `key` if it is text or a number (not a bool), else None (`scalar`)."""
+        ...
 
     def shapes(self, positions: list[int], rendered: dict) -> list:
         """`Input Dims` as Ascend's `Input Shapes` text (`shapes_text`); `rendered` memoises the
         text per distinct dims value across chunks."""
+        ...
 
     def items(self, positions: list[int], key: str, rendered: dict) -> list:
         """A list arg (`Input type`, `Concrete Inputs`) as `items_text`, None where the arg is not
         a list; `rendered` memoises the texts."""
+        ...
 
 
 @dataclass
