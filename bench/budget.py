@@ -204,7 +204,8 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
     if args.record is not None:
-        BUDGETS.write_text(json.dumps(record(results, budgets, args.record or None), indent=2) + "\n")
+        budgets = record(results, budgets, args.record or None)
+        BUDGETS.write_text(json.dumps(budgets, indent=2) + "\n")
         print(f"budgets written to {BUDGETS}")
     over = check(results, budgets)
     if over:
