@@ -7,6 +7,7 @@ rank source (`input_bytes`, `parse_peak`: it knows the formats) and decides (`ch
 from __future__ import annotations
 
 from traceview.errors import TraceError
+from traceview.parsers import kineto
 from traceview.parsers.detect import Source, input_files
 from traceview.parsers.host_ram import (
     LIMIT_ENV,
@@ -26,8 +27,8 @@ DATABASE_FORMATS = ("nsys", "msprof")
 
 
 def input_bytes(source: Source) -> int:
-    """Uncompressed bytes a parser reads for one rank source (module docstring; 0 if its files
-    cannot be stat'ed)."""
+    """Uncompressed bytes a parser reads for one rank source (as `host_ram`'s docstring counts
+    them; 0 if its files cannot be stat'ed)."""
     try:
         return sum(
             database_bytes(p) if source.format in DATABASE_FORMATS or p.name.endswith(".db") else uncompressed_size(p)
@@ -38,11 +39,9 @@ def input_bytes(source: Source) -> int:
 
 
 def parse_peak(source: Source, size: int, jobs: int = 1) -> int:
-    """Peak bytes of parsing one rank source of `size` input bytes (module docstring); `jobs`:
+    """Peak bytes of parsing one rank source of `size` input bytes (`host_ram`'s estimate); `jobs`:
     processes that decode its chunks (a single large Kineto file parsed in-process)."""
     if source.format == "kineto":
-        from traceview.parsers import kineto
-
         extra = jobs if jobs > 1 and size >= kineto.PARALLEL_FILE_BYTES else 0
         return int(STREAM_FIXED * (1 + extra) + STREAM_FACTOR * size)
     return int(PARSE_FACTOR * size)
