@@ -19,9 +19,11 @@ their set.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -100,10 +102,12 @@ def run_cli(
     code and output (stdout, stderr) captured as text.
 
     In this process by default, through click's test runner: the command's own code, without an
-    interpreter start and a second import of everything (a fresh process costs ~1.5 s here). An
-    exception the command lets escape reads as a real process shows it: a traceback on stderr and
-    exit code 1. `fresh=True` runs `python -m traceview` in a new process, for what only a process
-    has: signal handlers, process-wide settings read at start-up, a crash, `timeout` (seconds)."""
+    interpreter start and a second import of everything (a fresh process costs ~1.5 s here). It
+    reads as a real process would: an exception the command lets escape is a traceback on stderr
+    and exit code 1, and the warnings Python shows by default are on stderr. Past `timeout`
+    seconds the whole test run is stopped with every thread's stack (a hang must not stall CI).
+    `fresh=True` runs `python -m traceview` in a new process, for what only a process has: signal
+    handlers, process-wide settings read at start-up, a crash."""
     if fresh:
         return subprocess.run(
             [sys.executable, "-m", "traceview", *args],
@@ -125,11 +129,18 @@ def run_cli(
         runner = CliRunner()
     here = os.getcwd()
     os.chdir(cwd)
+    faulthandler.dump_traceback_later(timeout, exit=True)
     try:
-        result = runner.invoke(main, list(args), env=env, prog_name="traceview")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = runner.invoke(main, list(args), env=env, prog_name="traceview")
     finally:
+        faulthandler.cancel_dump_traceback_later()
         os.chdir(here)
     stderr = result.stderr
+    for w in caught:  # those a fresh process shows (its default filters hide these categories)
+        if not issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)):
+            stderr += warnings.formatwarning(w.message, w.category, w.filename, w.lineno)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         stderr += "".join(traceback.format_exception(result.exception))
     return subprocess.CompletedProcess(["traceview", *args], result.exit_code, result.stdout, stderr)

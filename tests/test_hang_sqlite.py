@@ -166,7 +166,7 @@ def test_rows_past_the_memory_available_stop_with_one_line(tmp_path):
 BIG_PARENT = """
 import subprocess, sys
 ballast = b"x" * (800 << 20)
-code = "from traceview.parsers.sqlite_ro import _peak_rss; print(_peak_rss())"
+code = "from traceview.parsers.host_ram import peak_rss; print(peak_rss())"
 subprocess.run([sys.executable, "-c", code], preexec_fn=lambda: None, check=True)
 """
 

@@ -82,6 +82,7 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
         "traceview/dashboards/app.py",
         "traceview/dashboards/timeline/api.py",
         "traceview/py.typed",
+        "traceview/dashboards/templates/page.html.j2",
         "traceview/rules/findings.toml",
     ):
         assert module in names

@@ -129,7 +129,7 @@ def asc_build():
 
 
 def asc_step_values(rk, step):
-    """step_trace_time.csv row values (ns) from the raw tasks, DESIGN.md section 3."""
+    """step_trace_time.csv row values (ns) from the raw tasks, docs/metrics.md."""
     comp = [(t["start"], t["end"]) for t in rk["tasks"] if t["step"] == step]
     comm = [(h["start"], h["end"]) for h in rk["hccl"] if h["step"] == step]
     allb = union(comp + comm)

@@ -362,7 +362,7 @@ def write_dp4(out: Path):
     files = []
     expected = {
         "description": "dp4_nccl known values; times in integer ns on the trace clock (Kineto ts * 1000)",
-        "definitions": "DESIGN.md section 3; window = GPU-side ProfilerStep#N (union of its "
+        "definitions": "docs/metrics.md; window = GPU-side ProfilerStep#N (union of its "
         "gpu_user_annotation spans over streams) = first to last device task of the step",
         "world_size": DP["world"],
         "slow_rank": DP["slow_rank"],

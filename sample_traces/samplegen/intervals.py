@@ -74,7 +74,7 @@ OVERLAP_TERMS_NS = (
 
 
 def overlap_breakdown(comp, comm, mem=()):
-    """DESIGN.md section 3 numbers for one rank and one window, given already-clipped interval lists."""
+    """docs/metrics.md numbers for one rank and one window, given already-clipped interval lists."""
     uc, um, ux = union(comp), union(comm), union(mem)
     busy = union(list(uc) + list(um) + list(ux))
     return {

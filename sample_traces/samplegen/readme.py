@@ -48,7 +48,7 @@ def readme_text(dp_exp, pp_exp, asc_exp, cpu_info, sizes, file_list):
         md_table(("sample", "what", "files", "bytes"), ((f"`{k}/`", v[0], v[1], f"{v[2]:,}") for k, v in sizes.items()))
     )
     a("")
-    a("Definitions follow `DESIGN.md` section 3 (U = union of intervals over all streams of one device, |X| =")
+    a("Definitions follow `docs/metrics.md` (U = union of intervals over all streams of one device, |X| =")
     a("length): computing = |U(COMP)|, communication = |U(COMM)|, overlapped = |U(COMP) ∩ U(COMM)|,")
     a("communication_not_overlapped = |U(COMM) − U(COMP)|, exposed_memcpy = |U(MEM) − U(COMP) − U(COMM)|, free =")
     a("gaps between consecutive merged busy intervals inside the window.  COMP = compute kernels + memsets, COMM =")

@@ -75,7 +75,7 @@ def uncompressed_size(path: Path) -> int:
 
 def estimate(sizes: list[int], workers: int, peaks: list[int] | None = None) -> int:
     """Peak bytes to parse ranks of these input sizes with `workers` at once (module docstring);
-    `peaks`: each rank's parse peak (`parse_peak`), default PARSE_FACTOR x its size."""
+    `peaks`: each rank's parse peak (`load_guard.parse_peak`), default PARSE_FACTOR x its size."""
     if peaks is None:
         peaks = [int(PARSE_FACTOR * n) for n in sizes]
     largest = sorted(peaks, reverse=True)[: max(workers, 1)]

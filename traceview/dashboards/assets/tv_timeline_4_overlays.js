@@ -1,5 +1,5 @@
 /* traceview canvas timeline, part 4: traceview's own analyses drawn over the lanes
- * (/api/timeline/overlays, dashboards/timeline_overlays.py):
+ * (/api/timeline/overlays, dashboards/timeline/overlays.py):
  *
  * - collectives: each instance on its communication lane, its wait part (from its start to
  *   start + wait: this rank waiting for the last-arriving one) hatched and lighter, its transfer
