@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from traceview.parsers.host_ram import vm_hwm
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: The address-space limit of the child (bytes): the issue's "bounded memory (under 1.5 GB)".
@@ -58,34 +60,18 @@ def _limit(memory: int):
 CHILD_ENV = {"POLARS_MAX_THREADS": "2", "MALLOC_ARENA_MAX": "2"}
 
 
-#: Runs `python -m traceview` (runpy, the same process) and, at exit, writes the VmHWM of its
-#: status (kB) to the file named by its first argument.
+#: Runs `python -m traceview` (runpy, the same process) and, at exit, writes its peak resident
+#: memory (`host_ram.peak_rss`, bytes) to the file named by its first argument.
 LAUNCH = """
 import atexit, runpy, sys
 peak_file = sys.argv.pop(1)
 def write_peak():
-    try:
-        with open("/proc/self/status", "rb") as f:
-            kb = next(line for line in f if line.startswith(b"VmHWM:")).split()[1]
-        with open(peak_file, "wb") as f:
-            f.write(kb)
-    except (OSError, StopIteration, IndexError):
-        pass
+    from traceview.parsers.host_ram import peak_rss
+    with open(peak_file, "w") as f:
+        f.write(str(peak_rss()))
 atexit.register(write_peak)
 runpy.run_module("traceview", run_name="__main__", alter_sys=True)
 """
-
-
-def _hwm_bytes(status: Path) -> int:
-    """VmHWM (bytes) of a /proc/PID/status file; 0 when it cannot be read."""
-    try:
-        with open(status, "rb") as f:
-            for line in f:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
 
 
 def start(args: list[str], memory: int = MEMORY_LIMIT, env: dict | None = None) -> subprocess.Popen:
@@ -112,7 +98,7 @@ def start(args: list[str], memory: int = MEMORY_LIMIT, env: dict | None = None) 
 def _sample_peak(proc: subprocess.Popen) -> None:
     """Keep the highest VmHWM seen so far of the running child."""
     seen = proc._peak  # type: ignore[attr-defined]
-    seen[1] = max(seen[1], _hwm_bytes(Path(f"/proc/{proc.pid}/status")))
+    seen[1] = max(seen[1], vm_hwm(proc.pid) or 0)
 
 
 def _peak_bytes(proc: subprocess.Popen, usage) -> int:
@@ -120,12 +106,12 @@ def _peak_bytes(proc: subprocess.Popen, usage) -> int:
     ru_maxrss where /proc is missing (not Linux)."""
     path, sampled = proc._peak  # type: ignore[attr-defined]
     try:
-        written = int(path.read_bytes() or 0) * 1024
+        written = int(path.read_text() or 0)
     except (OSError, ValueError):
         written = 0
     with contextlib.suppress(OSError):
         path.unlink()
-    if not Path("/proc/self/status").exists():
+    if vm_hwm() is None:
         return int(usage.ru_maxrss) * 1024
     return max(written, sampled)
 

@@ -121,20 +121,29 @@ def _cgroup_left() -> int | None:
         return None
 
 
-def peak_rss() -> int:
-    """This process' peak resident memory in bytes since it started its program (0 where unknown).
-
-    Linux: VmHWM of /proc/self/status, the high-water mark of the memory map exec made. Not
-    ru_maxrss, which also holds the peak of the map before exec: a child forked from a 2 GB
-    parent (a notebook kernel, a test runner) starts with a ru_maxrss of 2 GB, so growth measured
-    against it stays unseen until the child outgrows its parent. Elsewhere ru_maxrss."""
+def vm_hwm(pid: int | str = "self") -> int | None:
+    """VmHWM of process `pid` in bytes (/proc/PID/status: the high-water mark of the memory map
+    its program started with); None where /proc does not say (not Linux, the process gone)."""
     try:
-        with open("/proc/self/status", "rb") as f:
+        with open(f"/proc/{pid}/status", "rb") as f:
             for line in f:
                 if line.startswith(b"VmHWM:"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
+    return None
+
+
+def peak_rss() -> int:
+    """This process' peak resident memory in bytes since it started its program (0 where unknown).
+
+    Linux: `vm_hwm`, the high-water mark of the memory map exec made. Not ru_maxrss, which also
+    holds the peak of the map before exec: a child forked from a 2 GB parent (a notebook kernel,
+    a test runner) starts with a ru_maxrss of 2 GB, so growth measured against it stays unseen
+    until the child outgrows its parent. Elsewhere ru_maxrss."""
+    hwm = vm_hwm()
+    if hwm is not None:
+        return hwm
     try:
         import resource
     except ImportError:  # not on this platform
