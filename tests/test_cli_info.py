@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
 
 import orjson
 import pytest
 
-from tests.conftest import DATA, ROOT, run_cli
+from tests.conftest import DATA, run_cli
 
 pytestmark = pytest.mark.integration
 
 
-def run(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
-    return run_cli(*args, cwd=cwd)
-
-
 def test_info_json_shape_on_hand_written_trace():
-    out = run("info", str(DATA / "kineto_minimal.json"), "--format", "json")
+    out = run_cli("info", str(DATA / "kineto_minimal.json"), "--format", "json")
     assert out.returncode == 0, out.stderr
     doc = orjson.loads(out.stdout)
     assert set(doc) == {"source", "ranks", "companions", "warnings", "failures"}
@@ -32,7 +27,7 @@ def test_info_json_shape_on_hand_written_trace():
 
 
 def test_info_text_is_a_table():
-    out = run("info", str(DATA / "kineto_minimal.json"))
+    out = run_cli("info", str(DATA / "kineto_minimal.json"))
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     header = next(line for line in lines if line.startswith("rank"))
@@ -41,7 +36,7 @@ def test_info_text_is_a_table():
 
 
 def test_info_reports_warnings_once():
-    out = run("info", str(DATA / "kineto_malformed.json"), "--format", "json")
+    out = run_cli("info", str(DATA / "kineto_malformed.json"), "--format", "json")
     assert out.returncode == 0
     warnings = orjson.loads(out.stdout)["warnings"]
     assert len(warnings) == 3 and all("kineto_malformed.json" in w for w in warnings)
@@ -76,7 +71,7 @@ def _bad_inputs(tmp_path):
 )
 def test_bad_input_is_one_line_exit_1(tmp_path, name, expected):
     _bad_inputs(tmp_path)
-    out = run("info", str(tmp_path / name))
+    out = run_cli("info", str(tmp_path / name))
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr
@@ -85,27 +80,27 @@ def test_bad_input_is_one_line_exit_1(tmp_path, name, expected):
 
 
 def test_missing_path_and_empty_folder(tmp_path):
-    out = run("info", str(tmp_path / "nope"))
+    out = run_cli("info", str(tmp_path / "nope"))
     assert out.returncode == 1 and "no such file or folder" in out.stderr and "Traceback" not in out.stderr
-    out = run("info", str(tmp_path))
+    out = run_cli("info", str(tmp_path))
     assert out.returncode == 1 and "no profiles found" in out.stderr
 
 
 def test_verbose_shows_traceback(tmp_path):
     (tmp_path / "empty.json").write_bytes(b"")
-    out = run("-v", "info", str(tmp_path / "empty.json"))
+    out = run_cli("-v", "info", str(tmp_path / "empty.json"))
     assert out.returncode == 1 and "Traceback" in out.stderr
 
 
 def test_usage_error_exits_2():
-    assert run("info").returncode == 2
-    assert run("info", str(DATA), "--format", "xml").returncode == 2
+    assert run_cli("info").returncode == 2
+    assert run_cli("info", str(DATA), "--format", "xml").returncode == 2
 
 
 def test_failed_rank_among_good_ones_exit_1_but_others_shown(tmp_path):
     (tmp_path / "rank0.pt.trace.json").write_bytes((DATA / "kineto_minimal.json").read_bytes())
     (tmp_path / "rank1.pt.trace.json").write_bytes(b'{"traceEvents": [')
-    out = run("info", str(tmp_path), "--format", "json")
+    out = run_cli("info", str(tmp_path), "--format", "json")
     assert out.returncode == 1
     doc = orjson.loads(out.stdout)
     assert len(doc["ranks"]) == 1 and len(doc["failures"]) == 1
@@ -116,6 +111,6 @@ def test_profile_files_are_never_modified(tmp_path):
     target = tmp_path / "t.json"
     target.write_bytes((DATA / "kineto_minimal.json").read_bytes())
     before = (target.read_bytes(), target.stat().st_mtime_ns)
-    assert run("info", str(target)).returncode == 0
+    assert run_cli("info", str(target)).returncode == 0
     assert (target.read_bytes(), target.stat().st_mtime_ns) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]

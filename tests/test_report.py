@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from html.parser import HTMLParser
 
 import orjson
@@ -15,8 +14,7 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from tests import conftest
-from tests.conftest import DATA, ROOT, SAMPLES
+from tests.conftest import DATA, SAMPLES, run_cli
 from traceview.dashboards.html_page import script_json
 from traceview.dashboards.report import report_html
 from traceview.summary import build_summary
@@ -26,10 +24,6 @@ pytestmark = pytest.mark.integration
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 HOSTILE_QUOTES = "a\"b'c<!--d-->&amp;"
 HOSTILE_FILE = "\"><img src=x onerror=alert(2)>'"
-
-
-def run_cli(*args: str, cwd=ROOT, timeout: float = 180) -> subprocess.CompletedProcess:
-    return conftest.run_cli(*args, cwd=cwd, timeout=timeout)
 
 
 class Elements(HTMLParser):

@@ -8,7 +8,6 @@ Regenerate the golden files after an intended change with
 from __future__ import annotations
 
 import os
-import subprocess
 
 import orjson
 import polars as pl
@@ -24,12 +23,8 @@ SAMPLES_FOR_GOLDEN = ["dp4_nccl", "pp4_1f1b", "ascend_2rank", "cpu_single"]
 STEP_KEYS = {"step", *[f"{t}_us" for t in TERMS], *DERIVED, "gap_before_us", "iteration_rule", *ITERATION_COLUMNS}
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return run_cli(*args)
-
-
 def summary_json(rel: str, *extra: str) -> dict:
-    out = run("summary", rel, "--format", "json", "--no-cache", *extra)
+    out = run_cli("summary", rel, "--format", "json", "--no-cache", *extra)
     assert out.returncode == 0, out.stderr
     return orjson.loads(out.stdout)
 
@@ -97,7 +92,7 @@ def test_throughput_options():
 
 
 def test_text_output_has_the_sections():
-    out = run("summary", "sample_traces/dp4_nccl", "--no-cache", "--tokens-per-step", "131072", "--params", "1e8")
+    out = run_cli("summary", "sample_traces/dp4_nccl", "--no-cache", "--tokens-per-step", "131072", "--params", "1e8")
     assert out.returncode == 0, out.stderr
     for needle in ("exposed comm", "compute classes", "top kernels", "idle per stream", "straggler: rank 2", "MFU %"):
         assert needle in out.stdout
@@ -114,9 +109,9 @@ def test_user_classes_file_wins(tmp_path):
 def test_bad_classes_file_is_one_line_exit_1(tmp_path):
     rules = tmp_path / "bad.toml"
     rules.write_text('[[rules]]\nclass = "warp_drive"\nname = "x"\n')
-    out = run("summary", str(DATA / "kineto_minimal.json"), "--classes", str(rules))
+    out = run_cli("summary", str(DATA / "kineto_minimal.json"), "--classes", str(rules))
     assert out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1 and "bad.toml" in out.stderr
 
 
 def test_half_given_batch_is_a_usage_error():
-    assert run("summary", str(DATA / "kineto_minimal.json"), "--seq-len", "4096").returncode == 2
+    assert run_cli("summary", str(DATA / "kineto_minimal.json"), "--seq-len", "4096").returncode == 2
