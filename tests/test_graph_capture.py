@@ -17,7 +17,6 @@ import traceview as tv
 from tests.conftest import SHARED_TRACES, needs_shared, run_cli
 from tests.support.kineto import complete_event, write_trace
 from traceview.loader import LONE_CAPTURE
-from traceview.registry_reads import fact_frame
 
 INFERENCE = SHARED_TRACES / "tracelens" / "tests" / "traces" / "inference"
 CAPTURE_ADVICE = "Capture the step (or its static part) as CUDA graphs"
@@ -76,7 +75,7 @@ def test_a_graph_launch_is_not_the_typical_launch_call(tmp_path):
     "a launch call takes the host 500 us"; a graph launch pays for a whole graph."""
     t = tv.load(_run(tmp_path / "run.pt.trace.json", "replay"), use_cache=False)
     assert t.launch_calls()["graph"].to_list() == [True]
-    assert fact_frame(t).filter(pl.col("rank") == 0)["launch_us"].to_list() == [None]
+    assert t.facts().filter(pl.col("rank") == 0)["launch_us"].to_list() == [None]
 
 
 @needs_shared

@@ -96,7 +96,7 @@ def test_bad_phase_rules_are_one_line(tmp_path, text, message):
     rules = tmp_path / "rules.toml"
     rules.write_text(text)
     with pytest.raises(RulesError, match=message.replace("(", r"\(")):
-        iteration.load_host_rules(rules)
+        phases.load_host_rules(rules)
 
 
 def test_the_task_queue_issue_point_is_the_paired_enqueue():

@@ -1,16 +1,22 @@
-"""The analysis registry (traceview/registry.py): one row per analysis, memo keys that accept any
+"""The declared analyses (traceview/analysis/declare.py, traceview/registry.py): the Trace methods and docs
+they generate, the checks on a declaration, memo keys that accept any
 parameter value, warnings that do not depend on what was called first."""
 
 from __future__ import annotations
 
+import inspect
+
+import orjson
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
 import traceview as tv
-from tests.conftest import DATA, SAMPLES
+from tests.conftest import DATA, ROOT, SAMPLES, run_cli
 from traceview import per_rank, registry
+from traceview.analysis.declare import DECLARED, Declaration, Use, analysis, use
 from traceview.trace import Trace
+from traceview.trace_methods import AnalysisMethods
 
 
 @pytest.fixture(scope="module")
@@ -18,26 +24,114 @@ def dp4():
     return tv.load(SAMPLES / "dp4_nccl", use_cache=False)
 
 
-def test_every_trace_method_is_a_registry_row():
-    """What a Trace offers and what the registry lists are the same set (no analysis outside it)."""
-    offered = {
-        name
-        for name, value in vars(Trace).items()
-        if callable(value)
-        and not name.startswith("_")
-        and name not in {"frame", "select_steps", "run", "memoised"}
-        and name != "info"
+def test_trace_methods_are_generated_from_the_declarations():
+    """traceview/trace_methods.py is what the declarations give today (regenerate it with
+    `traceview analyses --write-methods`), so no default is written by hand twice."""
+    assert registry.METHODS_FILE.read_text() == registry.methods_source()
+
+
+def test_every_public_analysis_is_a_trace_method_with_the_declared_defaults():
+    """Each method's parameters and defaults are the analysis' (the function's signature, plus the
+    parameters it forwards to its inputs), keyword-only but the first (not a rules parameter):
+    checked on the live class, not the text."""
+    methods = {n for n, v in vars(AnalysisMethods).items() if callable(v) and not n.startswith("_")} - {"run"}
+    assert methods == set(registry.PUBLIC)
+    for name in registry.PUBLIC:
+        analysis = registry.REGISTRY[name]
+        params = dict(list(inspect.signature(getattr(Trace, name)).parameters.items())[1:])
+        named = {n: p.default for n, p in params.items() if p.kind is not p.VAR_KEYWORD}
+        assert named == dict(analysis.params), name
+        assert any(p.kind is p.VAR_KEYWORD for p in params.values()) == analysis.any_keywords, name
+        by_position = [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
+        assert by_position in ([], [*analysis.params][:1]), name  # at most the first, its own
+        assert set(by_position) <= analysis.own - set(analysis.declaration.rules), name
+    # what no method offers is read by other analyses only
+    internal = set(registry.REGISTRY) - set(registry.PUBLIC)
+    assert internal == {"matched_collectives", "clock_offsets", "step_times", "platform_facts", "measured_roofline"}
+    readers = {s.analysis for a in registry.REGISTRY.values() for s in a.inputs.values() if isinstance(s, Use)}
+    assert internal <= readers
+
+
+def test_every_input_is_a_frame_or_an_analysis_declared_before_its_reader():
+    seen: set[str] = set()
+    for name, entry in registry.REGISTRY.items():
+        for source in entry.inputs.values():
+            if isinstance(source, Use):
+                assert source.analysis in seen, (name, source)
+                assert set(source.bind.values()) <= set(entry.params), (name, source)
+            else:
+                assert source in registry.FRAMES, (name, source)
+        seen.add(name)
+
+
+def test_a_bad_declaration_is_refused_where_it_is_written():
+    def fn(tasks, n=1):
+        return tasks
+
+    with pytest.raises(TypeError, match="not parameters of"):
+        analysis("x_test", inputs=("steps",))(fn)
+
+    def positional(tasks, /, n=1):
+        return tasks
+
+    with pytest.raises(TypeError, match="'tasks' must be passable by name"):
+        analysis("x_test", inputs=())(positional)
+    assert "x_test" not in DECLARED
+    circle = {
+        "a": Declaration("a", fn, {"tasks": use("b")}),
+        "b": Declaration("b", fn, {"tasks": use("a")}),
     }
-    internal = {"matched_collectives", "clock_offsets"}  # read through collectives() and warnings
-    assert offered == set(registry.REGISTRY) - internal
+    with pytest.raises(ValueError, match="circle: a -> b -> a"):
+        registry._resolve(circle)
+    unknown = {"a": Declaration("a", fn, {"tasks": use("b", m="n")}), "b": Declaration("b", fn, {"tasks": "steps"})}
+    with pytest.raises(ValueError, match="binds 'm', not a parameter of b"):
+        registry._resolve(unknown)
+
+
+def test_forwarded_parameters_reach_the_input_they_are_bound_to(dp4, tmp_path):
+    """top_kernels forwards `classes` to classified_tasks: a rules file given to it classifies
+    the tasks it counts, and the classified tasks are memoised once for both readers."""
+    rules = tmp_path / "classes.toml"
+    rules.write_text('[[rule]]\nclass = "elementwise"\nname = "."\n')
+    top = dp4.top_kernels(3, classes=str(rules))
+    assert set(top["class"]) - {"communication"} == {"elementwise"}  # a task's kind comes first
+    assert dp4.classified_tasks(classes=str(rules)) is dp4.run("classified_tasks", classes=str(rules))
+    assert set(dp4.top_kernels(3)["class"]) - {"communication"} != {"elementwise"}
+
+
+def test_the_graph_names_every_analysis_and_input():
+    text = registry.graph_text()
+    for name, entry in registry.REGISTRY.items():
+        assert f"{name}(" in text
+        for param, source in entry.inputs.items():
+            assert f"    {param} <- {source}" in text if isinstance(source, Use) else source in text
+    dot = registry.graph_dot()
+    assert dot.startswith("digraph") and '"classified_tasks" -> "top_kernels";' in dot
+    data = registry.graph_json()
+    assert {e["to"] for e in data["edges"]} <= set(registry.REGISTRY)
+    assert {"from": "facts", "to": "findings", "how": "analysis"} in data["edges"]
+
+
+#: A model config the analytical model accepts on any sample (its own peak and bandwidths).
+SMALL_MODEL = {
+    "layers": 4,
+    "hidden": 1024,
+    "heads": 8,
+    "seq": 256,
+    "micro_batch": 2,
+    "peak_tflops": 100.0,
+    "memory_tbps": 1.0,
+}
 
 
 @pytest.mark.parametrize("profile", ["dp4_nccl", "pp4_1f1b", "ascend_2rank"])
 def test_each_row_declares_columns_its_output_has(profile):
     trace = tv.load(SAMPLES / profile, use_cache=False)
     for name, row in registry.REGISTRY.items():
-        if row.defaults is registry.ANY_KEYWORDS:
+        if row.any_keywords:
             frame = trace.run(name, tokens_per_step=4096, params=1e9)
+        elif "config" in row.params:  # the analytical model's: a config is required
+            frame = trace.run(name, config=SMALL_MODEL)
         else:
             frame = trace.run(name)
         if frame is None:  # clock_offsets: clocks agree
@@ -127,3 +221,47 @@ def test_one_label_one_number_for_exposed_communication():
     labels = breakdown.TERM_LABELS
     assert len(set(labels.values())) == len(labels)  # no label names two terms
     assert labels["communication_not_overlapped_exclude_receive"] != labels["communication_not_overlapped"]
+
+
+def test_the_architecture_doc_shows_the_graph_as_it_is():
+    """docs/ARCHITECTURE.md shows `traceview analyses --graph`; regenerate the block when it fails."""
+    doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    block = doc.split("<!-- graph:start -->\n```\n", 1)[1].split("\n```\n<!-- graph:end -->", 1)[0]
+    assert block == registry.graph_text()
+
+
+def _shown(name: str) -> str:
+    """How docs/api.md writes method `name`: `top_kernels(n=10, by=("rank",), *, classes=None)`."""
+    parts, starred = [], False
+    for param in list(inspect.signature(getattr(Trace, name)).parameters.values())[1:]:
+        if param.kind is param.VAR_KEYWORD:
+            parts.append(f"**{param.name}")
+            continue
+        if param.kind is param.KEYWORD_ONLY and not starred:
+            parts.append("*")
+            starred = True
+        shown = param.name if param.default is param.empty else f"{param.name}={param.default!r}"
+        parts.append(shown.replace("'", '"'))
+    return f"`{name}({', '.join(parts)})`"
+
+
+def test_the_api_doc_lists_every_method_with_its_parameters():
+    """docs/api.md's table of analyses names each Trace method with its parameters as declared."""
+    doc = (ROOT / "docs" / "api.md").read_text()
+    missing = [_shown(name) for name in registry.PUBLIC if _shown(name) not in doc]
+    assert not missing
+
+
+def test_the_analyses_command_lists_draws_and_exports_the_graph():
+    listing = run_cli("analyses")
+    assert listing.returncode == 0, listing.stderr
+    lines = listing.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == list(registry.REGISTRY)
+    assert any(line.startswith("iteration_breakdown") and " rank " in line for line in lines)
+    graph = run_cli("analyses", "--graph")
+    assert graph.stdout.rstrip("\n") == registry.graph_text()
+    dot = run_cli("analyses", "--format", "dot")
+    assert dot.stdout.startswith("digraph analyses {") and dot.stdout.rstrip().endswith("}")
+    data = orjson.loads(run_cli("analyses", "--format", "json").stdout)
+    assert [a["name"] for a in data["analyses"]] == list(registry.REGISTRY)
+    assert {"from": "device_tasks", "to": "trace_breakdown", "how": "frame"} in data["edges"]

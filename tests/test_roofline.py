@@ -856,9 +856,7 @@ def test_unaligned_gemms_cost_against_the_aligned_ones_roofline_share(tmp_path):
     step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 50, "dur": 1500}
     b.events.append(step)
     t = tv.load(b.write(tmp_path / "gemms.json"), use_cache=False)
-    from traceview.registry_reads import fact_frame
-
-    facts = fact_frame(t).row(0, named=True)
+    facts = t.facts().row(0, named=True)
     rows = {r["input_dims"]: r for r in t.op_roofline().iter_rows(named=True)}
     aligned, unaligned = rows["1024,1024;1024,1024"], rows["1020,1020;1020,1020"]
     # roofline time: 2·1024^3 FLOP at 989 TFLOP/s (compute-bound) over 200 us of device time

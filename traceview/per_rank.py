@@ -5,7 +5,7 @@ Which analyses are rank-local is the registry's `scope` (`traceview.registry.RAN
 rows depend on that rank's frames only, so running it on each rank alone and concatenating the
 results gives what it gives on all ranks at once (`tests/test_executors.py` checks this equality
 on real multi-rank profiles). They run with their default parameters; `classified_tasks` keeps only
-the columns it adds (`registry.CLASS_COLUMNS`). Results travel as Parquet bytes, a few KB per rank
+the columns it adds (`classes.CLASS_COLUMNS`). Results travel as Parquet bytes, a few KB per rank
 except `classified_tasks` and `launch_calls` (a few small columns per device task / launch).
 
 Where they are computed (`load(..., analyse=True)`, which every CLI command but `info` asks for):

@@ -1,7 +1,11 @@
-"""The analysis registry: every analysis a `Trace` offers, in one table.
+"""The analysis registry: every declared analysis (`traceview.analysis.declare`), checked and in
+the order they depend on each other.
 
-Each row (`Analysis`) says how to compute the analysis from a Trace (its frames and other
-analyses), its parameters with their defaults, its scope and the columns that identify a row:
+Each analysis is one function in `traceview.analysis` with its declaration beside it: its inputs
+by name (canonical frames, other analyses), its parameters (from the function's signature, plus
+those it forwards to its inputs), scope, keys and the rule tables its parameters take files for.
+This module imports every module of `traceview.analysis` (`MODULES`: a new one needs no list), checks the declarations against
+each other (`_resolve`) and orders them so an analysis comes after its inputs (`REGISTRY`).
 
 - scope "rank": a rank's rows depend on that rank's frames only, so the analysis run on each rank
   alone and concatenated equals the analysis on all ranks (`tests/test_executors.py` checks it on
@@ -13,72 +17,69 @@ analyses), its parameters with their defaults, its scope and the columns that id
 `Trace.run(name, **params)` computes an analysis once per distinct parameters: the memo key is
 `memo_key(name, params)`, the parameters bound to the defaults and frozen (lists and tuples alike,
 dicts by sorted items), so `by=["rank"]` and `by=("rank",)` are one entry and unhashable values
-work. A row's `notes` derives warning lines from the analysis (the clock-offset warning of the
-collective matching): `Trace.warnings` is the load's warnings plus every row's notes, whatever was
-called before.
+work.
 
-The definitions and units of each analysis are in its function's docstring (`module`). Adding a
-metric is one function in `traceview.analysis` plus one row here (docs/ARCHITECTURE.md).
+`traceview analyses --graph` prints the graph (`--format dot|json` for tools); docs/ARCHITECTURE.md
+shows it and walks through adding an analysis. `traceview analyses --write-methods` regenerates the
+`Trace` methods (`methods_source`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+import importlib
+import pkgutil
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-import polars as pl
+from traceview import analysis, schema
+from traceview.analysis.declare import DECLARED, REQUIRED, Declaration, Use
 
-from traceview import registry_reads as reads
-from traceview.analysis import (
-    breakdown,
-    bubbles,
-    collectives,
-    gaps,
-    iteration,
-    kernels,
-    memory,
-    phases,
-    roofline,
-    traced_flops,
-    what_if,
-)
-from traceview.analysis import classes as cls
 
-#: Marks an analysis that takes free keyword arguments (checked by the analysis itself).
-ANY_KEYWORDS = None
+def _import_declaring_modules() -> tuple[str, ...]:
+    """Import every module of `traceview.analysis` (importing one declares its analyses), so a new
+    module's analyses are found with no list to update; the modules' names, sorted."""
+    names = sorted(m.name for m in pkgutil.iter_modules(analysis.__path__))
+    for name in names:
+        importlib.import_module(f"{analysis.__name__}.{name}")
+    return tuple(names)
 
-#: The columns `traceview.analysis.classes.classify` adds to device_tasks (what a rank caches of
-#: `classified_tasks`: the rest are the device tasks themselves).
-CLASS_COLUMNS = ("launch_op", "compute_class", "compute_group", "classified")
+
+#: The modules of `traceview.analysis`, imported for their declarations.
+MODULES = _import_declaring_modules()
+
+#: The canonical frames an analysis may take as an input.
+FRAMES = ("ranks", *schema.TABLES)
 
 
 @dataclass(frozen=True)
 class Analysis:
-    """One registry row (see the module docstring)."""
+    """A declaration with what the registry derives for it: every parameter with its default."""
 
-    name: str
-    run: Callable[..., pl.DataFrame | None]
-    module: str
-    scope: str = "profile"
-    defaults: Mapping[str, object] | None = field(default_factory=dict)
-    #: the output columns that say what a row is for (its group-by columns)
-    keys: tuple[str, ...] = ("rank",)
-    notes: Callable | None = None
-    #: the columns a rank's cache keeps (None: all of them)
-    stored_columns: tuple[str, ...] | None = None
-    #: parameter -> rule table: a parameter that takes user rules files for that table; the
-    #: trace's own rules file (`traceview.load(rules=...)`) is added to it (`with_user_rules`)
-    rule_params: Mapping[str, str] = field(default_factory=dict)
+    declaration: Declaration
+    #: parameter -> default: the function's own, then those only forwarded to inputs
+    params: Mapping[str, object]
+    #: the parameters the function takes itself (the rest are forwarded only)
+    own: frozenset[str]
+
+    name = property(lambda self: self.declaration.name)
+    scope = property(lambda self: self.declaration.scope)
+    keys = property(lambda self: self.declaration.keys)
+    module = property(lambda self: self.declaration.module)
+    stored_columns = property(lambda self: self.declaration.stored_columns)
+    notes = property(lambda self: self.declaration.notes)
+    inputs = property(lambda self: self.declaration.inputs)
+    any_keywords = property(lambda self: self.declaration.any_keywords)
 
     def bind(self, params: Mapping[str, object]) -> dict[str, object]:
         """`params` over the defaults; TypeError naming an unknown parameter."""
-        if self.defaults is ANY_KEYWORDS:
-            return dict(params)
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
+        unknown = sorted(set(params) - set(self.params))
+        if unknown and not self.any_keywords:
             raise TypeError(f"{self.name}() got an unexpected keyword argument {unknown[0]!r}")
-        return {**self.defaults, **params}
+        missing = [p for p, default in self.params.items() if default is REQUIRED and p not in params]
+        if missing:
+            raise TypeError(f"{self.name}() missing required argument {missing[0]!r}")
+        return {**self.params, **params}
 
     def with_user_rules(self, params: Mapping[str, object], rules_file: str | None, tables) -> dict:
         """`params` with the trace's rules file `rules_file` added to each rule parameter whose
@@ -86,10 +87,10 @@ class Analysis:
         params = dict(params)
         if rules_file is None:
             return params
-        for name, table in self.rule_params.items():
+        for name, table in self.declaration.rules.items():
             if table not in tables:
                 continue
-            given = params.get(name, (self.defaults or {}).get(name))
+            given = params.get(name, self.params.get(name))
             files = () if given is None else (given,) if isinstance(given, (str, Path)) else tuple(given)
             files = tuple(str(f) for f in files)
             params[name] = files + (rules_file,) if rules_file not in files else files
@@ -102,7 +103,7 @@ def freeze(value):
     """A hashable form of a parameter value: lists and tuples as tuples, dicts and sets sorted."""
     if isinstance(value, (list, tuple)):
         return tuple(freeze(v) for v in value)
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return ("__dict__", tuple(sorted((str(k), freeze(v)) for k, v in value.items())))
     if isinstance(value, (set, frozenset)):
         return ("__set__", tuple(sorted(map(freeze, value), key=repr)))
@@ -115,348 +116,263 @@ def memo_key(name: str, params: Mapping[str, object]) -> tuple:
     return (name, freeze(bound))
 
 
-# ---- how each analysis reads a Trace -----------------------------------------------------------
+def _ordered(declared: Mapping[str, Declaration]) -> list[str]:
+    """The names of `declared`, each after the analyses it reads (ValueError on a circle or an
+    input that is neither a frame nor a declared analysis)."""
+    order: list[str] = []
+    state: dict[str, str] = {}
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if state.get(name) == "done":
+            return
+        if state.get(name) == "open":
+            raise ValueError(f"analysis inputs go round in a circle: {' -> '.join((*path, name))}")
+        state[name] = "open"
+        for source in declared[name].inputs.values():
+            if isinstance(source, Use):
+                if source.analysis not in declared:
+                    raise ValueError(f"analysis {name} reads {source.analysis!r}, which no module declares")
+                visit(source.analysis, (*path, name))
+            elif source not in FRAMES:
+                raise ValueError(f"analysis {name} reads {source!r}: neither a frame ({', '.join(FRAMES)}) nor a Use")
+        state[name] = "done"
+        order.append(name)
+
+    for name in declared:
+        visit(name, ())
+    return order
 
 
-def _clock_offsets(t) -> pl.DataFrame | None:
-    if t.ranks.height < 2 or not t.device_tasks["kind"].eq("communication").any():
-        return None
-    return collectives.clock_offsets(t.run("matched_collectives"))
+def _resolve(declared: Mapping[str, Declaration]) -> dict[str, Analysis]:
+    """Each declaration with its parameters: its own, then those it binds for its inputs but does
+    not take itself (default: the input's). ValueError where a bound parameter is not one of the
+    input's or two inputs give one forwarded parameter different defaults."""
+    out: dict[str, Analysis] = {}
+    for name in _ordered(declared):
+        d = declared[name]
+        params: dict[str, object] = dict(d.own_params)
+        own = frozenset(params)
+        forwarded: dict[str, tuple[str, object]] = {}
+        for source in d.inputs.values():
+            if not isinstance(source, Use):
+                continue
+            reader = out[source.analysis]
+            for theirs, mine in source.bind.items():
+                if theirs not in reader.params and not reader.any_keywords:
+                    raise ValueError(f"analysis {name} binds {theirs!r}, not a parameter of {source.analysis}")
+                if mine in own:
+                    continue
+                default = reader.params.get(theirs)
+                if mine in forwarded and forwarded[mine][1] != default:
+                    raise ValueError(
+                        f"analysis {name} forwards {mine!r} to {forwarded[mine][0]} and {source.analysis} "
+                        "with different defaults"
+                    )
+                forwarded[mine] = (source.analysis, default)
+        params.update({k: v for k, (_, v) in forwarded.items()})
+        unknown_rules = sorted(set(d.rules) - set(params))
+        if unknown_rules and not d.any_keywords:
+            raise ValueError(f"analysis {name}: rule parameters {unknown_rules} are not its parameters")
+        out[name] = Analysis(d, params, own)
+    return out
 
 
-def _collectives(t) -> pl.DataFrame:
-    matched = t.run("matched_collectives")
-    offsets = t.run("clock_offsets")
-    return matched if offsets is None else collectives.align_start_skew(matched, offsets)
-
-
-def _clock_notes(t) -> list[str]:
-    offsets = t.run("clock_offsets")
-    return [] if offsets is None else [f"{t.source}: {collectives.clock_warning(offsets)}"]
-
-
-def _labelled_segments(*inputs) -> pl.DataFrame:
-    return iteration.label_segments(iteration.iteration_segments(*inputs)[1])
-
-
-def _host_phases(t, rules) -> pl.DataFrame:
-    """The host phase spans (`phases.host_spans`): computed once per trace and rules, read by the
-    device tasks' phases and the iteration."""
-    r = iteration.load_host_rules(rules)
-    return phases.host_spans(t.host_events, t.steps, r.phase_rules, r.not_activity)
-
-
-def _task_phases(t, rules) -> pl.DataFrame:
-    """The phase of every device task, in their order (one column): classified once per trace
-    and rules (`phases.classify`), read by the iteration, its segments and the device phases."""
-    r = iteration.load_host_rules(rules)
-    issued = phases.issue_points(t.host_events, t.run("launch_calls"), r.enqueue, r.dequeue)
-    spans = t.run("host_phases", rules=rules)
-    return phases.task_phases(t.device_tasks, spans, issued, r.phase_rules).to_frame("phase")
-
-
-_CLASSES = {"classes": "compute_classes"}
-
-_ROWS = [
-    Analysis(
-        "step_breakdown",
-        lambda t: breakdown.step_breakdown(t.device_tasks, t.steps, t.run("bubbles")),
-        "traceview.analysis.breakdown",
-        keys=("rank", "step"),
-    ),
-    *[
-        Analysis(
-            name,
-            lambda t, rules, fn=fn: fn(
-                t.device_tasks,
-                t.host_events,
-                t.steps,
-                t.run("launch_calls"),
-                iteration.load_host_rules(rules),
-                t.run("task_phases", rules=rules)["phase"],
-                t.run("host_phases", rules=rules),
-            ),
-            "traceview.analysis.iteration",
-            scope,
-            {"rules": None},
-            keys=keys,
-            rule_params={"rules": "phases"},
-        )
-        # the segments (about two rows a task) are rank-local too, but only the timeline and the
-        # Perfetto export read them: computed when asked, never with every rank's parse
-        for name, fn, keys, scope in (
-            ("iteration_breakdown", iteration.iteration_breakdown, ("rank", "step"), "rank"),
-            ("iteration_segments", _labelled_segments, ("rank", "seg_start_ns"), "profile"),
-        )
-    ],
-    Analysis(
-        "host_phases",
-        _host_phases,
-        "traceview.analysis.phases",
-        "profile",
-        {"rules": None},
-        keys=("rank", "phase"),
-        rule_params={"rules": "phases"},
-    ),
-    Analysis(
-        "task_phases",
-        _task_phases,
-        "traceview.analysis.phases",
-        "profile",
-        {"rules": None},
-        keys=("phase",),
-        rule_params={"rules": "phases"},
-    ),
-    Analysis(
-        "device_phases",
-        lambda t, rules: phases.device_totals(
-            t.device_tasks, t.run("task_phases", rules=rules)["phase"], t.host_events
-        ),
-        "traceview.analysis.phases",
-        "rank",
-        {"rules": None},
-        keys=("rank",),
-        rule_params={"rules": "phases"},
-    ),
-    Analysis(
-        "headline",
-        lambda t, step: iteration.headline(
-            *(
-                frame if step is None else frame.filter(pl.col("step") == step)
-                for frame in (t.run("step_breakdown"), t.run("iteration_breakdown"))
-            )
-        ),
-        "traceview.analysis.iteration",
-        defaults={"step": None},
-        keys=(),
-    ),
-    Analysis(
-        "trace_breakdown", lambda t: breakdown.trace_breakdown(t.device_tasks), "traceview.analysis.breakdown", "rank"
-    ),
-    Analysis(
-        "classified_tasks",
-        lambda t, classes: cls.classify(t.device_tasks, t.host_events, cls.load_rules(classes)),
-        "traceview.analysis.classes",
-        "rank",
-        {"classes": None},
-        keys=("rank", "stream", "start_ns"),
-        stored_columns=CLASS_COLUMNS,
-        rule_params=_CLASSES,
-    ),
-    Analysis(
-        "compute_classes",
-        lambda t, classes, by: cls.class_summary(t.run("classified_tasks", classes=classes), by),
-        "traceview.analysis.classes",
-        "rank",
-        {"classes": None, "by": ("rank",)},
-        keys=("rank", "class"),
-        rule_params=_CLASSES,
-    ),
-    Analysis(
-        "unclassified_share",
-        lambda t, classes: cls.unclassified_share(t.run("classified_tasks", classes=classes)),
-        "traceview.analysis.classes",
-        "rank",
-        {"classes": None},
-        rule_params=_CLASSES,
-    ),
-    Analysis(
-        "top_kernels",
-        lambda t, n, classes, by: cls.top_kernels(t.run("classified_tasks", classes=classes), n, by),
-        "traceview.analysis.classes",
-        "rank",
-        {"n": 10, "classes": None, "by": ("rank",)},
-        keys=("rank", "name"),
-        rule_params=_CLASSES,
-    ),
-    *[
-        Analysis(
-            name,
-            lambda t, n, classes, fn=fn: fn(t.run("classified_tasks", classes=classes), n),
-            "traceview.analysis.kernels",
-            "profile",
-            {"n": 20, "classes": None},
-            keys=keys,
-            rule_params=_CLASSES,
-        )
-        for name, fn, keys in (
-            ("kernel_totals", kernels.kernel_totals, ("name",)),
-            ("operators", kernels.operators, ("operator", "input_shapes")),
-        )
-    ],
-    Analysis(
-        "memory",
-        lambda t: memory.memory_timeline(t.frame("memory_events")),
-        "traceview.analysis.memory",
-        keys=("rank", "device_type", "device", "component", "ts_ns"),
-    ),
-    Analysis(
-        "memory_peaks",
-        lambda t: memory.memory_peaks(t.run("memory"), t.steps, t.ranks),
-        "traceview.analysis.memory",
-        "rank",
-        keys=(*memory.SERIES, "step"),
-    ),
-    Analysis(
-        "memory_at_peak",
-        lambda t: memory.memory_at_peak(t.run("memory_peaks"), t.frame("memory_allocations")),
-        "traceview.analysis.memory",
-        "rank",
-        keys=(*memory.SERIES, "operator"),
-    ),
-    Analysis(
-        "iteration_gaps",
-        lambda t: gaps.step_times(t.steps, t.device_tasks),
-        "traceview.analysis.gaps",
-        "rank",
-        keys=("rank", "step"),
-    ),
-    Analysis(
-        "launch_calls",
-        lambda t, rules: gaps.launch_calls(t.host_events, iteration.load_host_rules(rules).synchronous),
-        "traceview.analysis.gaps",
-        "rank",
-        {"rules": None},
-        keys=("rank", "correlation"),
-        rule_params={"rules": "phases"},
-    ),
-    Analysis(
-        "stream_idle",
-        lambda t, kernel_wait_threshold_us, by_step: gaps.stream_idle(
-            t.device_tasks, t.host_events, kernel_wait_threshold_us, by_step, t.run("launch_calls")
-        ),
-        "traceview.analysis.gaps",
-        "rank",
-        {"kernel_wait_threshold_us": 30.0, "by_step": False},
-        keys=("rank", "stream"),
-    ),
-    Analysis(
-        "launch_delays",
-        lambda t, rules: gaps.launch_delay_stats(t.device_tasks, t.host_events, t.run("launch_calls", rules=rules)),
-        "traceview.analysis.gaps",
-        "rank",
-        {"rules": None},
-        rule_params={"rules": "phases"},
-    ),
-    Analysis(
-        "long_steps",
-        lambda t, factor: gaps.long_steps(t.run("step_breakdown"), factor),
-        "traceview.analysis.gaps",
-        defaults={"factor": 1.2},
-        keys=("rank", "step"),
-    ),
-    Analysis(
-        "bubbles",
-        lambda t: bubbles.gpu_bubbles(t.device_tasks, t.steps),
-        "traceview.analysis.bubbles",
-        keys=("rank", "step"),
-    ),
-    Analysis(
-        "pipeline_stages",
-        lambda t: bubbles.pipeline_stages(t.device_tasks, t.host_events, t.ranks),
-        "traceview.analysis.bubbles",
-    ),
-    Analysis(
-        "matched_collectives",
-        lambda t: collectives.match_collectives(t.device_tasks),
-        "traceview.analysis.collectives",
-        keys=("collective_id", "rank"),
-    ),
-    Analysis("clock_offsets", _clock_offsets, "traceview.analysis.collectives", notes=_clock_notes),
-    Analysis("collectives", _collectives, "traceview.analysis.collectives", keys=("collective_id", "rank")),
-    Analysis("stragglers", lambda t: collectives.stragglers(t.run("collectives")), "traceview.analysis.collectives"),
-    Analysis(
-        "step_skew",
-        lambda t: collectives.step_skew(t.run("step_breakdown").select("rank", "step", "duration_us")),
-        "traceview.analysis.collectives",
-        keys=("step",),
-    ),
-    Analysis(
-        "throughput",
-        reads.throughput_of,
-        "traceview.analysis.throughput",
-        defaults=ANY_KEYWORDS,
-        keys=("step",),
-        rule_params={"rules": "device_peaks"},
-    ),
-    Analysis(
-        "op_calls",
-        lambda t: pl.concat(
-            [
-                roofline.op_calls(t.device_tasks, t.host_events, t.frame("op_inputs")),
-                roofline.device_op_calls(t.device_tasks),
-            ]
-        ),
-        "traceview.analysis.roofline",
-        keys=("rank", "op", "start_ns"),
-    ),
-    Analysis(
-        "op_roofline",
-        lambda t, rules, by_step: roofline.op_roofline(
-            t.run("op_calls"), roofline.device_limits(t.ranks, rules), by_step=by_step
-        ),
-        "traceview.analysis.roofline",
-        defaults={"rules": None, "by_step": False},
-        keys=("rank", "op", "input_dims", "dtype", "algorithm"),
-        rule_params={"rules": "device_peaks"},
-    ),
-    Analysis(
-        "traced_flops",
-        reads.traced_flops_of,
-        "traceview.analysis.traced_flops",
-        defaults={"rules": None},
-        keys=("rank", "step"),
-        rule_params={"rules": "device_peaks"},
-    ),
-    Analysis(
-        "flops_anatomy",
-        lambda t: traced_flops.flops_anatomy(t.run("op_calls"), t.device_tasks),
-        "traceview.analysis.traced_flops",
-        keys=("rank", "family"),
-    ),
-    Analysis(
-        "what_if",
-        lambda t, peak_frac, micro_batches, rules: what_if.what_if(
-            t.run("iteration_breakdown"),
-            reads.fact_frame(t, micro_batches=micro_batches) if micro_batches else pl.DataFrame(),
-            t.run("op_calls"),
-            roofline.device_limits(t.ranks, rules),
-            peak_frac=peak_frac,
-            micro_batches=micro_batches,
-        ),
-        "traceview.analysis.what_if",
-        defaults={"peak_frac": 0.7, "micro_batches": None, "rules": None},
-        keys=("scenario",),
-        rule_params={"rules": "device_peaks"},
-    ),
-    Analysis(
-        "expected_ops",
-        lambda t, config, rules: reads.expected_ops(t, config, rules)[0],
-        "traceview.analysis.expected",
-        defaults={"config": None, "rules": None},
-        keys=("op", "pass"),
-        rule_params={"rules": "device_peaks"},
-    ),
-    Analysis(
-        "expected",
-        lambda t, config, rules: reads.model_beside_measured(t, config, rules),
-        "traceview.analysis.expected",
-        defaults={"config": None, "rules": None},
-        keys=("term",),
-        rule_params={"rules": "device_peaks"},
-    ),
-    Analysis(
-        "findings",
-        reads.findings_of,
-        "traceview.analysis.findings",
-        defaults={"throughput": None, "rules": None, "classes": None, "details": True, "micro_batches": None},
-        keys=("rule", "rank"),
-        rule_params={"rules": "findings", **_CLASSES},
-    ),
-]
-
-#: name -> Analysis, in the order above (dependencies before what reads them).
-REGISTRY: dict[str, Analysis] = {a.name: a for a in _ROWS}
+#: name -> Analysis, each after the analyses it reads.
+REGISTRY: dict[str, Analysis] = _resolve(DECLARED)
 
 #: The rank-local analyses, computed and cached with each rank (with their default parameters).
-RANK_LOCAL: tuple[str, ...] = tuple(a.name for a in _ROWS if a.scope == "rank")
+RANK_LOCAL: tuple[str, ...] = tuple(a.name for a in REGISTRY.values() if a.scope == "rank")
+
+#: The analyses offered as `Trace` methods.
+PUBLIC: tuple[str, ...] = tuple(a.name for a in REGISTRY.values() if a.declaration.public)
+
+
+# ---- the graph, for people and tools -------------------------------------------------------------
+
+
+def edges() -> list[tuple[str, str, str]]:
+    """(input, analysis, how) for every input of every analysis: how is "frame", "analysis" or
+    "analysis (lazy)"."""
+    out = []
+    for a in REGISTRY.values():
+        for source in a.inputs.values():
+            if isinstance(source, Use):
+                out.append((source.analysis, a.name, "analysis (lazy)" if source.lazy else "analysis"))
+            else:
+                out.append((source, a.name, "frame"))
+    return out
+
+
+def graph_text() -> str:
+    """One block per analysis: its name and parameters, scope, function, the frames it reads and
+    each analysis it reads (with the parameters it passes on)."""
+    lines = []
+    for a in REGISTRY.values():
+        params = ", ".join(f"{k}={v!r}" for k, v in a.params.items())
+        if a.any_keywords:
+            params = ", ".join(filter(None, (params, "**kwargs")))
+        flags = a.scope + ("" if a.declaration.public else ", internal")
+        lines.append(f"{a.name}({params})  [{flags}]  {a.module}.{a.declaration.function.__qualname__}")
+        frames = [s if p == s else f"{p}={s}" for p, s in a.inputs.items() if not isinstance(s, Use)]
+        if frames:
+            lines.append(f"    frames: {', '.join(frames)}")
+        for param, source in a.inputs.items():
+            if isinstance(source, Use):
+                lines.append(f"    {param} <- {source}")
+    return "\n".join(lines)
+
+
+def graph_dot() -> str:
+    """The graph in Graphviz dot: frames as boxes, analyses as ellipses (rank-local filled)."""
+    lines = ["digraph analyses {", "  rankdir=LR;", "  node [fontname=Helvetica, fontsize=10];"]
+    for frame in sorted({src for src, _, how in edges() if how == "frame"}):
+        lines.append(f'  "{frame}" [shape=box];')
+    for a in REGISTRY.values():
+        style = "filled" if a.scope == "rank" else "solid"
+        style += "" if a.declaration.public else ",dashed"
+        lines.append(f'  "{a.name}" [style="{style}", fillcolor="#dde8f5"];')
+    for src, dst, how in edges():
+        lines.append(f'  "{src}" -> "{dst}"' + (" [style=dashed];" if "lazy" in how else ";"))
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def graph_json() -> dict:
+    """The graph as plain data: analyses (name, module, scope, public, keys, params, rules) and edges."""
+    return {
+        "analyses": [
+            {
+                "name": a.name,
+                "module": a.module,
+                "scope": a.scope,
+                "public": a.declaration.public,
+                "keys": list(a.keys),
+                "params": {k: repr(v) for k, v in a.params.items()},
+                "any_keywords": a.any_keywords,
+                "rules": dict(a.declaration.rules),
+                "summary": a.declaration.summary,
+            }
+            for a in REGISTRY.values()
+        ],
+        "edges": [{"from": s, "to": d, "how": h} for s, d, h in edges()],
+    }
+
+
+# ---- the Trace methods, generated ------------------------------------------------------------------
+
+#: Where the generated methods live (`methods_source`).
+METHODS_FILE = Path(__file__).with_name("trace_methods.py")
+
+#: The names an annotation may use in the generated module (others are left out: `Any`).
+_ANNOTATION_NAMES = frozenset({"pl", "Sequence", "Path", "Any", "str", "int", "float", "bool", "None", "dict"})
+
+
+def _annotation(analysis: Analysis, param: str) -> str:
+    """The annotation of `param` where it is declared: the analysis' own function, else the input
+    it is forwarded to (its annotation there); "Any" when it names something the generated
+    module does not import."""
+    import re
+
+    if param in analysis.own:
+        found = analysis.declaration.signature.parameters[param].annotation
+        text = "" if found is analysis.declaration.signature.empty else str(found)
+    else:
+        text = ""
+        for source in analysis.inputs.values():
+            if isinstance(source, Use):
+                theirs = next((t for t, m in source.bind.items() if m == param), None)
+                if theirs is not None:
+                    text = _annotation(REGISTRY[source.analysis], theirs)
+                    break
+    names = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", text.replace("pl.DataFrame", "pl")))
+    return text if text and names <= _ANNOTATION_NAMES else "Any"
+
+
+def methods_source() -> str:
+    """The text of `traceview/trace_methods.py`: one method per public analysis calling
+    `Trace.run`, with the declaration's parameters and defaults: keyword-only but the first (not
+    when it takes rules files or is a flag: `_positional`)."""
+    out = [
+        '"""The `Trace` methods of the declared analyses, generated from their declarations by',
+        "`traceview analyses --write-methods` (tests/test_registry.py checks that it is current): do not",
+        "edit by hand. Each method calls `Trace.run`; its parameters and defaults are the",
+        'declaration\'s (the analysis function\'s signature), written in one place."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from collections.abc import Sequence",
+        "from pathlib import Path",
+        "from typing import Any",
+        "",
+        "import polars as pl",
+        "",
+        "",
+        "class AnalysisMethods:",
+        '    """The analyses a `Trace` offers (`traceview.registry.PUBLIC`), each through `run`."""',
+        "",
+        "    def run(self, name: str, **params: Any) -> Any:",
+        '        """Analysis `name` with `params` (`Trace.run`)."""',
+        "        raise NotImplementedError",
+    ]
+    for name in PUBLIC:
+        a = REGISTRY[name]
+        if "name" in a.params:
+            raise ValueError(f"analysis {name}: a parameter named 'name' would clash with Trace.run(name, ...)")
+        own = [p for p in a.params if p in a.own]
+        forwarded = [p for p in a.params if p not in a.own]
+        positional = own[:1] if own and _positional(a, own[0]) else []
+        args = ["self"] + [_arg(a, p) for p in positional]
+        if len(a.params) > len(positional):
+            args += ["*"] + [_arg(a, p) for p in own[len(positional) :] + forwarded]
+        if a.any_keywords:
+            args = [arg for arg in args if arg != "*"] + ["**kwargs: Any"]
+        ret = "pl.DataFrame"
+        call = ", ".join(
+            [repr(name)] + [f"{p}={p}" for p in (*own, *forwarded)] + (["**kwargs"] if a.any_keywords else [])
+        )
+        function = f"{a.module}.{a.declaration.function.__qualname__}"
+        doc = _wrapped(a.declaration.summary.replace(3 * '"', 3 * "'"), 8) + [
+            "",
+            f"        Declared by `{function}`.",
+            '        """',
+        ]
+        head = f"    def {name}({', '.join(args)}) -> {ret}:"
+        if len(head) > 120:
+            head = "\n".join([f"    def {name}(", *(f"        {arg}," for arg in args), f"    ) -> {ret}:"])
+        out += ["", head, *doc, f"        return self.run({call})"]
+    return "\n".join(out) + "\n"
+
+
+def _positional(analysis: Analysis, param: str) -> bool:
+    """Whether a method may take `param` by position: its first own parameter, unless it takes
+    rules files or is a flag (a Boolean default), where a value meant for the old order would be
+    read silently as something else."""
+    default = analysis.params[param]
+    return param not in analysis.declaration.rules and not isinstance(default, bool)
+
+
+def _arg(analysis: Analysis, param: str) -> str:
+    """`param: annotation = default` (no default for a required one); ValueError for a default
+    that is not a Python literal (it could not be written back)."""
+    import ast
+
+    default = analysis.params[param]
+    head = f"{param}: {_annotation(analysis, param)}"
+    if default is REQUIRED:
+        return head
+    try:
+        same = ast.literal_eval(repr(default)) == default
+    except (ValueError, SyntaxError):
+        same = False
+    if not same:
+        raise ValueError(f"analysis {analysis.name}: the default of {param!r} is not a literal: {default!r}")
+    return f"{head} = {default!r}"
+
+
+def _wrapped(text: str, indent: int, width: int = 100) -> list[str]:
+    """`text` as docstring lines of at most `width` characters, the first opening the docstring."""
+    import textwrap
+
+    pad = " " * indent
+    lines = textwrap.wrap('"""' + text.replace("\\", "\\\\"), width - indent)
+    return [pad + line for line in lines]

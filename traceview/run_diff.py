@@ -160,7 +160,7 @@ def prepare(trace, label: str, step: int | None = None, classes: str | None = No
                 f"{int_ranges(bare['step'].to_list())}); they count as steps with no device work, and step time "
                 f"and terms are over the other {chosen.height - bare.height}"
             )
-        tasks = d.select_tasks(trace.classified_tasks(classes), chosen)
+        tasks = d.select_tasks(trace.classified_tasks(classes=classes), chosen)
         notes += _left_out(trace, tasks, chosen, label)
         return _Run(
             trace=trace,
@@ -169,7 +169,7 @@ def prepare(trace, label: str, step: int | None = None, classes: str | None = No
             breakdown=breakdown.join(chosen, on=["rank", "step"], how="semi", nulls_equal=True),
             n=chosen.height,
             tasks=tasks,
-            class_rows=trace.compute_classes(classes, by=("rank", "step")).join(
+            class_rows=trace.compute_classes(classes=classes, by=("rank", "step")).join(
                 chosen, on=["rank", "step"], how="semi", nulls_equal=True
             ),
             iterations=trace.iteration_breakdown().join(chosen, on=["rank", "step"], how="semi", nulls_equal=True),
@@ -191,8 +191,8 @@ def prepare(trace, label: str, step: int | None = None, classes: str | None = No
         windows=None,
         breakdown=trace.trace_breakdown(),
         n=trace.ranks.height,
-        tasks=trace.classified_tasks(classes),
-        class_rows=trace.compute_classes(classes, by=("rank",)),
+        tasks=trace.classified_tasks(classes=classes),
+        class_rows=trace.compute_classes(classes=classes, by=("rank",)),
         iterations=trace.iteration_breakdown().clear(),
         step_numbers=[],
         notes=notes,

@@ -229,10 +229,10 @@ def build_summary(
     launch = _per_rank(trace.launch_delays().drop("tasks")) if details else {}
     long = _listed(trace.long_steps())
     stages = {r["rank"]: r for r in trace.pipeline_stages().to_dicts()} if details else {}
-    compute_classes = _listed(trace.compute_classes(classes))
-    unclassified = dict(trace.unclassified_share(classes).select("rank", "unclassified_share").iter_rows())
+    compute_classes = _listed(trace.compute_classes(classes=classes))
+    unclassified = dict(trace.unclassified_share(classes=classes).select("rank", "unclassified_share").iter_rows())
     short = kernels.short_name("name", trace.device_tasks.select("name"))
-    top_kernels = _listed(trace.top_kernels(top, classes).with_columns(short.alias("short_name")))
+    top_kernels = _listed(trace.top_kernels(top, classes=classes).with_columns(short.alias("short_name")))
     rules = dict(steps.group_by("rank").agg(pl.col("window_rule").first()).iter_rows())
     device_phases = _per_rank(trace.device_phases())
     memory_series = _memory(trace, top)
@@ -263,8 +263,8 @@ def build_summary(
         )
     first = _rounded(trace.run("headline", step=step).row(0, named=True))
     doc = {"source": trace.source, "headline": first, "ranks": ranks}
-    doc["kernels"] = [_rounded(r) for r in trace.kernel_totals(max(top, 1) * 2, classes).to_dicts()]
-    doc["operators"] = [_rounded(r) for r in trace.operators(max(top, 1) * 2, classes).to_dicts()]
+    doc["kernels"] = [_rounded(r) for r in trace.kernel_totals(max(top, 1) * 2, classes=classes).to_dicts()]
+    doc["operators"] = [_rounded(r) for r in trace.operators(max(top, 1) * 2, classes=classes).to_dicts()]
     if trace.ranks.height > 1:
         doc["cross_rank"] = _cross_rank(trace)
     checks: list[str] = []

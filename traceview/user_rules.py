@@ -36,7 +36,7 @@ def user_rules(path: str | os.PathLike | None) -> UserRules:
     the entry when any part of it cannot be used."""
     if path is None:
         return UserRules()
-    from traceview.analysis import classes, findings, iteration, throughput
+    from traceview.analysis import classes, findings, phases, throughput
 
     file = os.fspath(Path(path).resolve())  # analyses read it again later, whatever the working folder
     fix = "fix the rules file (docs/rules.md shows each section)"
@@ -50,7 +50,7 @@ def user_rules(path: str | os.PathLike | None) -> UserRules:
         if "device_peaks" in doc:
             throughput.load_device_peaks(file)
         if "phases" in doc:
-            iteration.load_host_rules(file)
+            phases.load_host_rules(file)
     except (ValueError, OSError) as exc:
         raise TraceError(None, str(exc), fix) from None
     return UserRules(file, frozenset(doc), task_kinds)

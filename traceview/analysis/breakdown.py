@@ -44,6 +44,7 @@ import polars as pl
 
 from traceview.analysis import bubbles
 from traceview.analysis import intervals as iv
+from traceview.analysis.declare import analysis, use
 
 #: device task kind -> interval set
 SET_OF_KIND = {"kernel": "comp", "memset": "comp", "communication": "comm", "memcpy": "mem"}
@@ -175,6 +176,7 @@ def _finish(m: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     )
 
 
+@analysis("trace_breakdown", inputs=("device_tasks",), scope="rank")
 def trace_breakdown(device_tasks: pl.DataFrame) -> pl.DataFrame:
     """Decomposition of each rank's whole trace (window: first device task start to last end).
 
@@ -191,6 +193,11 @@ def trace_breakdown(device_tasks: pl.DataFrame) -> pl.DataFrame:
     return with_derived(_finish(m.with_columns(pl.lit(None, pl.Int64).alias("preparing_ns")), ["rank"]).sort("rank"))
 
 
+@analysis(
+    "step_breakdown",
+    inputs={"device_tasks": "device_tasks", "steps": "steps", "gpu_bubbles": use("bubbles")},
+    keys=("rank", "step"),
+)
 def step_breakdown(
     device_tasks: pl.DataFrame, steps: pl.DataFrame, gpu_bubbles: pl.DataFrame | None = None
 ) -> pl.DataFrame:

@@ -67,6 +67,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.analysis import intervals as iv
+from traceview.analysis.declare import analysis
 
 #: Device task kinds that are compute (docs/metrics.md COMP).
 COMPUTE_KINDS = ("kernel", "memset")
@@ -123,6 +124,7 @@ def _pipeline_group(p2p: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+@analysis("bubbles", inputs=("device_tasks", "steps"), keys=("rank", "step"))
 def gpu_bubbles(device_tasks: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
     """Pipeline bubble per rank and step (definition and rationale in the module docstring).
 
@@ -208,6 +210,7 @@ def gpu_bubbles(device_tasks: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame
     )
 
 
+@analysis("pipeline_stages", inputs=("device_tasks", "host_events", "ranks"))
 def pipeline_stages(
     device_tasks: pl.DataFrame, host_events: pl.DataFrame, ranks: pl.DataFrame | None = None
 ) -> pl.DataFrame:

@@ -45,6 +45,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview import rules as rule_tables
+from traceview.analysis.declare import analysis, use
 
 #: The shipped rule table.
 RULES_FILE = rule_tables.shipped_path("compute_classes")
@@ -362,6 +363,32 @@ def classify(device_tasks: pl.DataFrame, host_events: pl.DataFrame | None, rules
 # --- summaries ---------------------------------------------------------------------------------
 
 
+#: A parameter that takes a user's compute-class rules files (their rules come first).
+_CLASS_RULES = {"classes": "compute_classes"}
+
+#: The columns `classify` adds to device_tasks (what a rank caches of `classified_tasks`: the rest
+#: are the device tasks themselves).
+CLASS_COLUMNS = ("launch_op", "compute_class", "compute_group", "classified")
+
+
+@analysis(
+    "classified_tasks",
+    inputs=("device_tasks", "host_events"),
+    scope="rank",
+    keys=("rank", "stream", "start_ns"),
+    stored_columns=CLASS_COLUMNS,
+    rules=_CLASS_RULES,
+)
+def classified_tasks(
+    device_tasks: pl.DataFrame,
+    host_events: pl.DataFrame,
+    classes: str | Path | Sequence[str | Path] | None = None,
+) -> pl.DataFrame:
+    """device_tasks with compute_class, compute_group and launch_op columns. `classes`: a user's
+    rules files (TOML) whose rules come before the shipped ones. See `classify`."""
+    return classify(device_tasks, host_events, load_rules(classes))
+
+
 def _with_total(per: pl.DataFrame, classified: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """`per` with `_total`: the sum of all task durations (ns) of its group-by key."""
     if not by:
@@ -370,6 +397,13 @@ def _with_total(per: pl.DataFrame, classified: pl.DataFrame, by: list[str]) -> p
     return per.join(totals, on=by, how="left", nulls_equal=True)
 
 
+@analysis(
+    "compute_classes",
+    inputs={"classified": use("classified_tasks", classes="classes")},
+    scope="rank",
+    keys=("rank", "class"),
+    rules=_CLASS_RULES,
+)
 def class_summary(classified: pl.DataFrame, by: Sequence[str] = ("rank",)) -> pl.DataFrame:
     """Device time per compute class, per group-by key (default: per rank).
 
@@ -396,6 +430,13 @@ def class_summary(classified: pl.DataFrame, by: Sequence[str] = ("rank",)) -> pl
     )
 
 
+@analysis(
+    "top_kernels",
+    inputs={"classified": use("classified_tasks", classes="classes")},
+    scope="rank",
+    keys=("rank", "name"),
+    rules=_CLASS_RULES,
+)
 def top_kernels(classified: pl.DataFrame, n: int = 10, by: Sequence[str] = ("rank",)) -> pl.DataFrame:
     """The `n` task names (with their class) that took the most device time, per group-by key.
 
@@ -423,6 +464,12 @@ def top_kernels(classified: pl.DataFrame, n: int = 10, by: Sequence[str] = ("ran
     )
 
 
+@analysis(
+    "unclassified_share",
+    inputs={"classified": use("classified_tasks", classes="classes")},
+    scope="rank",
+    rules=_CLASS_RULES,
+)
 def unclassified_share(classified: pl.DataFrame) -> pl.DataFrame:
     """Per rank: how much device time no rule classified.
 

@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceview.analysis.declare import analysis, use
+
 #: Bus-bandwidth factor of each canonical collective (nccl-tests, doc/PERFORMANCE.md), n = ranks in
 #: the group: busbw = algbw x factor. Collectives not listed (barrier, coalesced, unknown) get null.
 BUS_FACTORS: dict[str, str] = {
@@ -101,6 +103,7 @@ def bus_factor(collective: pl.Expr, n: pl.Expr) -> pl.Expr:
     return out.otherwise(pl.lit(None, pl.Float64))
 
 
+@analysis("matched_collectives", inputs=("device_tasks",), keys=("collective_id", "rank"), public=False)
 def match_collectives(device_tasks: pl.DataFrame, by_step: bool = True) -> pl.DataFrame:
     """One row per (collective instance, rank): the same collective matched across ranks.
 
@@ -195,6 +198,7 @@ STRAGGLER_SCHEMA = pl.Schema(
 )
 
 
+@analysis("stragglers", inputs={"matched": use("collectives")})
 def stragglers(matched: pl.DataFrame, include_p2p: bool = False) -> pl.DataFrame:
     """Per rank: how long it waited in collectives, how late it arrived, and which rank is the straggler.
 
@@ -263,6 +267,7 @@ SKEW_SCHEMA = pl.Schema(
 )
 
 
+@analysis("step_skew", inputs={"step_durations": use("step_breakdown")}, keys=("step",))
 def step_skew(step_durations: pl.DataFrame) -> pl.DataFrame:
     """Per step: how unequal the ranks' step durations are.
 
@@ -359,3 +364,38 @@ def clock_warning(offsets: pl.DataFrame) -> str:
         f"and last arrivals are computed on clocks aligned by these offsets; durations, waits and every "
         f"per-rank number use each rank's own clock and are unaffected; the timeline shows each rank on its own clock"
     )
+
+
+# ---- declared analyses (`traceview.registry`) ------------------------------------------------------
+
+
+def _clock_notes(offsets: pl.DataFrame | None) -> list[str]:
+    """The trace's warning line when the ranks' clocks disagree (`clock_warning`)."""
+    return [] if offsets is None else [clock_warning(offsets)]
+
+
+@analysis(
+    "clock_offsets",
+    inputs={"ranks": "ranks", "device_tasks": "device_tasks", "matched": use("matched_collectives", lazy=True)},
+    notes=_clock_notes,
+    public=False,
+)
+def clock_offsets_of(ranks: pl.DataFrame, device_tasks: pl.DataFrame, matched) -> pl.DataFrame | None:
+    """Per rank, its clock's offset when the ranks' clocks disagree, else None (one rank, or no
+    communication: nothing is matched). See `clock_offsets`."""
+    if ranks.height < 2 or not device_tasks["kind"].eq("communication").any():
+        return None
+    return clock_offsets(matched())
+
+
+@analysis(
+    "collectives",
+    inputs={"matched": use("matched_collectives"), "offsets": use("clock_offsets")},
+    keys=("collective_id", "rank"),
+)
+def aligned_collectives(matched: pl.DataFrame, offsets: pl.DataFrame | None) -> pl.DataFrame:
+    """One row per collective instance and rank, matched across ranks: transfer (min duration
+    over ranks), wait, start skew, bandwidths. When the ranks' clocks disagree (`clock_offsets`),
+    start skew is computed on aligned clocks and the trace's warnings name the offsets. See
+    `match_collectives`."""
+    return matched if offsets is None else align_start_skew(matched, offsets)

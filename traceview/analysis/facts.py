@@ -14,6 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.analysis import gaps
+from traceview.analysis.declare import analysis, use
 from traceview.analysis.device_facts import memory_facts, roofline_facts, unaligned_gemm_facts
 from traceview.analysis.fact_table import FACTS
 from traceview.analysis.gemm_shapes import GEMM_ALIGNMENT, gemm_dims
@@ -402,4 +403,67 @@ def _with_pipeline(out: pl.DataFrame, stages: pl.DataFrame | None, micro_batches
 def _conform(df: pl.DataFrame) -> pl.DataFrame:
     return df.select(
         pl.col(c).cast(dtype) if c in df.columns else pl.lit(None, dtype).alias(c) for c, (dtype, _) in FACTS.items()
+    )
+
+
+# ---- declared analyses (`traceview.registry`) ------------------------------------------------------
+
+
+@analysis(
+    "facts",
+    inputs={
+        "step_breakdown": use("step_breakdown"),
+        "trace_breakdown": use("trace_breakdown"),
+        "classified": use("classified_tasks", classes="classes"),
+        "stream_idle": use("stream_idle", lazy=True),
+        "launch_calls": use("launch_calls", lazy=True),
+        "pipeline_stages": use("pipeline_stages", lazy=True),
+        "stragglers": use("stragglers"),
+        "throughput_of": use("throughput", lazy=True),
+        "iterations": use("iteration_breakdown"),
+        "gpu_bubbles": use("bubbles"),
+        "platform": use("platform_facts"),
+        "memory_peaks": use("memory_peaks"),
+        "roofline": use("measured_roofline"),
+    },
+    rules={"classes": "compute_classes"},
+)
+def fact_frame(
+    step_breakdown: pl.DataFrame,
+    trace_breakdown: pl.DataFrame,
+    classified: pl.DataFrame,
+    stream_idle,
+    launch_calls,
+    pipeline_stages,
+    stragglers: pl.DataFrame,
+    throughput_of,
+    iterations: pl.DataFrame,
+    gpu_bubbles: pl.DataFrame,
+    platform: pl.DataFrame,
+    memory_peaks: pl.DataFrame,
+    roofline: pl.DataFrame,
+    throughput: dict | None = None,
+    details: bool = True,
+    micro_batches: int | None = None,
+) -> pl.DataFrame:
+    """The facts the findings read: one row per rank with device tasks, plus a profile-wide row
+    when `throughput` (keyword arguments of the throughput analysis) is given. `details=False`
+    skips the costly idle-per-stream, launch-call and pipeline-stage analyses (their facts stay
+    null); `micro_batches`: the run's micro-batch count, for the ideal bubble. Columns: `FACTS`;
+    see `facts`."""
+    return facts(
+        step_breakdown,
+        trace_breakdown,
+        classified,
+        stream_idle=stream_idle() if details else None,
+        launch_calls=launch_calls() if details else None,
+        pipeline_stages=pipeline_stages() if details else None,
+        stragglers=stragglers,
+        throughput=throughput_of(**throughput) if throughput else None,
+        micro_batches=micro_batches,
+        iterations=iterations,
+        gpu_bubbles=gpu_bubbles,
+        platform=platform,
+        memory_peaks=memory_peaks,
+        roofline=roofline,
     )

@@ -42,6 +42,7 @@ import polars as pl
 from traceview import rules as rule_tables
 from traceview.analysis import breakdown, iteration
 from traceview.analysis.conditions import parse_condition
+from traceview.analysis.declare import analysis, use
 from traceview.analysis.facts import FACTS
 
 #: The shipped rules.
@@ -333,3 +334,24 @@ def by_rule(found: pl.DataFrame) -> pl.DataFrame:
         .sort("_level", "_first")
         .select(*FINDINGS_SCHEMA.names(), "ranks")
     )
+
+
+# ---- declared analyses (`traceview.registry`) ------------------------------------------------------
+
+
+@analysis(
+    "findings",
+    inputs={
+        "facts_frame": use(
+            "facts", throughput="throughput", classes="classes", details="details", micro_batches="micro_batches"
+        )
+    },
+    keys=("rule", "rank"),
+    rules={"rules": "findings", "classes": "compute_classes"},
+)
+def findings_of(facts_frame: pl.DataFrame, rules: str | Path | Sequence[str | Path] | None = None) -> pl.DataFrame:
+    """Advice from the numbers: one row per rule that fires on a rank (or profile-wide), with
+    severity, the value and threshold, a message citing the numbers, and the advice. `rules`: a
+    user's findings rules files (TOML, docs/findings.md); `throughput`, `classes`, `details` and
+    `micro_batches` are the facts' (`fact_frame`). See `evaluate`."""
+    return evaluate(facts_frame, load_rules(rules))

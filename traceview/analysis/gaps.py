@@ -23,9 +23,14 @@ Everything is vectorised polars (sorts, window expressions, joins); no Python lo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 import polars as pl
 
 from traceview.analysis import intervals as iv
+from traceview.analysis import phases
+from traceview.analysis.declare import analysis, use
 from traceview.analysis.platform import GRAPH_LAUNCH_PATTERN
 
 #: idle categories of `stream_idle`, in the order they are tested
@@ -117,6 +122,7 @@ def _busy_before(merged: pl.DataFrame, points: pl.DataFrame, at: str) -> pl.Seri
     return hit.sort("_i")["_busy"]
 
 
+@analysis("iteration_gaps", inputs=("steps", "device_tasks"), scope="rank", keys=("rank", "step"))
 def step_times(steps: pl.DataFrame, device_tasks: pl.DataFrame) -> pl.DataFrame:
     """Host and device length of every step, and the device gap before it.
 
@@ -247,6 +253,12 @@ def stream_gaps(
     )
 
 
+@analysis(
+    "stream_idle",
+    inputs={"device_tasks": "device_tasks", "host_events": "host_events", "launches": use("launch_calls")},
+    scope="rank",
+    keys=("rank", "stream"),
+)
 def stream_idle(
     device_tasks: pl.DataFrame,
     host_events: pl.DataFrame,
@@ -421,6 +433,7 @@ def launch_delay_stats(
 # 4. long steps
 
 
+@analysis("long_steps", inputs={"step_breakdown": use("step_breakdown")}, keys=("rank", "step"))
 def long_steps(step_breakdown: pl.DataFrame, factor: float = 1.2) -> pl.DataFrame:
     """Steps whose duration exceeds `factor` × the rank's median step duration, and why.
 
@@ -471,3 +484,35 @@ def long_steps(step_breakdown: pl.DataFrame, factor: float = 1.2) -> pl.DataFram
         best.alias("why_delta_us"),
         *[f"{t}_delta_us" for t in ("computing", "communication_not_overlapped", "exposed_memcpy", "idle_free")],
     ).sort("rank", "step")
+
+
+# ---- declared analyses (`traceview.registry`) ------------------------------------------------------
+
+
+@analysis(
+    "launch_calls", inputs=("host_events",), scope="rank", keys=("rank", "correlation"), rules={"rules": "phases"}
+)
+def launch_call_frame(
+    host_events: pl.DataFrame, rules: str | Path | Sequence[str | Path] | None = None
+) -> pl.DataFrame:
+    """Per rank and correlation id: the launch call's start and end (ns), shared by the idle and
+    delay analyses; `rules`: rules files whose [[phases.synchronous]] patterns come first. See
+    `launch_calls`."""
+    return launch_calls(host_events, phases.load_host_rules(rules).synchronous)
+
+
+@analysis(
+    "launch_delays",
+    inputs={
+        "device_tasks": "device_tasks",
+        "host_events": "host_events",
+        "launches": use("launch_calls", rules="rules"),
+    },
+    scope="rank",
+    rules={"rules": "phases"},
+)
+def launch_delays_of(device_tasks: pl.DataFrame, host_events: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
+    """Per rank: launch delay (task start − launch call end) statistics, µs, over the tasks of
+    asynchronous launch calls; `synchronous` counts the tasks of synchronous calls (a
+    `cudaMemcpy` returns once its copy is done), left out. See `launch_delay_stats`."""
+    return launch_delay_stats(device_tasks, host_events, launches)

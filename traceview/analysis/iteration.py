@@ -47,16 +47,15 @@ other_idle_us.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
-from traceview import rules as rule_tables
 from traceview.analysis import intervals as iv
 from traceview.analysis import phases
 from traceview.analysis.breakdown import SET_OF_KIND
+from traceview.analysis.declare import analysis, use
 
 #: Output columns after rank, step (units in the names).
 TERMS = [
@@ -122,62 +121,6 @@ def _phase_measures() -> dict[str, pl.Expr]:
 
 
 _MEASURES.update(_phase_measures())
-
-
-@dataclasses.dataclass(frozen=True)
-class HostRules:
-    """What the host's spans mean (`traceview/rules/phases.toml`; `load_host_rules`): regexes of
-    host event names that are data loading / not program activity / a task queue's Enqueue and
-    Dequeue / a synchronous runtime call (the host waits for what it issues), and the phase rules, (phase, "host" or "task", regex) in order."""
-
-    data_loading: tuple[str, ...] = ()
-    not_activity: tuple[str, ...] = ()
-    enqueue: tuple[str, ...] = ()
-    dequeue: tuple[str, ...] = ()
-    synchronous: tuple[str, ...] = ()
-    phase_rules: tuple[tuple[str, str, str], ...] = ()
-
-
-#: The pattern lists of `traceview/rules/phases.toml` (each entry one `pattern`).
-_PATTERN_KEYS = ("data_loading", "not_activity", "enqueue", "dequeue", "synchronous")
-_PHASE_KEYS = {"phase", "host", "task"}
-
-
-def _phase_entry(entry: dict, where: str) -> tuple[str, str, str]:
-    """(phase, "host" or "task", pattern) of one [[phase]] entry; RulesError naming `where`."""
-    if set(entry) - _PHASE_KEYS or "phase" not in entry or len(set(entry) & {"host", "task"}) != 1:
-        raise rule_tables.RulesError(f"{where}: an entry has 'phase' and one of 'host' or 'task'")
-    if entry["phase"] not in phases.MARKED:
-        raise rule_tables.RulesError(f"{where}: phase {entry['phase']!r} is not one of {', '.join(phases.MARKED)}")
-    key = "host" if "host" in entry else "task"
-    return entry["phase"], key, rule_tables.check_regex(entry[key], where, key=key)
-
-
-def load_host_rules(extra: str | Path | Sequence[str | Path] | None = None) -> HostRules:
-    """The host-span and phase patterns of `traceview/rules/phases.toml`, a user's first (`extra`:
-    rules files whose `[[phases.<key>]]` entries come first). RulesError naming the file and
-    entry for an unknown key or a bad regex."""
-    docs = [(p, rule_tables.section(p, "phases")) for p in rule_tables.user_files(extra)]
-    docs = [(p, d) for p, d in docs if d is not None]
-    docs.append((rule_tables.shipped_path("phases"), rule_tables.shipped("phases")))
-    keys = (*_PATTERN_KEYS, "phase")
-    out: dict[str, list] = {k: [] for k in keys}
-    for path, doc in docs:
-        unknown = sorted(set(doc) - set(keys))
-        if unknown:
-            raise rule_tables.RulesError(f"{path}: phases: unknown key(s) {', '.join(unknown)} ({', '.join(keys)})")
-        for key in keys:
-            if key not in doc:
-                continue
-            for i, entry in enumerate(rule_tables.entries(doc, path, key=key, allowed=keys), start=1):
-                where = f"{path}: phases.{key} {i}"
-                if key == "phase":
-                    out[key].append(_phase_entry(entry, where))
-                    continue
-                if set(entry) != {"pattern"}:
-                    raise rule_tables.RulesError(f"{where}: an entry has one key, 'pattern'")
-                out[key].append(rule_tables.check_regex(entry["pattern"], where))
-    return HostRules(**{k: tuple(out[k]) for k in _PATTERN_KEYS}, phase_rules=tuple(out["phase"]))
 
 
 def windows(steps: pl.DataFrame, device_tasks: pl.DataFrame, launches: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -251,7 +194,7 @@ def iteration_segments(
     host_events: pl.DataFrame,
     steps: pl.DataFrame,
     launches: pl.DataFrame | None = None,
-    rules: HostRules = HostRules(),
+    rules: phases.HostRules = phases.HostRules(),
     task_phase: pl.Series | None = None,
     host_phase: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
@@ -352,14 +295,14 @@ def iteration_breakdown(
     host_events: pl.DataFrame,
     steps: pl.DataFrame,
     launches: pl.DataFrame | None = None,
-    rules: HostRules = HostRules(),
+    rules: phases.HostRules = phases.HostRules(),
     task_phase: pl.Series | None = None,
     host_phase: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Per rank and step: the iteration window, its terms and its phases (definitions in the
     module docstring and `traceview.analysis.phases`).
 
-    `rules`: what the host spans mean (`load_host_rules()` gives the shipped ones, plus a user's);
+    `rules`: what the host spans mean (`phases.load_host_rules()` gives the shipped ones, plus a user's);
     `task_phase`, `host_phase`: the device tasks' phases and the host phase spans when the caller
     has them (`phases.classify`).
 
@@ -449,3 +392,68 @@ def headline(step_terms: pl.DataFrame, iteration_terms: pl.DataFrame) -> pl.Data
         pl.lit(largest, pl.String).alias("largest_term"),
         pl.lit(known.get(largest) if largest else None, pl.Float64).alias("largest_term_frac"),
     )
+
+
+# ---- declared analyses (`traceview.registry`) ------------------------------------------------------
+
+#: The inputs of the iteration's sweep, with the reader's phase rules passed on.
+_SWEEP_INPUTS = {
+    "device_tasks": "device_tasks",
+    "host_events": "host_events",
+    "steps": "steps",
+    "launches": use("launch_calls", rules="rules"),
+    "phased": use("task_phases", rules="rules"),
+    "host_phase": use("host_phases", rules="rules"),
+}
+
+
+@analysis("iteration_breakdown", inputs=_SWEEP_INPUTS, scope="rank", keys=("rank", "step"), rules={"rules": "phases"})
+def iteration_of(
+    device_tasks: pl.DataFrame,
+    host_events: pl.DataFrame,
+    steps: pl.DataFrame,
+    launches: pl.DataFrame,
+    phased: pl.DataFrame,
+    host_phase: pl.DataFrame,
+    rules: str | Path | Sequence[str | Path] | None = None,
+) -> pl.DataFrame:
+    """Per rank and step: the whole iteration (wall time, iterations tiling the run) and where it
+    went: computing, exposed communication and memcpy in it, data loading, host overhead (runtime
+    and framework), other idle (µs), adding up to iteration_us. `rules`: rules files whose
+    [[phases.data_loading]] patterns come first. See `iteration_breakdown`."""
+    host_rules = phases.load_host_rules(rules)
+    return iteration_breakdown(device_tasks, host_events, steps, launches, host_rules, phased["phase"], host_phase)
+
+
+# the segments (about two rows a task) are rank-local too, but only the timeline and the Perfetto
+# export read them: computed when asked, never with every rank's parse (scope "profile")
+@analysis("iteration_segments", inputs=_SWEEP_INPUTS, keys=("rank", "seg_start_ns"), rules={"rules": "phases"})
+def segments_of(
+    device_tasks: pl.DataFrame,
+    host_events: pl.DataFrame,
+    steps: pl.DataFrame,
+    launches: pl.DataFrame,
+    phased: pl.DataFrame,
+    host_phase: pl.DataFrame,
+    rules: str | Path | Sequence[str | Path] | None = None,
+) -> pl.DataFrame:
+    """Where each instant of every iteration went: rank, step, seg_start_ns, seg_end_ns and the
+    segment's term and wall phase (the iteration_breakdown's attribution, instant by instant;
+    the Perfetto export draws them). See `label_segments`."""
+    host_rules = phases.load_host_rules(rules)
+    sweep = iteration_segments(device_tasks, host_events, steps, launches, host_rules, phased["phase"], host_phase)
+    return label_segments(sweep[1])
+
+
+@analysis(
+    "headline",
+    inputs={"step_terms": use("step_breakdown"), "iteration_terms": use("iteration_breakdown")},
+    keys=(),
+)
+def headline_of(step_terms: pl.DataFrame, iteration_terms: pl.DataFrame, step: int | None = None) -> pl.DataFrame:
+    """One row, over every rank's steps (or only step `step`): mean step and iteration time (µs),
+    the exposed communication's share of the step time, each iteration term's share of the
+    iteration time and the largest term. See `headline`."""
+    if step is not None:
+        step_terms, iteration_terms = (f.filter(pl.col("step") == step) for f in (step_terms, iteration_terms))
+    return headline(step_terms, iteration_terms)

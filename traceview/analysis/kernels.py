@@ -25,6 +25,8 @@ from collections.abc import Iterable
 
 import polars as pl
 
+from traceview.analysis.declare import analysis, use
+
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: A C++ signature, the names folding applies to: `void ...`, or a name that opens a template
 #: argument or parameter list right away (`kernel<...`, `kernel(...)`), or one with a `::` scope.
@@ -41,6 +43,10 @@ _GENERIC = frozenset(
 )
 #: Template arguments up to this long are shown whole where no identifier tells kernels apart.
 SHORT_ARGS = 48
+
+
+#: A parameter that takes a user's compute-class rules files (`classes.classified_tasks`).
+_CLASS_RULES = {"classes": "compute_classes"}
 
 
 def _fold(name: str) -> tuple[str, list[str], str]:
@@ -129,6 +135,12 @@ def _times(ns: str, total: int, name: str, per: str, per_name: str) -> list[pl.E
     ]
 
 
+@analysis(
+    "kernel_totals",
+    inputs={"classified": use("classified_tasks", classes="classes")},
+    keys=("name",),
+    rules=_CLASS_RULES,
+)
 def kernel_totals(classified: pl.DataFrame, n: int = 20) -> pl.DataFrame:
     """The `n` task names with the most device time over all ranks.
 
@@ -172,6 +184,12 @@ def kernel_totals(classified: pl.DataFrame, n: int = 20) -> pl.DataFrame:
     )
 
 
+@analysis(
+    "operators",
+    inputs={"classified": use("classified_tasks", classes="classes")},
+    keys=("operator", "input_shapes"),
+    rules=_CLASS_RULES,
+)
 def operators(classified: pl.DataFrame, n: int = 20) -> pl.DataFrame:
     """Host operators by name and input shapes, with the device time of the tasks they launched
     (all ranks), the `n` with the most device time.

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceview.analysis.declare import analysis, use
+
 #: The columns that name one memory series.
 SERIES = ["rank", "device_type", "device", "component"]
 #: The series whose blocks memory_allocations holds, best first (Kineto: null; torch_npu: PTA+GE,
@@ -56,6 +58,7 @@ TIMELINE_SCHEMA = pl.Schema(
 )
 
 
+@analysis("memory", inputs={"events": "memory_events"}, keys=(*SERIES, "ts_ns"))
 def memory_timeline(events: pl.DataFrame) -> pl.DataFrame:
     """Per memory series and record, in time order: rank, device_type, device, component, ts_ns,
     allocated_bytes, reserved_bytes, active_bytes (Ascend's Total Active; else null) and basis
@@ -86,6 +89,12 @@ def memory_timeline(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+@analysis(
+    "memory_peaks",
+    inputs={"timeline": use("memory"), "steps": "steps", "ranks": "ranks"},
+    scope="rank",
+    keys=(*SERIES, "step"),
+)
 def memory_peaks(timeline: pl.DataFrame, steps: pl.DataFrame, ranks: pl.DataFrame) -> pl.DataFrame:
     """Per memory series, for the whole trace (step null) and for each step: rank, device_type,
     device, component, step, records, peak_allocated_bytes, peak_ns, peak_reserved_bytes,
@@ -157,6 +166,12 @@ def memory_peaks(timeline: pl.DataFrame, steps: pl.DataFrame, ranks: pl.DataFram
     return peaks.sort([*SERIES, "step"], nulls_last=False).with_columns(pl.col("records").cast(pl.Int64))
 
 
+@analysis(
+    "memory_at_peak",
+    inputs={"peaks": use("memory_peaks"), "allocations": "memory_allocations"},
+    scope="rank",
+    keys=(*SERIES, "operator"),
+)
 def memory_at_peak(peaks: pl.DataFrame, allocations: pl.DataFrame) -> pl.DataFrame:
     """Per device at its whole-trace peak, the series whose blocks memory_allocations holds (the
     first of BLOCK_COMPONENTS present with basis "recorded": PyTorch's allocator; torch_npu's

@@ -41,9 +41,15 @@ any task is for); wall phases are null on a rank without host events.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
 import polars as pl
 
+from traceview import rules as rule_tables
 from traceview.analysis import intervals as iv
+from traceview.analysis.declare import analysis, use
 
 #: The phases, in their order of attribution (an instant in two goes to the first).
 PHASES = ("optimizer", "backward", "forward", "other")
@@ -59,6 +65,62 @@ LABELS: dict[str, str] = {
 
 #: The interval sets this module adds to the iteration's sweep.
 SETS = [*(f"dev_{p}" for p in MARKED), *(f"host_{p}" for p in MARKED)]
+
+
+@dataclasses.dataclass(frozen=True)
+class HostRules:
+    """What the host's spans mean (`traceview/rules/phases.toml`; `load_host_rules`): regexes of
+    host event names that are data loading / not program activity / a task queue's Enqueue and
+    Dequeue / a synchronous runtime call (the host waits for what it issues), and the phase rules, (phase, "host" or "task", regex) in order."""
+
+    data_loading: tuple[str, ...] = ()
+    not_activity: tuple[str, ...] = ()
+    enqueue: tuple[str, ...] = ()
+    dequeue: tuple[str, ...] = ()
+    synchronous: tuple[str, ...] = ()
+    phase_rules: tuple[tuple[str, str, str], ...] = ()
+
+
+#: The pattern lists of `traceview/rules/phases.toml` (each entry one `pattern`).
+_PATTERN_KEYS = ("data_loading", "not_activity", "enqueue", "dequeue", "synchronous")
+_PHASE_KEYS = {"phase", "host", "task"}
+
+
+def _phase_entry(entry: dict, where: str) -> tuple[str, str, str]:
+    """(phase, "host" or "task", pattern) of one [[phase]] entry; RulesError naming `where`."""
+    if set(entry) - _PHASE_KEYS or "phase" not in entry or len(set(entry) & {"host", "task"}) != 1:
+        raise rule_tables.RulesError(f"{where}: an entry has 'phase' and one of 'host' or 'task'")
+    if entry["phase"] not in MARKED:
+        raise rule_tables.RulesError(f"{where}: phase {entry['phase']!r} is not one of {', '.join(MARKED)}")
+    key = "host" if "host" in entry else "task"
+    return entry["phase"], key, rule_tables.check_regex(entry[key], where, key=key)
+
+
+def load_host_rules(extra: str | Path | Sequence[str | Path] | None = None) -> HostRules:
+    """The host-span and phase patterns of `traceview/rules/phases.toml`, a user's first (`extra`:
+    rules files whose `[[phases.<key>]]` entries come first). RulesError naming the file and
+    entry for an unknown key or a bad regex."""
+    docs = [(p, rule_tables.section(p, "phases")) for p in rule_tables.user_files(extra)]
+    docs = [(p, d) for p, d in docs if d is not None]
+    docs.append((rule_tables.shipped_path("phases"), rule_tables.shipped("phases")))
+    keys = (*_PATTERN_KEYS, "phase")
+    out: dict[str, list] = {k: [] for k in keys}
+    for path, doc in docs:
+        unknown = sorted(set(doc) - set(keys))
+        if unknown:
+            raise rule_tables.RulesError(f"{path}: phases: unknown key(s) {', '.join(unknown)} ({', '.join(keys)})")
+        for key in keys:
+            if key not in doc:
+                continue
+            for i, entry in enumerate(rule_tables.entries(doc, path, key=key, allowed=keys), start=1):
+                where = f"{path}: phases.{key} {i}"
+                if key == "phase":
+                    out[key].append(_phase_entry(entry, where))
+                    continue
+                if set(entry) != {"pattern"}:
+                    raise rule_tables.RulesError(f"{where}: an entry has one key, 'pattern'")
+                out[key].append(rule_tables.check_regex(entry["pattern"], where))
+    return HostRules(**{k: tuple(out[k]) for k in _PATTERN_KEYS}, phase_rules=tuple(out["phase"]))
 
 
 def name_matches(patterns: tuple[str, ...], column: str = "name") -> pl.Expr:
@@ -265,3 +327,59 @@ def device_totals(device_tasks: pl.DataFrame, task_phase: pl.Series, host_events
         "rank",
         *[pl.when(known_rank).then(pl.col(f"{c}_ns").fill_null(0) / 1000.0).alias(f"{c}_us") for c in DEVICE_COLUMNS],
     ).sort("rank")
+
+
+# ---- declared analyses (`traceview.registry`) ------------------------------------------------------
+
+#: A parameter that takes a user's rules files whose `[[phases.<key>]]` entries come first.
+_PHASE_RULES = {"rules": "phases"}
+
+
+@analysis("host_phases", inputs=("host_events", "steps"), keys=("rank", "phase"), rules=_PHASE_RULES)
+def host_phases(
+    host_events: pl.DataFrame, steps: pl.DataFrame, rules: str | Path | Sequence[str | Path] | None = None
+) -> pl.DataFrame:
+    """The host phase spans (forward, backward, optimizer: the host ranges the phase rules mark,
+    per rank): rank, phase, start_ns, end_ns. `rules`: rules files whose phase patterns come
+    first. See `host_spans`."""
+    r = load_host_rules(rules)
+    return host_spans(host_events, steps, r.phase_rules, r.not_activity)
+
+
+@analysis(
+    "task_phases",
+    inputs={
+        "device_tasks": "device_tasks",
+        "host_events": "host_events",
+        "launches": use("launch_calls", rules="rules"),
+        "spans": use("host_phases", rules="rules"),
+    },
+    keys=("rank", "stream", "start_ns"),
+    rules=_PHASE_RULES,
+)
+def task_phase_frame(
+    device_tasks: pl.DataFrame,
+    host_events: pl.DataFrame,
+    launches: pl.DataFrame,
+    spans: pl.DataFrame,
+    rules: str | Path | Sequence[str | Path] | None = None,
+) -> pl.DataFrame:
+    """Every device task's phase (forward, backward, optimizer, other; through its launch), in
+    the order of device_tasks: rank, stream, name, start_ns, end_ns, phase. See `task_phases`."""
+    r = load_host_rules(rules)
+    issued = issue_points(host_events, launches, r.enqueue, r.dequeue)
+    phase = task_phases(device_tasks, spans, issued, r.phase_rules)
+    return device_tasks.select("rank", "stream", "name", "start_ns", "end_ns").with_columns(phase)
+
+
+@analysis(
+    "device_phases",
+    inputs={"device_tasks": "device_tasks", "phased": use("task_phases", rules="rules"), "host_events": "host_events"},
+    scope="rank",
+    rules=_PHASE_RULES,
+)
+def device_phases(device_tasks: pl.DataFrame, phased: pl.DataFrame, host_events: pl.DataFrame) -> pl.DataFrame:
+    """Per rank, over the whole trace: device time by phase (forward, backward, optimizer, other;
+    µs), each busy instant once. Needs no steps (MindSpore timelines, inference). See
+    `device_totals`."""
+    return device_totals(device_tasks, phased["phase"], host_events)

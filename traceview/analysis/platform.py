@@ -20,6 +20,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview import rules as rule_tables
+from traceview.analysis.declare import analysis
 from traceview.analysis.fact_table import FACTS
 
 #: Host event names that say the model is wrapped in DDP / FSDP.
@@ -35,6 +36,7 @@ SCHEMA = {"rank": pl.Int64} | {
 }
 
 
+@analysis("platform_facts", inputs=("ranks", "host_events", "device_tasks"), public=False)
 def platform_facts(ranks: pl.DataFrame, host_events: pl.DataFrame, device_tasks: pl.DataFrame) -> pl.DataFrame:
     """One row per rank of `ranks` (module docstring): rank, device_type, ddp_seen, fsdp_seen,
     graph_launches_per_step, graph_frac, graph_capture (the ranks table's: a capture trace loaded as

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceview.analysis.declare import analysis, use
 from traceview.analysis.flop_formulas import (
     DTYPE_NAMES,
     DTYPE_ROLE,
@@ -39,6 +40,9 @@ from traceview.analysis.flop_formulas import (
 )
 from traceview.analysis.intervals import union_length
 from traceview.op_stack import op_parents, running_ops
+
+#: A parameter that takes a user's rules files whose `[[device_peaks.rule]]` entries come first.
+_PEAK_RULES = {"rules": "device_peaks"}
 
 #: How many listed operators deep a task's owners are looked for (PyTorch nests them 2-3 deep).
 MAX_NESTING = 16
@@ -234,6 +238,12 @@ ROOFLINE_SCHEMA = pl.Schema(
 )
 
 
+@analysis(
+    "op_roofline",
+    inputs={"calls": use("op_calls"), "limits": use("device_limits", rules="rules")},
+    keys=("rank", "op", "input_dims", "dtype", "algorithm"),
+    rules=_PEAK_RULES,
+)
 def op_roofline(calls: pl.DataFrame, limits: pl.DataFrame, by_step: bool = False) -> pl.DataFrame:
     """Per rank, operator, input dims, dtype, algorithm, input types and concrete inputs
     (ROOFLINE_SCHEMA: calls that differ in a stride or a second input's dtype do different work,
@@ -313,6 +323,7 @@ LIMITS_SCHEMA = pl.Schema(
 )
 
 
+@analysis("device_limits", inputs=("ranks",), keys=("rank", "dtype"), rules=_PEAK_RULES)
 def device_limits(ranks: pl.DataFrame, rules=None) -> pl.DataFrame:
     """Per rank and dtype, the device's limits from the device table (`device_peaks.toml`, a
     user's `[[device_peaks.rule]]` entries first; the first entry matching the device name that
@@ -343,3 +354,32 @@ def device_limits(ranks: pl.DataFrame, rules=None) -> pl.DataFrame:
         if not peaks:
             rows.append({**base, "dtype": None, "matrix_tflops": None})
     return pl.DataFrame(rows, schema=LIMITS_SCHEMA, orient="row")
+
+
+# ---- declared analyses (`traceview.registry`) ------------------------------------------------------
+
+
+@analysis(
+    "op_calls",
+    inputs={"tasks": "device_tasks", "host": "host_events", "op_inputs": "op_inputs"},
+    keys=("rank", "op", "start_ns"),
+)
+def all_op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -> pl.DataFrame:
+    """One row per operator call the roofline covers: its kernels, device time (their union),
+    FLOPs and bytes; host operators (`op_calls`) then device operators (`device_op_calls`)."""
+    return pl.concat([op_calls(tasks, host, op_inputs), device_op_calls(tasks)])
+
+
+@analysis(
+    "measured_roofline",
+    inputs={"calls": use("op_calls"), "limits": use("device_limits", rules="rules")},
+    keys=("rank", "op", "input_dims", "dtype", "algorithm"),
+    rules=_PEAK_RULES,
+    public=False,
+)
+def measured_roofline(calls: pl.DataFrame, limits: pl.DataFrame) -> pl.DataFrame:
+    """op_roofline over the calls the facts measure: those of a step, or every call of a rank
+    without steps (measured over its whole trace)."""
+    stepped = calls.group_by("rank").agg(pl.col("step").is_not_null().any().alias("_stepped"))
+    measured = calls.join(stepped, on="rank").filter(pl.col("step").is_not_null() | ~pl.col("_stepped"))
+    return op_roofline(measured.drop("_stepped"), limits)

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from traceview.analysis.declare import analysis, use
+
 # The device table lives in its own module; its names stay importable from here.
 from traceview.analysis.device_peaks import PEAKS_FILE, device_peak, load_device_peaks
 from traceview.rules import shown
@@ -235,3 +237,38 @@ def mean_of(rows: pl.DataFrame) -> dict:
         return {}
     means = rows.select(pl.col("tokens_per_s_per_device", "mfu_frac", "hfu_frac").mean()).row(0, named=True)
     return {**means, "mfu_formula": rows["mfu_formula"][0], "hfu_formula": rows["hfu_formula"][0]}
+
+
+# ---- declared analyses (`traceview.registry`) ------------------------------------------------------
+
+
+@analysis(
+    "step_times",
+    inputs={"iterations": use("iteration_breakdown"), "windows": use("step_breakdown")},
+    keys=("rank", "step"),
+    public=False,
+)
+def step_times(iterations: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """Per rank and step, its wall time as throughput counts it: the iteration (host included), the
+    device window where a step has no iteration. Columns rank, step, step_time_us."""
+    lived = iterations.select("rank", "step", pl.col("iteration_us").alias("step_time_us"))
+    device = windows.select("rank", "step", pl.col("duration_us").alias("step_time_us"))
+    return pl.concat([lived, device.join(lived, on=["rank", "step"], how="anti")])
+
+
+@analysis(
+    "throughput",
+    inputs={"ranks": "ranks", "times": use("step_times")},
+    keys=("step",),
+    rules={"rules": "device_peaks"},
+)
+def throughput_of(ranks: pl.DataFrame, times: pl.DataFrame, **kwargs) -> pl.DataFrame:
+    """Tokens/s per device, model TFLOP/s per device and MFU per step. Keyword arguments as
+    `throughput` (tokens_per_step or seq_len + global_batch; params or flops_per_token;
+    recompute; peak_tflops; devices). Defaults: devices = the recorded world size (else the ranks
+    loaded), device_name = the first rank's device."""
+    world = ranks["world_size"].drop_nulls().to_list()
+    kwargs.setdefault("devices", max(world) if world else ranks.height)
+    names = ranks["device_name"].drop_nulls()
+    kwargs.setdefault("device_name", names[0] if names.len() else None)
+    return throughput(times.rename({"step_time_us": "duration_us"}), **kwargs)

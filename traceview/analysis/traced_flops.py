@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceview.analysis.declare import analysis, use
 from traceview.analysis.flop_formulas import MATRIX_FAMILIES
 
 TRACED_SCHEMA = pl.Schema(
@@ -160,6 +161,7 @@ ANATOMY_SCHEMA = pl.Schema(
 NOT_COVERED = "(not covered)"
 
 
+@analysis("flops_anatomy", inputs={"calls": use("op_calls"), "tasks": "device_tasks"}, keys=("rank", "family"))
 def flops_anatomy(calls: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
     """Per rank and family (gemm, sdpa, conv, ..., and NOT_COVERED): the family's share of the
     traced FLOPs next to its share of device time (ANATOMY_SCHEMA), the ml-engineering guide's
@@ -193,3 +195,27 @@ def flops_anatomy(calls: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
         .select(ANATOMY_SCHEMA.names())
         .sort(["rank", "device_time_us", "family"], descending=[False, True, False])
     )
+
+
+# ---- declared analyses (`traceview.registry`) ------------------------------------------------------
+
+
+@analysis(
+    "traced_flops",
+    inputs={
+        "calls": use("op_calls"),
+        "step_times": use("step_times", lazy=True),
+        "limits": use("device_limits", lazy=True, rules="rules"),
+        "tasks": "device_tasks",
+    },
+    keys=("rank", "step"),
+    rules={"rules": "device_peaks"},
+)
+def traced_flops_of(calls: pl.DataFrame, step_times, limits, tasks: pl.DataFrame) -> pl.DataFrame:
+    """Per rank and step: the model FLOPs summed from the operators' recorded shapes, TFLOP/s
+    per device over the step time, and the MFU they give against the device's peak for the
+    dtype carrying most matrix FLOPs (no --params needed). A profile recorded without shapes has
+    no calls, and its step times are not computed. See `traced_flops`."""
+    if calls.is_empty():
+        return traced_flops(calls, pl.DataFrame(), pl.DataFrame())
+    return traced_flops(calls, step_times(), limits(), tasks)

@@ -22,8 +22,11 @@ mean iteration), saving_us, speedup (iteration / bound). Units: µs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
+from traceview.analysis.declare import analysis, use
 from traceview.analysis.flop_formulas import MATRIX_FAMILIES
 
 SCHEMA = pl.Schema(
@@ -38,9 +41,20 @@ SCHEMA = pl.Schema(
 )
 
 
+@analysis(
+    "what_if",
+    inputs={
+        "iterations": use("iteration_breakdown"),
+        "facts": use("facts", lazy=True, micro_batches="micro_batches"),
+        "calls": use("op_calls"),
+        "limits": use("device_limits", rules="rules"),
+    },
+    keys=("scenario",),
+    rules={"rules": "device_peaks"},
+)
 def what_if(
     iterations: pl.DataFrame,
-    facts: pl.DataFrame,
+    facts: pl.DataFrame | Callable[[], pl.DataFrame],
     calls: pl.DataFrame,
     limits: pl.DataFrame,
     peak_frac: float = 0.7,
@@ -48,7 +62,7 @@ def what_if(
 ) -> pl.DataFrame:
     """The scenarios of the module docstring (SCHEMA rows; a scenario whose inputs the profile
     lacks is left out): `iterations` = iteration_breakdown, `facts` = the facts frame (for the
-    pipeline), `calls` = roofline.op_calls, `limits` = roofline.device_limits."""
+    pipeline; or a function giving it, called only when `micro_batches` asks for the pipeline), `calls` = roofline.op_calls, `limits` = roofline.device_limits."""
     if not 0 < peak_frac <= 1:
         raise ValueError(f"peak_frac must be in (0, 1], got {peak_frac!r}")
     lived = iterations.filter(pl.col("iteration_us") > 0)
@@ -76,6 +90,8 @@ def what_if(
             "data loading overlapped with the step",
             float(lived["data_loading_us"].fill_null(0).mean()),
         )
+    if micro_batches and callable(facts):
+        facts = facts()
     if micro_batches and "bubble_frac" in facts.columns:
         p = facts.filter(pl.col("bubble_frac").is_not_null() & pl.col("pipeline_stages").is_not_null())
         if p.height:

@@ -106,7 +106,7 @@ class TracePlots:
 
     def compute_classes(self, ranks=None, classes: str | None = None) -> go.Figure:
         """Device time per compute class (ms, whole trace, raw sum of durations) stacked per rank:
-        `trace.compute_classes(classes)` time_us in ms. `classes`: a user's rules file (TOML)."""
+        `trace.compute_classes(classes=classes)` time_us in ms. `classes`: a user's rules file (TOML)."""
         return figures.compute_classes_figure(self._summary(classes), self._ranks(ranks))
 
     def memory(self, ranks=None) -> go.Figure:
@@ -136,9 +136,9 @@ class TracePlots:
         `trace.top_kernels(top, by=())` total_us in ms."""
         wanted = self._ranks(ranks)
         if wanted is None:
-            rows = self._trace.top_kernels(top, classes, by=())
+            rows = self._trace.top_kernels(top, classes=classes, by=())
         else:
-            tasks = self._trace.classified_tasks(classes).filter(pl.col("rank").is_in(wanted))
+            tasks = self._trace.classified_tasks(classes=classes).filter(pl.col("rank").is_in(wanted))
             rows = cls.top_kernels(tasks, top, by=())
         which = "all ranks" if wanted is None else f"rank{'s' if len(wanted) > 1 else ''} {', '.join(map(str, wanted))}"
         title = f"Top {top} kernels by device time ({which}, whole trace)"

@@ -1,0 +1,33 @@
+"""`traceview analyses`: the declared analyses (`traceview.registry`), as a list, a graph or data."""
+
+from __future__ import annotations
+
+import orjson
+
+from traceview import registry
+
+
+def render(fmt: str, graph: bool) -> str:
+    """The analyses: one line each (`text`), with their parameters and inputs (`graph`), as
+    Graphviz dot (`dot`) or as data (`json`)."""
+    if fmt == "dot":
+        return registry.graph_dot()
+    if fmt == "json":
+        return orjson.dumps(registry.graph_json(), option=orjson.OPT_INDENT_2).decode()
+    if graph:
+        return registry.graph_text()
+    return "\n".join(
+        f"{a.name:22} {a.scope:8} {_first_sentence(a.declaration.summary)}" for a in registry.REGISTRY.values()
+    )
+
+
+def _first_sentence(text: str, width: int = 90) -> str:
+    """The first sentence of `text`, cut to `width` characters."""
+    first = text.split(". ")[0].rstrip(".")
+    return first if len(first) <= width else first[: width - 3].rstrip() + "..."
+
+
+def write_methods() -> str:
+    """Regenerate `traceview/trace_methods.py` from the declarations; the line saying so."""
+    registry.METHODS_FILE.write_text(registry.methods_source())
+    return f"wrote {registry.METHODS_FILE}"
