@@ -541,7 +541,7 @@ def test_fatal_in_a_real_process(name):
     assert_one_line_error(Out(out.returncode, out.stdout, out.stderr), name)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -549,7 +549,7 @@ def _free_port() -> int:
 
 def test_serve_in_a_real_process(tmp_path):
     """A recoverable input is served (HTTP 200 on /); a fatal one exits 1 before binding."""
-    port = _free_port()
+    port = free_port()
     proc = serve(path_of("duplicated.json"), "--port", str(port), "--no-cache", "-q", text=True)
     try:
         deadline = time.monotonic() + 60
@@ -566,7 +566,7 @@ def test_serve_in_a_real_process(tmp_path):
         proc.terminate()
         _, err = proc.communicate(timeout=30)
     assert DUP in err and "Traceback" not in err
-    port = _free_port()
+    port = free_port()
     out = run("serve", str(path_of("truncated.json")), "--port", str(port), "--no-cache", "-q", timeout=60)
     assert out.returncode == 1 and "Serving" not in out.stdout
     assert_one_line_error(Out(out.returncode, out.stdout, out.stderr), "truncated.json")

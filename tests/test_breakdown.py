@@ -11,8 +11,9 @@ import pytest
 
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
+from tests.support.corpus import ASCEND_DIRS, KINETO
 from tests.support.intervals import WINDOW_TERMS
-from tests.test_real_traces import ASCEND_DIRS, KINETO
+from tests.support.tolerance import close
 from traceview.analysis.breakdown import step_breakdown, trace_breakdown
 
 ASCEND_TEXT = SHARED_TRACES / "msinsight/test/data/pytorch"
@@ -40,11 +41,6 @@ ASCEND_COLUMNS = {
     "Communication(Not Overlapped and Exclude Receive)": "communication_not_overlapped_exclude_receive_us",
     "Preparing": "preparing_us",
 }
-
-
-def close(got: float, want: float, rel: float = 0.0005, floor_us: float = 1.0) -> bool:
-    """docs/metrics.md tolerance: max(1 µs, 0.05 %) per value."""
-    return abs(got - want) <= max(floor_us, rel * abs(want))
 
 
 @needs_shared

@@ -14,124 +14,23 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 
 import polars as pl
 import pytest
 
 import traceview as tv
 from tests.conftest import ROOT, SHARED_TRACES, needs_shared
+from tests.support.browser import (  # noqa: F401 - pytest fixtures, used by name
+    SCREENSHOTS,
+    browser,
+    figure_data,
+    open_page,
+    pytestmark,
+    server_for,
+)
 from traceview.analysis.kernels import short_names
-
-CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None)
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover - the test extra installs it
-    sync_playwright = None
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        CHROMIUM is None or sync_playwright is None,
-        reason="needs Debian's chromium (apt-get install chromium) and playwright (pip install -e '.[test]')",
-    ),
-]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
-#: Chromium without the background services it would try to reach (this machine has no network
-#: beyond loopback: refused connections show as console noise and slow the start).
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-DLRM = SHARED_TRACES / "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto"
-ASCEND_LEVEL1 = SHARED_TRACES / "msinsight/test/data/pytorch/text/level1"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server_for():
-    """Start `traceview serve <path>` on a free port; yields a function path -> base URL."""
-    procs = []
-
-    def start(path) -> str:
-        port = _free_port()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "traceview", "serve", str(path), "--port", str(port), "--quiet"],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
-        procs.append(proc)
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(120):
-            try:
-                with urllib.request.urlopen(url + "/", timeout=1) as resp:
-                    if resp.status == 200:
-                        return url
-            except OSError:
-                time.sleep(0.25)
-        raise RuntimeError(f"server for {path} did not start: {proc.stdout.read1(4000) if proc.stdout else ''}")
-
-    yield start
-    for proc in procs:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-def serve_answers(base: str) -> tuple[dict, dict]:
-    """The pages and the timeline's data of a running server answer: (meta, overlays of the whole span)."""
-    import json
-
-    for page in ("/", "/timeline"):
-        with urllib.request.urlopen(base + page, timeout=30) as resp:
-            assert resp.status == 200
-    with urllib.request.urlopen(base + "/api/timeline/meta", timeout=60) as resp:
-        meta = json.load(resp)
-    with urllib.request.urlopen(base + f"/api/timeline/overlays?start=0&end={meta['end']}", timeout=60) as resp:
-        return meta, json.load(resp)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-def _open(browser, url: str, height: int = 1000):
-    page = browser.new_page(viewport={"width": 1400, "height": height})
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(url, wait_until="networkidle")
-    return page, errors
-
-
-def _figure_data(page, graph_id: str):
-    """The plotly traces drawn in a dcc.Graph, as the browser holds them."""
-    page.wait_for_function(
-        f"() => {{ const g = document.querySelector('#{graph_id} .js-plotly-plot'); return g && g.data && g.data.length > 0; }}",
-        timeout=20_000,
-    )
-    return page.evaluate(
-        f"() => document.querySelector('#{graph_id} .js-plotly-plot').data.map(t => ({{name: t.name, x: t.x, y: t.y}}))"
-    )
 
 
 def _ms(values):
@@ -140,14 +39,14 @@ def _ms(values):
 
 def test_overview_shows_the_api_numbers(server_for, browser):
     url = server_for(ROOT / "sample_traces" / "dp4_nccl")
-    page, errors = _open(browser, url + "/")
-    traces = _figure_data(page, "fig-breakdown")
+    page, errors = open_page(browser, url + "/")
+    traces = figure_data(page, "fig-breakdown")
     exposed = next(t for t in traces if t["name"] and t["name"].startswith("exposed comm"))
     api = tv.load(ROOT / "sample_traces" / "dp4_nccl").step_breakdown().sort("rank", "step")
     assert _ms(exposed["y"]) == pytest.approx((api["communication_not_overlapped_us"] / 1000).to_list(), abs=1e-6)
     assert "Straggler: rank 2" in page.inner_text("#findings")
     for graph in ("fig-step-time", "fig-heatmap", "fig-classes"):
-        assert _figure_data(page, graph)
+        assert figure_data(page, graph)
     if os.environ.get("TRACEVIEW_SCREENSHOTS"):
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / "overview.png"), full_page=True)
@@ -176,7 +75,7 @@ def test_kernel_table_shows_the_api_rows_and_sorts(server_for, browser):
     """The kernel table (dash-ag-grid) lists the top kernels by total time, as `Trace.top_kernels`
     has them, 20 rows per page; a click on a header sorts by that column; no CSP or console error."""
     url = server_for(ROOT / "sample_traces" / "dp4_nccl")
-    page, errors = _open(browser, url + "/?rank=1")
+    page, errors = open_page(browser, url + "/?rank=1")
     rows = _grid_rows(page, 20)
     api = tv.load(ROOT / "sample_traces" / "dp4_nccl").top_kernels(50).filter(pl.col("rank") == 1)
     api = api.sort("total_us", descending=True)
@@ -204,7 +103,7 @@ def test_hostile_kernel_name_is_text_in_the_table(server_for, browser, tmp_path)
             event["name"] = hostile
     (tmp_path / "rank0.pt.trace.json").write_text(json.dumps(doc))
     url = server_for(tmp_path / "rank0.pt.trace.json")
-    page, errors = _open(browser, url + "/")
+    page, errors = open_page(browser, url + "/")
     names = [r["short_name"] for r in _grid_rows(page)]
     trace = tv.load(tmp_path / "rank0.pt.trace.json", use_cache=False)
     short = short_names(trace.device_tasks["name"].to_list())[hostile]
@@ -220,8 +119,8 @@ def test_hostile_kernel_name_is_text_in_the_table(server_for, browser, tmp_path)
 
 def test_rank_change_updates_the_figures(server_for, browser):
     url = server_for(ROOT / "sample_traces" / "dp4_nccl")
-    page, errors = _open(browser, url + "/?rank=1")
-    traces = _figure_data(page, "fig-breakdown")
+    page, errors = open_page(browser, url + "/?rank=1")
+    traces = figure_data(page, "fig-breakdown")
     ranks_shown = {str(x) for t in traces for x in (t["x"][0] if isinstance(t["x"][0], list) else t["x"])}
     assert ranks_shown == {"rank 1"}
     assert errors == []
@@ -232,8 +131,8 @@ def test_rank_change_updates_the_figures(server_for, browser):
 def test_real_multi_rank_trace_overview(server_for, browser):
     path = SHARED_TRACES / "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto"
     url = server_for(path)
-    page, errors = _open(browser, url + "/")
-    traces = _figure_data(page, "fig-breakdown")
+    page, errors = open_page(browser, url + "/")
+    traces = figure_data(page, "fig-breakdown")
     computing = [t for t in traces if t["name"] and t["name"].startswith("computing")]
     assert computing
     api = tv.load(path).step_breakdown().sort("rank", "step")

@@ -19,16 +19,15 @@ import urllib.request
 import pytest
 
 import traceview as tv
-from tests.conftest import ROOT, SAMPLES
-from tests.test_browser import (  # noqa: F401 - pytest fixtures, used by name
+from tests.conftest import ROOT, SAMPLES, needs_shared
+from tests.support.browser import (  # noqa: F401 - pytest fixtures, used by name
     ASCEND_LEVEL1,
     CHROMIUM,
     DLRM,
     SCREENSHOTS,
-    _free_port,
-    _open,
     browser,
-    needs_shared,
+    free_port,
+    open_page,
     sync_playwright,
 )
 from traceview.analysis.iteration import LABELS
@@ -53,7 +52,7 @@ def serve_with():
     procs = []
 
     def start(path, *args) -> str:
-        port = _free_port()
+        port = free_port()
         cmd = [sys.executable, "-m", "traceview", "serve", str(path), "--port", str(port), "--quiet", *args]
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         procs.append(proc)
@@ -202,10 +201,10 @@ PROFILES = [
 
 
 @pytest.mark.parametrize(("profile", "args"), PROFILES)
-def test_overview_leads_with_the_summary_numbers(serve_with, browser, profile, args):  # noqa: F811
+def test_overview_leads_with_the_summary_numbers(serve_with, browser, profile, args):
     throughput = dict(seq_len=2048, global_batch=8, params=1.07e9) if args else {}
     doc = _summary(profile, **throughput)
-    page, errors = _open(browser, serve_with(profile, *args) + "/")
+    page, errors = open_page(browser, serve_with(profile, *args) + "/")
     _check_cards(page, doc)
     _check_folded_findings(page, doc)
     _wait_drawn(
@@ -224,8 +223,8 @@ def test_overview_leads_with_the_summary_numbers(serve_with, browser, profile, a
     page.close()
 
 
-def test_one_rank_and_one_step_hides_the_empty_panels(serve_with, browser):  # noqa: F811
-    page, errors = _open(browser, serve_with(SAMPLES / "dp4_nccl") + "/?rank=1&step=4")
+def test_one_rank_and_one_step_hides_the_empty_panels(serve_with, browser):
+    page, errors = open_page(browser, serve_with(SAMPLES / "dp4_nccl") + "/?rank=1&step=4")
     _wait_drawn(page, "fig-breakdown")
     page.wait_for_function(
         "() => getComputedStyle(document.querySelector('#panel-heatmap')).display === 'none'", timeout=30_000

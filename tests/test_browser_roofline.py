@@ -15,23 +15,23 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from tests.test_browser import SCREENSHOTS, _figure_data, _open, browser, pytestmark, server_for  # noqa: F401
-from tests.test_roofline import _transformer_step
+from tests.support.browser import SCREENSHOTS, browser, figure_data, open_page, pytestmark, server_for  # noqa: F401
+from tests.support.roofline import transformer_step
 
 
 @pytest.fixture(scope="module")
 def step_trace(tmp_path_factory):
-    path, _ = _transformer_step(tmp_path_factory.mktemp("browser_roofline") / "step.json")
+    path, _ = transformer_step(tmp_path_factory.mktemp("browser_roofline") / "step.json")
     return path
 
 
-def test_the_roofline_page_shows_the_api_rows_and_clicks_to_the_timeline(server_for, browser, step_trace):  # noqa: F811
+def test_the_roofline_page_shows_the_api_rows_and_clicks_to_the_timeline(server_for, browser, step_trace):
     api = tv.load(step_trace, use_cache=False)
     rows = api.op_roofline()
     url = server_for(step_trace)
-    page, errors = _open(browser, url + "/roofline")
+    page, errors = open_page(browser, url + "/roofline")
     page.wait_for_selector("#roofline-operators tr >> nth=1", timeout=20_000)
-    traces = _figure_data(page, "roofline-graph")
+    traces = figure_data(page, "roofline-graph")
     markers = {t["name"]: t for t in traces if not t["name"].startswith("roofline")}
     for family, part in rows.group_by("family"):
         drawn = markers[family[0]]
@@ -66,10 +66,10 @@ def test_the_roofline_page_shows_the_api_rows_and_clicks_to_the_timeline(server_
     page.close()
 
 
-def test_a_profile_without_shapes_says_how_to_record_them(server_for, browser):  # noqa: F811
+def test_a_profile_without_shapes_says_how_to_record_them(server_for, browser):
     from tests.conftest import DATA
 
-    page, errors = _open(browser, server_for(DATA / "kineto_minimal.json") + "/roofline")
+    page, errors = open_page(browser, server_for(DATA / "kineto_minimal.json") + "/roofline")
     page.wait_for_function("() => document.querySelector('#roofline-note').textContent.length > 0", timeout=20_000)
     assert "record_shapes=True" in page.inner_text("#roofline-note")
     assert errors == []

@@ -8,100 +8,50 @@ writes docs/screenshots/timeline_*.png.
 from __future__ import annotations
 
 import importlib.util
-import os
 
 import pytest
 
 import traceview as tv
 from tests.conftest import ROOT
-from tests.test_browser import SCREENSHOTS, _open, browser, pytestmark, server_for  # noqa: F401 - fixtures
-
-DP4 = ROOT / "sample_traces" / "dp4_nccl"
-READY = (
-    "() => { const r = document.querySelector('#tvtl-root');"
-    " return r && r.dataset.ready === '1' && window.tvTimeline.state.data !== null"
-    " && window.tvTimeline.state.pending === null; }"
+from tests.support.browser import browser, pytestmark, server_for  # noqa: F401 - fixtures
+from tests.support.browser_timeline import (
+    DP4,
+    LONGEST_DEVICE_ITEM,
+    READY,
+    canvas_point,
+    draw_count,
+    ready_page,
+    save_shot,
+    view_of,
 )
 
 
-#: The longest raw item of the data held on a device lane of rank `rank` (with a flow to its launch
-#: when `flow`): id, lane, start, dur, name, cls and its lane's label.
-LONGEST_DEVICE_ITEM = (
-    "([rank, flow]) => { const d = window.tvTimeline.state.data, m = window.tvTimeline.state.meta; let best = -1;"
-    " for (let i = 0; i < d.raw.id.length; i++) { const l = d.raw.lane[i];"
-    "  if (m.lanes.kind[l] === 'device' && m.lanes.rank[l] === rank && (!flow || d.raw.flow[i] >= 0)"
-    "      && (best < 0 || d.raw.dur[i] > d.raw.dur[best])) best = i; }"
-    " return {id: d.raw.id[best], lane: d.raw.lane[best], start: d.raw.start[best], dur: d.raw.dur[best],"
-    "  name: d.names[d.raw.name[best]], cls: d.classes[d.raw.cls[best]], label: m.lanes.label[d.raw.lane[best]]}; }"
-)
-
-
-def _ready(browser, url):  # noqa: F811
-    page, errors = _open(browser, url)
-    page.wait_for_function(READY, timeout=20_000)
-    windows = []
-    page.on("request", lambda r: windows.append(r.url) if "/api/timeline/window" in r.url else None)
-    return page, errors, windows
-
-
-def _view(page):
-    return page.evaluate("() => [window.tvTimeline.state.view.t0, window.tvTimeline.state.view.t1]")
-
-
-def _draws(page) -> int:
-    return page.evaluate("() => window.tvTimeline.draws")
-
-
-def _shot(page, name):
-    if os.environ.get("TRACEVIEW_SCREENSHOTS"):
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.locator("#tvtl-root").screenshot(path=str(SCREENSHOTS / name))
-
-
-def canvas_point(page, t_ns, lane):
-    """Viewport coordinates of time t_ns (relative ns) on `lane` (its middle), the page scrolled
-    first when the lane is outside the viewport (the mouse reaches only what is shown)."""
-    page.evaluate(
-        "(lane) => { const T = window.tvTimeline, l = T.state.laneAt[lane];"
-        " const y = T.canvas.getBoundingClientRect().top + T.AXIS + l.y + l.h / 2;"
-        " if (y < 10 || y > window.innerHeight - 10) { window.scrollBy(0, y - window.innerHeight / 2); } }",
-        lane,
-    )
-    box = page.locator("#tvtl-canvas").bounding_box()
-    x, y = page.evaluate(
-        "([t, lane]) => { const T = window.tvTimeline, l = T.state.laneAt[lane];"
-        " return [T.x(t), T.AXIS + l.y + l.h / 2]; }",
-        [t_ns, lane],
-    )
-    return box["x"] + x, box["y"] + y
-
-
-def test_zoom_and_pan_inside_the_prefetched_data_send_no_request(server_for, browser):  # noqa: F811
-    page, errors, windows = _ready(browser, server_for(DP4) + "/timeline")
-    _shot(page, "timeline.png")  # the first view: the whole profile
+def test_zoom_and_pan_inside_the_prefetched_data_send_no_request(server_for, browser):
+    page, errors, windows = ready_page(browser, server_for(DP4) + "/timeline")
+    save_shot(page, "timeline.png")  # the first view: the whole profile
     box = page.locator("#tvtl-canvas").bounding_box()
     labels = page.evaluate("() => window.tvTimeline.state.lanes.map(l => l.label)")
     assert labels[:5] == ["rank 0", "steps", "terms", "stream 7 · compute", "stream 20 · NCCL"]
-    t0, t1 = _view(page)
+    t0, t1 = view_of(page)
     # wheel zoom in at the cursor: the time under the cursor stays put
     cx, cy = box["x"] + 190 + (box["width"] - 190) * 0.25, box["y"] + 60
     under = page.evaluate(f"() => window.tvTimeline.t({cx - box['x']})")
     page.mouse.move(cx, cy)
-    draws = _draws(page)
+    draws = draw_count(page)
     page.mouse.wheel(0, -300)
     page.wait_for_function(f"() => window.tvTimeline.draws > {draws}")
-    z0, z1 = _view(page)
+    z0, z1 = view_of(page)
     assert z1 - z0 < (t1 - t0) * 0.8
     one_px = (z1 - z0) / (box["width"] - 190)  # the pointer's position is rounded to a pixel
     assert page.evaluate(f"() => window.tvTimeline.t({cx - box['x']})") == pytest.approx(under, abs=one_px)
     # drag to pan
-    draws = _draws(page)
+    draws = draw_count(page)
     page.mouse.move(cx, cy)
     page.mouse.down()
     page.mouse.move(cx - 150, cy, steps=5)
     page.mouse.up()
     page.wait_for_function(f"() => window.tvTimeline.draws > {draws}")
-    p0, p1 = _view(page)
+    p0, p1 = view_of(page)
     assert p0 > z0 and p1 - p0 == pytest.approx(z1 - z0)
     assert windows == [], (windows, page.evaluate("() => window.tvTimeline.misses"))
     assert page.evaluate("() => window.tvTimeline.state.pending") is None
@@ -112,37 +62,37 @@ def test_zoom_and_pan_inside_the_prefetched_data_send_no_request(server_for, bro
     # zooming out stops at the whole profile (and a small margin), as in Perfetto
     page.evaluate("() => window.tvTimeline.zoom(1e6)")
     page.wait_for_function(READY)
-    w0, w1 = _view(page)
+    w0, w1 = view_of(page)
     end = page.evaluate("() => window.tvTimeline.state.meta.end")
     assert w0 >= -0.03 * end and w1 <= 1.03 * end and w1 - w0 >= end
     assert errors == []
     page.close()
 
 
-def test_wasd_keys_zoom_and_pan(server_for, browser):  # noqa: F811
-    page, errors, windows = _ready(browser, server_for(DP4) + "/timeline")
+def test_wasd_keys_zoom_and_pan(server_for, browser):
+    page, errors, windows = ready_page(browser, server_for(DP4) + "/timeline")
     page.locator("#tvtl-canvas").click(position={"x": 5, "y": 5})  # focus, on the labels: selects nothing
-    t0, t1 = _view(page)
+    t0, t1 = view_of(page)
     page.keyboard.press("w")
     page.wait_for_function(f"() => window.tvTimeline.state.view.t1 - window.tvTimeline.state.view.t0 < {t1 - t0}")
-    w0, w1 = _view(page)
+    w0, w1 = view_of(page)
     assert (w1 - w0) == pytest.approx((t1 - t0) * 0.8)
     page.keyboard.press("d")
     page.wait_for_function(f"() => window.tvTimeline.state.view.t0 > {w0}")
-    d0, d1 = _view(page)
+    d0, d1 = view_of(page)
     assert d0 - w0 == pytest.approx(0.2 * (w1 - w0))
     page.keyboard.press("a")
     page.wait_for_function(f"() => window.tvTimeline.state.view.t0 < {d0}")
     page.keyboard.press("s")
     page.wait_for_function(f"() => window.tvTimeline.state.view.t1 - window.tvTimeline.state.view.t0 > {w1 - w0}")
-    assert _view(page)[1] - _view(page)[0] == pytest.approx(t1 - t0)
+    assert view_of(page)[1] - view_of(page)[0] == pytest.approx(t1 - t0)
     assert windows == [], (windows, page.evaluate("() => window.tvTimeline.misses"))  # inside the prefetched window
     assert errors == []
     page.close()
 
 
-def test_search_next_and_previous(server_for, browser):  # noqa: F811
-    page, errors, _ = _ready(browser, server_for(DP4) + "/timeline")
+def test_search_next_and_previous(server_for, browser):
+    page, errors, _ = ready_page(browser, server_for(DP4) + "/timeline")
     page.fill("#tvtl-search", "nccldev")
     page.press("#tvtl-search", "Enter")
     page.wait_for_function("() => document.querySelector('#tvtl-search-count').textContent.startsWith('1 / ')")
@@ -154,18 +104,18 @@ def test_search_next_and_previous(server_for, browser):  # noqa: F811
     page.click("#tvtl-next")
     page.wait_for_function(f"() => (window.tvTimeline.state.selected || {{}}).id === {hits['id'][1]}")
     assert page.inner_text("#tvtl-search-count") == f"2 / {hits['count']}"
-    t0, t1 = _view(page)
+    t0, t1 = view_of(page)
     assert t0 <= hits["start"][1] and hits["start"][1] + hits["dur"][1] <= t1  # brought into view
     page.click("#tvtl-prev")
     page.click("#tvtl-prev")  # wraps around to the last
     page.wait_for_function(f"() => (window.tvTimeline.state.selected || {{}}).id === {hits['id'][-1]}")
-    _shot(page, "timeline_search.png")
+    save_shot(page, "timeline_search.png")
     assert errors == []
     page.close()
 
 
-def test_click_highlights_a_kernel_and_the_flow_to_its_launch(server_for, browser):  # noqa: F811
-    page, errors, _ = _ready(browser, server_for(DP4) + "/timeline?host=1")
+def test_click_highlights_a_kernel_and_the_flow_to_its_launch(server_for, browser):
+    page, errors, _ = ready_page(browser, server_for(DP4) + "/timeline?host=1")
     # a long NCCL kernel of rank 0: zoom to it, click its middle
     k = page.evaluate(LONGEST_DEVICE_ITEM, [0, True])
     page.evaluate(f"() => window.tvTimeline.setView({k['start'] - k['dur']}, {k['start'] + 2 * k['dur']})")
@@ -178,7 +128,7 @@ def test_click_highlights_a_kernel_and_the_flow_to_its_launch(server_for, browse
     assert fields["class"] == "communication" and fields["launched by"].startswith("cuda")
     flow = page.evaluate("() => window.tvTimeline.state.selected.flow")
     assert page.evaluate(f"() => window.tvTimeline.state.meta.lanes.kind[{flow['lane']}]") == "host"
-    _shot(page, "timeline_flow.png")
+    save_shot(page, "timeline_flow.png")
     page.click("#tvtl-follow-flow")  # and back: the launch call, whose flow is the kernel
     page.wait_for_function(f"() => (window.tvTimeline.state.selected || {{}}).id === {flow['id']}")
     assert page.evaluate("() => window.tvTimeline.state.selected.flow.id") == k["id"]
@@ -186,8 +136,8 @@ def test_click_highlights_a_kernel_and_the_flow_to_its_launch(server_for, browse
     page.close()
 
 
-def test_shift_drag_selects_a_range_with_totals(server_for, browser):  # noqa: F811
-    page, errors, _ = _ready(browser, server_for(DP4) + "/timeline?rank=0")
+def test_shift_drag_selects_a_range_with_totals(server_for, browser):
+    page, errors, _ = ready_page(browser, server_for(DP4) + "/timeline?rank=0")
     step = page.evaluate("() => { const s = window.tvTimeline.state.meta.steps; return [s.start[0], s.end[0]]; }")
     lane = page.evaluate("() => window.tvTimeline.state.lanes[2].lane")
     x0, y = canvas_point(page, step[0], lane)
@@ -209,13 +159,13 @@ def test_shift_drag_selects_a_range_with_totals(server_for, browser):  # noqa: F
     assert shown == pytest.approx(dict(api["by_term"]), rel=1e-3, abs=2)
     assert sum(shown.values()) == pytest.approx((r["t1"] - r["t0"]) / 1000, rel=0.02)  # the terms tile a step
     assert page.locator("#tvtl-range-class tr").count() > 3 and page.locator("#tvtl-range-lane tr").count() == 2
-    _shot(page, "timeline_range.png")
+    save_shot(page, "timeline_range.png")
     assert errors == []
     page.close()
 
 
-def test_ranks_one_above_the_other_on_one_time_axis(server_for, browser):  # noqa: F811
-    page, errors, _ = _ready(browser, server_for(DP4) + "/timeline?compare=2,0")
+def test_ranks_one_above_the_other_on_one_time_axis(server_for, browser):
+    page, errors, _ = ready_page(browser, server_for(DP4) + "/timeline?compare=2,0")
     headers = page.evaluate("() => window.tvTimeline.state.lanes.filter(l => l.header).map(l => l.label)")
     assert headers == ["rank 2", "rank 0"]
     lanes = page.evaluate("() => window.tvTimeline.state.lanes.filter(l => !l.header).map(l => [l.rank, l.y])")
@@ -226,7 +176,7 @@ def test_ranks_one_above_the_other_on_one_time_axis(server_for, browser):  # noq
         "() => [...new Set(window.tvTimeline.state.data.raw.lane.map(l => window.tvTimeline.state.meta.lanes.rank[l]))]"
     )
     assert sorted(ranks) == [0, 2]
-    _shot(page, "timeline_compare.png")
+    save_shot(page, "timeline_compare.png")
     assert errors == []
     page.close()
 
@@ -241,8 +191,8 @@ def big_profile(tmp_path_factory):
     return folder
 
 
-def test_dense_lanes_draw_bins_stacked_by_class(server_for, browser, big_profile):  # noqa: F811
-    page, errors, windows = _ready(browser, server_for(big_profile) + "/timeline")
+def test_dense_lanes_draw_bins_stacked_by_class(server_for, browser, big_profile):
+    page, errors, windows = ready_page(browser, server_for(big_profile) + "/timeline")
     d = page.evaluate(
         "() => { const d = window.tvTimeline.state.data; return {binned: d.binned_lanes, n: d.bins.cls.length,"
         " classes: [...new Set(d.bins.cls.map(c => d.classes[c]))]}; }"
@@ -253,7 +203,7 @@ def test_dense_lanes_draw_bins_stacked_by_class(server_for, browser, big_profile
     lane = page.evaluate(
         "() => window.tvTimeline.state.data.binned_lanes.find(l => window.tvTimeline.state.meta.lanes.kind[l] === 'device')"
     )
-    page.mouse.move(*canvas_point(page, sum(_view(page)) / 2, lane))
+    page.mouse.move(*canvas_point(page, sum(view_of(page)) / 2, lane))
     page.wait_for_function("() => document.querySelector('#tvtl-tooltip').style.display === 'block'")
     want = page.evaluate(  # the cell under the pointer's pixel, looked up here by a plain scan
         "(lane) => { const T = window.tvTimeline, d = T.state.data, t = T.t(T.mouseX); let b = 0;"
@@ -275,7 +225,7 @@ def test_dense_lanes_draw_bins_stacked_by_class(server_for, browser, big_profile
     )
     page.wait_for_function(READY)
     assert len(windows) == 1
-    _shot(page, "timeline_bins.png")
+    save_shot(page, "timeline_bins.png")
     # a tenth of a step: every device task in the view drawn, fewer than the whole profile's
     page.evaluate(
         "() => { const s = window.tvTimeline.state.meta.steps;"
@@ -292,13 +242,13 @@ def test_dense_lanes_draw_bins_stacked_by_class(server_for, browser, big_profile
     page.close()
 
 
-def test_hostile_names_are_text_in_the_canvas_timeline(server_for, browser, tmp_path_factory):  # noqa: F811
+def test_hostile_names_are_text_in_the_canvas_timeline(server_for, browser, tmp_path_factory):
     """Kernel and operator names carrying markup: drawn, searched and shown in the details as
     text; nothing runs and no element is created from them."""
-    from tests.test_security import NAMES, write_hostile
+    from tests.support.hostile import NAMES, write_hostile
 
     profile = write_hostile(tmp_path_factory.mktemp("hostile"))
-    page, errors, _ = _ready(browser, server_for(profile) + "/timeline?host=1")
+    page, errors, _ = ready_page(browser, server_for(profile) + "/timeline?host=1")
     page.fill("#tvtl-search", "__pwned")
     page.press("#tvtl-search", "Enter")
     page.wait_for_function("() => document.querySelector('#tvtl-search-count').textContent.startsWith('1 / ')")

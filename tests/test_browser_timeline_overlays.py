@@ -13,8 +13,8 @@ import pytest
 
 import traceview as tv
 from tests.conftest import ROOT
-from tests.test_browser import browser, pytestmark, server_for  # noqa: F401 - fixtures
-from tests.test_browser_timeline import READY, _ready, _shot
+from tests.support.browser import browser, pytestmark, server_for  # noqa: F401 - fixtures
+from tests.support.browser_timeline import READY, ready_page, save_shot
 
 DP4 = ROOT / "sample_traces" / "dp4_nccl"
 PP4 = ROOT / "sample_traces" / "pp4_1f1b"
@@ -33,8 +33,8 @@ SETTLED = _and(
 )
 
 
-def _settled(browser, url):  # noqa: F811
-    page, errors, windows = _ready(browser, url)
+def _settled(browser, url):
+    page, errors, windows = ready_page(browser, url)
     overlays = []
     page.on("request", lambda r: overlays.append(r.url) if "/api/timeline/overlays" in r.url else None)
     page.wait_for_function(SETTLED, timeout=20_000)
@@ -58,7 +58,7 @@ def _redraw(page):
     page.wait_for_function(f"() => window.tvTimeline.draws > {draws}")
 
 
-def test_collectives_split_into_wait_and_transfer_linked_across_two_ranks(server_for, browser):  # noqa: F811
+def test_collectives_split_into_wait_and_transfer_linked_across_two_ranks(server_for, browser):
     page, errors, windows, overlays = _settled(browser, server_for(DP4) + "/timeline?compare=0,2")
     d = _drawn(page)
     want = tv.load(DP4).run("collectives").filter(pl.col("rank").is_in([0, 2]))
@@ -90,7 +90,7 @@ def test_collectives_split_into_wait_and_transfer_linked_across_two_ranks(server
     )
     assert rgb == [0xD5, 0x5E, 0x00]
     assert _drawn(page)["links"] >= 1
-    _shot(page, "timeline_overlays.png")
+    save_shot(page, "timeline_overlays.png")
     # ranks 0 and 1 both wait for rank 2: still one link per instance, both parts hatched
     page.evaluate("() => window.tvTimeline.reset()")
     _navigate(page, "/timeline?compare=0,1")
@@ -102,7 +102,7 @@ def test_collectives_split_into_wait_and_transfer_linked_across_two_ranks(server
     page.close()
 
 
-def test_toggles_and_one_overlays_request_per_window_request(server_for, browser):  # noqa: F811
+def test_toggles_and_one_overlays_request_per_window_request(server_for, browser):
     page, errors, windows, overlays = _settled(browser, server_for(DP4) + "/timeline?rank=1")
     assert page.is_checked("#tvtl-ov-collectives") and page.is_checked("#tvtl-ov-bubbles")
     assert not page.is_checked("#tvtl-ov-findings") and _drawn(page)["findings"] == 0
@@ -136,7 +136,7 @@ def test_toggles_and_one_overlays_request_per_window_request(server_for, browser
     page.close()
 
 
-def test_pipeline_bubbles_are_bands_on_each_ranks_device_lanes(server_for, browser):  # noqa: F811
+def test_pipeline_bubbles_are_bands_on_each_ranks_device_lanes(server_for, browser):
     page, errors, _, _ = _settled(browser, server_for(PP4) + "/timeline")
     d = _drawn(page)
     held = page.evaluate("() => window.tvTimeline.state.overlays.bubbles")
@@ -157,12 +157,12 @@ def test_pipeline_bubbles_are_bands_on_each_ranks_device_lanes(server_for, brows
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
-    from tests.test_security import write_hostile
+    from tests.support.hostile import write_hostile
 
     return write_hostile(tmp_path_factory.mktemp("hostile_overlays"))
 
 
-def test_hostile_names_create_no_element_through_the_overlays(server_for, browser, hostile):  # noqa: F811
+def test_hostile_names_create_no_element_through_the_overlays(server_for, browser, hostile):
     page, errors, _, _ = _settled(browser, server_for(hostile) + "/timeline")
     page.check("#tvtl-ov-findings")
     _redraw(page)
@@ -180,7 +180,7 @@ MiB = 1 << 20
 MEMORY_LANE = "() => window.tvTimeline.state.lanes.find(l => l.kind === 'memory') || null"
 
 
-def test_memory_lane_draws_allocated_and_reserved_and_follows_the_zoom(server_for, browser):  # noqa: F811
+def test_memory_lane_draws_allocated_and_reserved_and_follows_the_zoom(server_for, browser):
     page, errors, windows, overlays = _settled(browser, server_for(MEMORY) + "/timeline")
     lane = page.evaluate(MEMORY_LANE)
     assert lane is not None and lane["h"] == 40 and lane["label"] == "memory · cuda:0"

@@ -18,8 +18,8 @@ import pytest
 
 import traceview as tv
 from tests.conftest import needs_shared
-from tests.test_browser import ASCEND_LEVEL1, DLRM, _open, browser, pytestmark, server_for  # noqa: F401 - fixtures
-from tests.test_browser_timeline import DP4, LONGEST_DEVICE_ITEM, READY, _ready, _shot, _view, canvas_point
+from tests.support.browser import ASCEND_LEVEL1, DLRM, browser, open_page, pytestmark, server_for  # noqa: F401 - fixtures
+from tests.support.browser_timeline import DP4, LONGEST_DEVICE_ITEM, READY, canvas_point, ready_page, save_shot, view_of
 
 TIP = "() => Object.fromEntries([...document.querySelectorAll('#tvtl-tooltip [data-field]')].map(e => [e.dataset.field, e.textContent]))"
 TIP_ID = "() => document.querySelector('#tvtl-tooltip').dataset.id"
@@ -45,11 +45,11 @@ def _requests(page) -> int:
     return page.evaluate("() => window.tvTimeline.requests")
 
 
-def test_the_filter_bar_reaches_the_canvas(server_for, browser):  # noqa: F811
+def test_the_filter_bar_reaches_the_canvas(server_for, browser):
     """Classes and a name picked in the shared filter bar: the URL changes, the canvas asks for
     its window again (the data held was for other filters) with cls and name, and draws only the
     matching device tasks; the search and the range totals follow; clearing brings all back."""
-    page, errors, windows = _ready(browser, server_for(DP4) + "/timeline")
+    page, errors, windows = ready_page(browser, server_for(DP4) + "/timeline")
     trace = tv.load(DP4)
     tasks = trace.classified_tasks()
     all_device = len(page.evaluate(DEVICE_ITEMS))
@@ -98,11 +98,11 @@ def test_the_filter_bar_reaches_the_canvas(server_for, browser):  # noqa: F811
     page.close()
 
 
-def test_a_kernel_name_in_the_overview_opens_its_instances_on_the_timeline(server_for, browser):  # noqa: F811
+def test_a_kernel_name_in_the_overview_opens_its_instances_on_the_timeline(server_for, browser):
     """Clicking a kernel's name in the Overview's top-kernel table goes to the Timeline with the
     kernel as the name filter and its rank selected: the canvas draws exactly that kernel's tasks
     of that rank; clicking another column of the row stays on the Overview."""
-    page, errors = _open(browser, server_for(DP4) + "/?rank=1")
+    page, errors = open_page(browser, server_for(DP4) + "/?rank=1")
     page.locator("#kernel-table").scroll_into_view_if_needed()
     cell = "#kernel-table .ag-center-cols-container .ag-row[row-index='0'] .ag-cell[col-id='{}']"
     page.wait_for_selector(cell.format("short_name"), timeout=20_000)
@@ -125,12 +125,12 @@ def test_a_kernel_name_in_the_overview_opens_its_instances_on_the_timeline(serve
     page.close()
 
 
-def test_compare_host_threads_jump_to_step_and_reset_from_the_toolbar(server_for, browser):  # noqa: F811
+def test_compare_host_threads_jump_to_step_and_reset_from_the_toolbar(server_for, browser):
     """Two ranks picked in the toolbar: the URL says compare=a,b, rank a's lanes draw above rank
     b's; a shared address sets the pickers. Jump to step zooms to that step's window, and picking
     the same step again after a zoom jumps back. Host threads on and off (the URL's host=1; the
     browser's back button undoes it). Reset shows the whole profile."""
-    page, errors, windows = _ready(browser, server_for(DP4) + "/timeline?rank=1")
+    page, errors, windows = ready_page(browser, server_for(DP4) + "/timeline?rank=1")
     n = _requests(page)
     page.select_option("#tvtl-compare-a", "2")
     assert "compare" not in _query(page)  # one rank picked: nothing to compare yet
@@ -146,14 +146,14 @@ def test_compare_host_threads_jump_to_step_and_reset_from_the_toolbar(server_for
     k = next(i for i, r in enumerate(steps["rank"]) if r == 2)
     page.select_option("#tvtl-step", str(k))
     page.wait_for_function(READY)
-    assert _view(page) == pytest.approx([steps["start"][k], steps["end"][k]])
+    assert view_of(page) == pytest.approx([steps["start"][k], steps["end"][k]])
     assert page.input_value("#tvtl-step") == ""  # free again
     page.evaluate("() => window.tvTimeline.zoom(4)")
     page.wait_for_function(READY)
-    assert _view(page)[1] - _view(page)[0] > 2 * (steps["end"][k] - steps["start"][k])
+    assert view_of(page)[1] - view_of(page)[0] > 2 * (steps["end"][k] - steps["start"][k])
     page.select_option("#tvtl-step", str(k))
     page.wait_for_function(READY)
-    assert _view(page) == pytest.approx([steps["start"][k], steps["end"][k]])
+    assert view_of(page) == pytest.approx([steps["start"][k], steps["end"][k]])
     # host threads on, and back off with the browser's back button
     n = _requests(page)
     page.check("#tvtl-host")
@@ -169,7 +169,7 @@ def test_compare_host_threads_jump_to_step_and_reset_from_the_toolbar(server_for
     page.click("#tvtl-reset")
     end = page.evaluate("() => window.tvTimeline.state.meta.end")
     page.wait_for_function(READY)
-    assert _view(page) == pytest.approx([0, end])
+    assert view_of(page) == pytest.approx([0, end])
     # dropping one picker drops the comparison; a shared address sets both
     page.select_option("#tvtl-compare-b", "")
     page.wait_for_function("() => !window.location.search.includes('compare')")
@@ -181,11 +181,11 @@ def test_compare_host_threads_jump_to_step_and_reset_from_the_toolbar(server_for
     page.close()
 
 
-def test_the_tooltip_names_the_item_under_the_pointer(server_for, browser):  # noqa: F811
+def test_the_tooltip_names_the_item_under_the_pointer(server_for, browser):
     """Hovering a kernel shows its full name (the bar shows it cut), class, lane, start and
     duration, at the pointer, from the data held (no request); leaving the canvas, a drag or a
     key hides it."""
-    page, errors, windows = _ready(browser, server_for(DP4) + "/timeline?rank=0")
+    page, errors, windows = ready_page(browser, server_for(DP4) + "/timeline?rank=0")
     k = page.evaluate(LONGEST_DEVICE_ITEM, [0, False])
     api = []
     page.on("request", lambda r: api.append(r.url) if "/api/" in r.url else None)
@@ -206,7 +206,7 @@ def test_the_tooltip_names_the_item_under_the_pointer(server_for, browser):  # n
     assert len(k["name"]) > 40  # longer than its bar shows
     box = page.locator("#tvtl-tooltip").bounding_box()
     assert abs(box["x"] - (x + 14)) < 2 or abs(box["x"] + box["width"] - (x - 14)) < 2  # at the pointer
-    _shot(page, "timeline_tooltip.png")
+    save_shot(page, "timeline_tooltip.png")
     assert api == []  # drawn from the window answer held
     page.mouse.move(x, 2)  # off the canvas, above it
     page.wait_for_function("() => document.querySelector('#tvtl-tooltip').style.display === 'none'")
@@ -238,21 +238,21 @@ def _loads_drawn(page, url: str, loads: int) -> int:
 
 @needs_shared
 @pytest.mark.parametrize("profile", [DLRM, ASCEND_LEVEL1], ids=["dlrm_8_ranks", "ascend_level1"])
-def test_the_timeline_loads_drawn_fifty_times_in_a_row(server_for, browser, profile):  # noqa: F811
+def test_the_timeline_loads_drawn_fifty_times_in_a_row(server_for, browser, profile):
     """Reported on the plotly timeline: 8 of 12 loads blank on the DLRM set (a second figure
     request dropped the first answer). Every load of the canvas draws."""
     url = server_for(profile) + "/timeline"
-    page, errors = _open(browser, url)
+    page, errors = open_page(browser, url)
     assert _loads_drawn(page, url, 50) == 50
     assert errors == []
     page.close()
 
 
-def test_the_timeline_loads_drawn_when_the_server_is_slow(server_for, browser):  # noqa: F811
+def test_the_timeline_loads_drawn_when_the_server_is_slow(server_for, browser):
     """Every window answer held back 1.5 s: the page still draws, with one window request per
     load (a resize or redraw while the answer is on its way asks nothing more)."""
     url = server_for(DP4) + "/timeline"
-    page, errors = _open(browser, url)
+    page, errors = open_page(browser, url)
     page.wait_for_function(READY, timeout=20_000)
     asked: list[str] = []
 
@@ -281,12 +281,12 @@ MIN_BAR_PX = 8
 
 @needs_shared
 @pytest.mark.parametrize("profile", [DLRM, ASCEND_LEVEL1], ids=["dlrm_8_ranks", "ascend_level1"])
-def test_hover_at_the_centre_of_the_longest_bar_of_each_lane_names_it(server_for, browser, profile):  # noqa: F811
+def test_hover_at_the_centre_of_the_longest_bar_of_each_lane_names_it(server_for, browser, profile):
     """Reported on the plotly timeline: hovering the middle of a 79 ms HCCL bar of the Ascend
     level1 profile named a 1.4 µs kernel of another lane. On the canvas, each lane's longest bar of
     the whole-profile view (zoomed to when narrower than MIN_BAR_PX) is hovered at its centre: the
     tooltip names that bar; a click selects it."""
-    page, errors, _ = _ready(browser, server_for(profile) + "/timeline")
+    page, errors, _ = ready_page(browser, server_for(profile) + "/timeline")
     bars = page.evaluate(LONGEST_PER_LANE)
     assert len(bars) >= 4
     wrong = []

@@ -20,7 +20,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
-from tests.support.pipeline import simulate, write_1f1b
+from tests.support.pipeline import hand_steps, hand_tasks, simulate, write_1f1b
 from traceview.analysis.bubbles import gpu_bubbles, p2p_tasks, pipeline_stages
 
 F = 1_200_000
@@ -142,27 +142,11 @@ def test_sendrecv_collectives_are_not_pipeline_p2p(rel):
     assert got.height > 0 and (got["bubble_us"] == 0).all() and not got["pipeline"].any()
 
 
-def _tasks(rows):
-    """Hand-made device tasks: (rank, step, kind, name, start, end, process_group)."""
-    return pl.DataFrame(
-        rows, schema=["rank", "step", "kind", "name", "start_ns", "end_ns", "process_group"], orient="row"
-    ).with_columns(
-        pl.when(pl.col("kind") == "communication")
-        .then(pl.when(pl.col("name").str.contains("SendRecv")).then(pl.lit("sendrecv")).otherwise(pl.lit("allreduce")))
-        .alias("collective"),
-        pl.lit(None, pl.Int64).alias("group_size"),
-    )
-
-
-def _steps(ranks, step=1):
-    return pl.DataFrame({"rank": ranks, "step": [step] * len(ranks), "device_start_ns": [0] * len(ranks)})
-
-
 def test_hand_made_groups_and_non_pipeline_rank():
     """Two pipelines ("a": ranks 0-1, "b": ranks 2-3) get their own pipeline step; rank 4 has no
     P2P (bubble 0, own span); rank 5 has no compute in the step (step_us null)."""
     K, C, S = "kernel", "communication", "ncclDevKernel_SendRecv"
-    tasks = _tasks(
+    tasks = hand_tasks(
         [
             (0, 1, K, "gemm", 0, 100, None),
             (0, 1, C, S, 100, 130, "a"),
@@ -180,7 +164,7 @@ def test_hand_made_groups_and_non_pipeline_rank():
             (5, 1, "memcpy", "Memcpy HtoD", 0, 10, None),
         ]
     )
-    got = {r["rank"]: r for r in gpu_bubbles(tasks, _steps([0, 1, 2, 3, 4, 5])).to_dicts()}
+    got = {r["rank"]: r for r in gpu_bubbles(tasks, hand_steps([0, 1, 2, 3, 4, 5])).to_dicts()}
     assert got[0]["step_us"] * 1000 == 200 and got[1]["step_us"] * 1000 == 200  # rank 0's span
     assert got[0]["bubble_us"] * 1000 == 30 and got[1]["bubble_us"] * 1000 == 130  # 200 - 170, 200 - 70
     assert got[1]["exposed_p2p_us"] * 1000 == 100 and got[1]["p2p_us"] * 1000 == 100

@@ -410,7 +410,7 @@ def test_serve_with_compare_serves_the_compare_page(tmp_path):
 
 @pytest.fixture(scope="module")
 def browser():
-    from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, sync_playwright
+    from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, sync_playwright
 
     if CHROMIUM is None or sync_playwright is None:
         pytest.skip("needs Debian's chromium (apt-get install chromium) and playwright (pip install -e '.[test]')")
@@ -425,7 +425,7 @@ def test_compare_page_in_a_browser(browser, tmp_path, result):
     the chart holds each run's terms, the table the runs; no console error."""
     import os
 
-    from tests.test_browser import SCREENSHOTS, _figure_data, _open
+    from tests.support.browser import SCREENSHOTS, figure_data, open_page
     from traceview.dashboards.server import pick_port
 
     port = pick_port("127.0.0.1", 8050)
@@ -441,10 +441,10 @@ def test_compare_page_in_a_browser(browser, tmp_path, result):
                     break
             except OSError:
                 time.sleep(0.25)
-        page, errors = _open(browser, url + "/", height=1100)
+        page, errors = open_page(browser, url + "/", height=1100)
         page.click("#nav-compare")
         page.wait_for_url(url + "/compare")
-        data = _figure_data(page, "fig-compare")
+        data = figure_data(page, "fig-compare")
         doc = result.to_dict()
         bars = [t for t in data if t["name"] != "iteration"]
         assert [t["name"] for t in bars] == [doc["labels"][t] for t in PARTITION]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
-from tests.test_real_traces import ASCEND_DIRS, KINETO, ROWS
+from tests.support.corpus import ASCEND_DIRS, KINETO, ROWS
 from traceview import schema
 from traceview.analysis import classes as cc
 

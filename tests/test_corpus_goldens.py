@@ -17,31 +17,11 @@ import pytest
 
 import traceview as tv
 from tests.conftest import ROOT, SHARED_TRACES, needs_shared
+from tests.support.corpus import corpus_paths
 from traceview.errors import TraceError
 from traceview.summary import build_summary
 
 GOLDEN = ROOT / "tests" / "golden" / "corpus"
-#: Folders of several ranks, loaded as one profile (INDEX.md lists their files one by one).
-MULTI_RANK = [
-    "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto",
-    "hta/tests/data/trace_filter",
-    "msinsight/test/data/pytorch/text/level0",
-    "msinsight/test/data/pytorch/text/level1",
-    "msinsight/test/data/pytorch/db/level2",
-    "msinsight/server/src/test/test_data",
-    "generated_cpu/ddp2",
-    "generated_cpu/single",
-]
-
-
-def corpus_paths() -> list[str]:
-    """Every path of INDEX.md's tables that exists, then MULTI_RANK (relative to ../shared/traces)."""
-    if not SHARED_TRACES.is_dir():
-        return []
-    index = (SHARED_TRACES / "INDEX.md").read_text(encoding="utf-8")
-    listed = [m.group(1).rstrip("/") for m in re.finditer(r"^\| `([^`]+)`", index, flags=re.M)]
-    paths = [p for p in listed if (SHARED_TRACES / p).exists()]
-    return list(dict.fromkeys(paths + [p for p in MULTI_RANK if (SHARED_TRACES / p).exists()]))
 
 
 def summary_of(rel: str) -> dict:

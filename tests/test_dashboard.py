@@ -20,8 +20,9 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from tests.conftest import DATA, ROOT, SAMPLES
+from tests.conftest import ROOT, SAMPLES
 from tests.support.callbacks import dependency, layout_text, request
+from tests.support.hostile import HOSTILE, hostile_trace  # noqa: F401 - fixture
 from tests.support.serve import serve, stop
 from traceview.dashboards import figures
 from traceview.dashboards.app import app_for, create_app
@@ -31,8 +32,6 @@ from traceview.dashboards.query import FILTER_WIDGETS, make_query, parse_compare
 from traceview.dashboards.server import pick_port, port_is_free
 from traceview.dashboards.state import DashboardState
 from traceview.summary import build_summary
-
-HOSTILE = "</script><img src=x onerror=alert(1)>"
 
 
 @pytest.fixture(scope="module")
@@ -248,17 +247,6 @@ def test_overview_callback_over_http(dp4_app):
     body = orjson.loads(resp.data)["response"]
     assert body["fig-breakdown"]["figure"]["data"][0]["x"] == [["rank 3"], ["step 5"]]
     assert {r["rank"] for r in body["kernel-table"]["rowData"]} == {3}
-
-
-@pytest.fixture()
-def hostile_trace(tmp_path):
-    doc = json.loads((DATA / "kineto_minimal.json").read_text())
-    for event in doc["traceEvents"]:
-        if event.get("cat") == "kernel" and event["name"].startswith("sm90"):
-            event["name"] = HOSTILE
-    path = tmp_path / "rank0.pt.trace.json"
-    path.write_text(json.dumps(doc))
-    return tv.load(path, use_cache=False)
 
 
 def test_hostile_kernel_name_is_only_data(hostile_trace):

@@ -19,8 +19,8 @@ import pytest
 import traceview as tv
 from tests.conftest import SAMPLES, timeline_segments
 from tests.support.callbacks import dependency, request
+from tests.support.hostile import HOSTILE, hostile_trace  # noqa: F401  (fixture)
 from tests.support.timeline import frame
-from tests.test_dashboard import HOSTILE, hostile_trace  # noqa: F401  (fixture)
 from traceview.analysis import timeline as tl
 from traceview.analysis.gaps import launch_delays
 from traceview.dashboards.app import create_app
@@ -188,7 +188,7 @@ def test_whole_trace_view_is_memoised_per_rank_selection(big):
     assert want["n_tasks"] == tasks.height and want["mode"] == "binned"
 
 
-def test_hostile_kernel_name_stays_text_in_the_plotly_hover(hostile_trace):  # noqa: F811
+def test_hostile_kernel_name_stays_text_in_the_plotly_hover(hostile_trace):
     data = TimelineData.from_trace(hostile_trace)
     fig, _, _ = data.figure(*data.full_window())
     texts = [h for t in fig.data for h in t.hovertext if h]
@@ -479,7 +479,7 @@ def test_a_filter_that_keeps_nothing_on_a_trace_without_steps_answers_empty():
     assert len(d["raw"]["id"]) == 0 and len(d["bins"]["lane"]) == 0
 
 
-def test_hostile_kernel_name_stays_text_in_the_canvas_routes(hostile_trace):  # noqa: F811
+def test_hostile_kernel_name_stays_text_in_the_canvas_routes(hostile_trace):
     """The name goes out as a JSON string (the browser puts it on the canvas with fillText and in
     the tooltip and details with textContent: tests/test_browser_timeline.py, test_security.py)."""
     app = create_app(hostile_trace, build_summary(hostile_trace, details=False))

@@ -29,7 +29,7 @@ import traceview as tv
 from sample_traces.samplegen import dp4 as gen_dp4
 from sample_traces.samplegen import kernels as gen_kernels
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared, run_cli
-from tests.test_breakdown import close
+from tests.support.tolerance import close
 from traceview.analysis import diff as d
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared, run_cli
-from tests.test_roofline import _transformer_step
+from tests.support.roofline import transformer_step
 from traceview.analysis import expected as ex
 from traceview.analysis import model_config as model_config_module
 from traceview.analysis.model_config import ModelConfig, model_config
@@ -90,7 +90,7 @@ def test_model_flops_equal_the_traced_flops_of_a_known_transformer_step(tmp_path
     """The generated step (two layers, h = 1024, 8 heads, s = 128, 4 sequences, no causal mask,
     every matmul recorded with shapes): the model's executed matrix FLOPs equal the traced ones
     exactly, and the measured side is filled from the trace."""
-    path, model = _transformer_step(tmp_path / "step.json")
+    path, model = transformer_step(tmp_path / "step.json")
     t = tv.load(path, use_cache=False)
     config = dict(layers=2, hidden=1024, heads=8, seq=128, micro_batch=4, causal=False)
     terms = {r["term"]: r for r in t.expected(config).iter_rows(named=True)}
@@ -175,7 +175,7 @@ def test_model_config_at_its_ranges_gives_finite_times():
 
 
 def test_config_file_and_cli(tmp_path):
-    path, _ = _transformer_step(tmp_path / "step.json")
+    path, _ = transformer_step(tmp_path / "step.json")
     config = tmp_path / "model.toml"
     config.write_text("[model]\nlayers = 2\nhidden = 1024\nheads = 8\nseq = 128\nmicro_batch = 4\n")
     out = run_cli("roofline", str(path), "--model-config", str(config), "--model", "causal=false")
@@ -238,7 +238,7 @@ def test_runs_on_a_real_ascend_profile_given_its_device():
 
 
 def test_summary_and_report_carry_the_model(tmp_path):
-    path, _ = _transformer_step(tmp_path / "step.json")
+    path, _ = transformer_step(tmp_path / "step.json")
     keys = ["--model", "layers=2", "--model", "hidden=1024", "--model", "heads=8", "--model", "seq=128"]
     keys += ["--model", "micro_batch=4", "--model", "causal=false"]
     doc = json.loads(run_cli("summary", str(path), "--format", "json", *keys).stdout)
@@ -272,7 +272,7 @@ def test_a_pipeline_profile_measures_the_bubble_apart_from_communication():
 
 
 def test_build_summary_takes_a_dict_and_the_model_is_that_of_the_step_asked(tmp_path):
-    path, _ = _transformer_step(tmp_path / "step.json")
+    path, _ = transformer_step(tmp_path / "step.json")
     from traceview.summary import build_summary
 
     config = dict(layers=2, hidden=1024, heads=8, seq=128, micro_batch=4, causal=False)

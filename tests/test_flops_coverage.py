@@ -13,7 +13,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import SHARED_TRACES, needs_shared, run_cli
-from tests.test_roofline import BF16, _Trace, _transformer_step
+from tests.support.roofline import BF16, OpTrace, transformer_step
 from traceview.analysis import traced_flops as tf
 
 RESNET = "kineto-tb_plugin/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
@@ -23,7 +23,7 @@ DLRM = "param/et_replay/tests/inputs/dlrm_kineto.tar.gz.extracted/dlrm_kineto"
 def _step(path, known_us: int, unknown_us: int):
     """One ProfilerStep: an aten::mm whose kernel runs `known_us`, then an unlisted operator
     (aten::embedding_bag) whose kernel runs `unknown_us`."""
-    b = _Trace()
+    b = OpTrace()
     b.events.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 990,
                      "dur": 20 + known_us + unknown_us})  # fmt: skip
     mm = b.op("aten::mm", 1000, 5, [[512, 512], [512, 512]], [BF16, BF16], ["", ""])
@@ -34,7 +34,7 @@ def _step(path, known_us: int, unknown_us: int):
 
 
 def test_a_fully_covered_step_keeps_its_numbers(tmp_path):
-    path, _ = _transformer_step(tmp_path / "step.json")
+    path, _ = transformer_step(tmp_path / "step.json")
     row = tv.load(path, use_cache=False).traced_flops().row(0, named=True)
     assert row["flops_coverage_frac"] == pytest.approx(1.0)
     assert row["traced_note"] is None and row["traced_mfu_frac"] > 0

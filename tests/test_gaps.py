@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
 from tests.support import intervals as ref
-from tests.test_real_traces import ROWS  # (path, format) rows of ../shared/traces/INDEX.md
+from tests.support.corpus import ROWS  # (path, format) rows of ../shared/traces/INDEX.md
 from traceview import schema
 from traceview.analysis import gaps
 from traceview.analysis import intervals as iv

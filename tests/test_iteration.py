@@ -13,11 +13,11 @@ import pytest
 
 import traceview as tv
 from tests.conftest import ROOT, SHARED_TRACES, needs_shared
+from tests.support.iteration import TERMS_US, check_identity_and_tiling
 from tests.support.kineto import complete_event, write_trace
 from traceview.analysis import iteration, phases
 
 SAMPLES = ROOT / "sample_traces"
-TERMS_US = [f"{t}_us" for t in iteration.TERMS]
 PLUGIN = "kineto-tb_plugin/tb_plugin"
 PLUGIN_TRACE = f"{PLUGIN}/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
 PLUGIN_COLUMNS = ["Kernel", "Memcpy", "Memset", "Runtime", "DataLoader", "CPU Exec", "Other"]
@@ -132,37 +132,12 @@ def test_a_rank_without_host_events_has_null_host_terms(tmp_path):
     assert first["data_loading_frac"] is None and first["host_overhead_frac"] is None
 
 
-def _check_identity_and_tiling(frame: pl.DataFrame, where: str) -> None:
-    terms = pl.sum_horizontal(*[pl.col(c).fill_null(0) for c in TERMS_US])
-    off = frame.filter((terms - pl.col("iteration_us")).abs() > 1e-6)
-    assert off.height == 0, f"{where}: terms do not add up: {off.head(3).to_dicts()}"
-    assert frame.filter(pl.col("iteration_us") < 0).height == 0, where
-    for column in TERMS_US:
-        assert frame.filter(pl.col(column) < 0).height == 0, f"{where}: negative {column}"
-    ordered = frame.sort("rank", "iteration_start_ns")
-    overlap = ordered.filter(
-        (pl.col("rank") == pl.col("rank").shift(1))
-        & (pl.col("iteration_start_ns") < pl.col("iteration_end_ns").shift(1))
-    )
-    assert overlap.height == 0, f"{where}: iterations overlap: {overlap.head(3).to_dicts()}"
-    # phases: the wall times add up to the iteration, the device times to the device's busy time
-    for columns, total in (
-        (phases.WALL_COLUMNS, pl.col("iteration_us")),
-        (phases.DEVICE_COLUMNS, pl.sum_horizontal(*[pl.col(f"{t}_us") for t in iteration.TERMS[:3]])),
-    ):
-        known = frame.filter(pl.col(f"{columns[0]}_us").is_not_null())
-        parts = pl.sum_horizontal(*[pl.col(f"{c}_us") for c in columns])
-        off = known.filter((parts - total).abs() > 1e-6)
-        assert off.height == 0, f"{where}: {columns} do not add up: {off.head(3).to_dicts()}"
-        assert known.filter(pl.min_horizontal(*[pl.col(f"{c}_us") for c in columns]) < 0).height == 0, where
-
-
 @pytest.mark.parametrize("sample", ["dp4_nccl", "pp4_1f1b", "ascend_2rank", "cpu_single"])
 def test_identity_and_tiling_on_every_sample(sample):
     trace = tv.load(SAMPLES / sample, use_cache=False)
     frame = trace.iteration_breakdown()
     assert frame.height > 0
-    _check_identity_and_tiling(frame, sample)
+    check_identity_and_tiling(frame, sample)
     # the host-launched rule wherever launches are recorded
     if trace.ranks["format"][0] == "kineto" and trace.device_tasks.height:
         assert set(frame["iteration_rule"]) == {"host_launched"}
@@ -206,7 +181,7 @@ def test_the_tensorboard_plugins_overview_per_step():
 
 @needs_shared
 def test_identity_and_tiling_on_every_real_profile():
-    from tests.test_corpus_goldens import corpus_paths
+    from tests.support.corpus import corpus_paths
     from traceview.errors import TraceError
 
     checked = 0
@@ -215,7 +190,7 @@ def test_identity_and_tiling_on_every_real_profile():
             trace = tv.load(SHARED_TRACES / rel, use_cache=False, jobs=1)
         except TraceError:
             continue
-        _check_identity_and_tiling(trace.iteration_breakdown(), rel)
+        check_identity_and_tiling(trace.iteration_breakdown(), rel)
         checked += 1
     assert checked > 50
 
@@ -344,7 +319,7 @@ def test_device_work_belongs_to_the_host_step_that_launched_it(tmp_path):
     assert (one["iteration_start_ns"], one["iteration_end_ns"]) == (0, 50_000)
     assert (two["iteration_start_ns"], two["iteration_end_ns"]) == (50_000, 55_000)
     assert one["iteration_computing_us"] == 20.0 and two["iteration_computing_us"] == 5.0
-    _check_identity_and_tiling(it, "annotated")
+    check_identity_and_tiling(it, "annotated")
 
 
 def test_a_change_too_small_to_attribute_has_no_shares(tmp_path):

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import traceview as tv
 from tests.support import intervals as ref
+from tests.support.iteration import check_identity_and_tiling
 from tests.support.kineto import complete_event, write_trace
-from tests.test_iteration import _check_identity_and_tiling
 
 pytestmark = pytest.mark.integration
 
@@ -113,7 +113,7 @@ def test_iteration_and_phases_match_the_reference(schedule):
     with tempfile.TemporaryDirectory() as tmp:
         path = write_trace(Path(tmp) / "r.pt.trace.json", _events(steps, spans, tasks))
         frame = tv.load(path, use_cache=False, jobs=1).iteration_breakdown()
-    _check_identity_and_tiling(frame, "generated")
+    check_identity_and_tiling(frame, "generated")
     want = _reference(steps, spans, tasks)
     for row in frame.to_dicts():
         w = want[row["step"]]

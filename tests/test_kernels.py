@@ -39,7 +39,7 @@ def test_short_names_fold_and_stay_distinct():
 
 @needs_shared
 def test_short_names_are_distinct_on_every_real_profile():
-    from tests.test_corpus_goldens import corpus_paths
+    from tests.support.corpus import corpus_paths
     from traceview.errors import TraceError
 
     checked = 0

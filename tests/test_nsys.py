@@ -15,8 +15,8 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, run_cli
+from tests.support.browser import serve_answers, server_for  # noqa: F401 - fixture
 from tests.support.hostile_db import as_view, nsys_copy, untyped
-from tests.test_browser import serve_answers, server_for  # noqa: F401 - fixture
 from traceview.parsers.nsys import NO_CUDA
 
 NSYS = DATA / "nsys"
@@ -154,7 +154,7 @@ def test_an_export_in_a_folder_is_found_by_content(tmp_path):
 
 
 @pytest.mark.integration
-def test_serve_answers_for_an_export_and_a_snapshot(cloverleaf, server_for):  # noqa: F811
+def test_serve_answers_for_an_export_and_a_snapshot(cloverleaf, server_for):
     """`traceview serve` on each new format: the pages and the timeline's data answer."""
     for path in (cloverleaf, DATA / "snapshot" / "memory_snapshot.pickle"):
         meta, overlays = serve_answers(server_for(path))

@@ -13,29 +13,11 @@ import pytest
 
 import traceview as tv
 from tests.conftest import SHARED_TRACES, needs_shared
+from tests.support.corpus import ASCEND_DIRS, KINETO, MINDSPORE
 
 pytestmark = needs_shared
 
 DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}
-
-
-def _index_rows() -> list[tuple[str, str]]:
-    """(relative path, format column) of every table row of INDEX.md."""
-    index = SHARED_TRACES / "INDEX.md"
-    if not index.is_file():
-        return []
-    rows = []
-    for line in index.read_text(encoding="utf-8").splitlines():
-        m = re.match(r"^\| `([^`]+)` \|[^|]*\|[^|]*\| ([^|]+) \|", line)
-        if m:
-            rows.append((m.group(1), m.group(2).strip()))
-    return rows
-
-
-ROWS = _index_rows()
-KINETO = [p for p, fmt in ROWS if fmt.startswith("kineto json")]
-ASCEND_DIRS = [p for p, fmt in ROWS if fmt == "ascend pt dir"]
-MINDSPORE = [p for p, fmt in ROWS if fmt == "mindspore timeline json"]
 
 
 def _json(path: Path):

@@ -14,7 +14,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, run_cli
-from tests.test_browser import serve_answers, server_for  # noqa: F401 - fixture
+from tests.support.browser import serve_answers, server_for  # noqa: F401 - fixture
 from traceview.parsers.rocprof import NO_KERNELS
 
 ROCPROF = DATA / "rocprof"
@@ -100,7 +100,7 @@ def test_info_summary_and_report_of_both_outputs(tmp_path):
 
 
 @pytest.mark.integration
-def test_serve_answers_for_rocprof_output(server_for):  # noqa: F811
+def test_serve_answers_for_rocprof_output(server_for):
     meta, _ = serve_answers(server_for(JSON_RUN))
     assert "device" in set(meta["lanes"]["kind"])
 

@@ -17,51 +17,14 @@ import pytest
 
 import traceview as tv
 from tests.conftest import SHARED_TRACES, needs_shared, run_cli
+from tests.support.roofline import BF16, F32, OpTrace, transformer_step
 from traceview.analysis.norm_formulas import NORM_FAMILIES
 from traceview.op_stack import op_parents
-
-H100 = "NVIDIA H100 80GB HBM3"
-
-
-class _Trace:
-    """A Kineto trace built op by op: each op's kernels are launched from inside it."""
-
-    def __init__(self):
-        self.events = []
-        self.next_id = 1
-
-    def op(self, name, ts, dur, dims, types, concrete, tid=1):
-        ext = self.next_id
-        self.next_id += 1
-        args = {"External id": ext, "Input Dims": dims, "Input type": types, "Concrete Inputs": concrete}
-        self.events.append(
-            {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
-        )
-        return ext
-
-    def kernel(self, ext, launch_ts, start, dur, stream=7, tid=1, name="k"):
-        corr = 1000 + len(self.events)
-        self.events.append(
-            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": tid, "ts": launch_ts,
-             "dur": 0.5, "args": {"correlation": corr, "External id": ext}}
-        )  # fmt: skip
-        self.events.append(
-            {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": start, "dur": dur,
-             "args": {"correlation": corr, "External id": ext, "device": 0, "stream": stream}}
-        )  # fmt: skip
-
-    def write(self, path: Path) -> Path:
-        doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": H100}], "traceEvents": self.events}
-        path.write_text(json.dumps(doc))
-        return path
-
-
-BF16, F32 = "c10::BFloat16", "float"
 
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
-    b = _Trace()
+    b = OpTrace()
     # addmm: bias [64], A [32, 128], B [128, 64], bf16, inside an aten::linear (a wrapper, not listed)
     b.op("aten::linear", 100, 40, [[32, 128], [64, 128], [64]], [BF16] * 3, ["", "", ""])
     mm = b.op(
@@ -140,7 +103,7 @@ def test_each_formula_on_a_worked_example(small, op, gflop, data, device_us):
 def norms(tmp_path_factory):
     """Normalizations and reductions of an fp32 [8, 16, 32, 32] input (N = 131,072), each call
     with one 5 us kernel; the worked examples below count them by hand."""
-    b = _Trace()
+    b = OpTrace()
     x = [8, 16, 32, 32]
     calls = [
         # batch norm, training, with weight and bias: C = 16
@@ -473,61 +436,8 @@ def test_flops_bytes_and_achieved_tflops_match_tracelens():
 # --- FLOPs and MFU from the trace ------------------------------------------------------------------
 
 
-def _transformer_step(path: Path, layers=2, hidden=1024, ffn=4096, batch=4, seq=128, heads=8) -> tuple[Path, dict]:
-    """One training step of a transformer whose every matmul is recorded with its shapes: per layer
-    the QKV, output and two MLP projections forward (x @ W) and backward (dX = dY @ W^T, dW = X^T @ dY),
-    and flash attention forward and backward. Kernels run 80 % of the step."""
-    b = _Trace()
-    tokens = batch * seq
-    weights = [(hidden, 3 * hidden), (hidden, hidden), (hidden, ffn), (ffn, hidden)]
-    head_dim = hidden // heads
-    qkv = [[batch, heads, seq, head_dim]] * 3
-    ts, gpu = 1000.0, 1000.0
-
-    def call(name, dims, concrete=None):
-        nonlocal ts, gpu
-        types = [BF16 if d else "Scalar" for d in dims]
-        ext = b.op(name, ts, 8, dims, types, concrete or [""] * len(dims))
-        b.kernel(ext, ts + 1, gpu, 8)
-        ts += 10
-        gpu += 10
-
-    for _ in range(layers):
-        for k_in, k_out in weights:
-            call("aten::mm", [[tokens, k_in], [k_in, k_out]])
-        call(
-            "aten::_scaled_dot_product_flash_attention",
-            qkv + [[], [], [], []],
-            ["", "", "", "0.", "False", "False", ""],
-        )
-    for _ in range(layers):
-        call(
-            "aten::_scaled_dot_product_flash_attention_backward",
-            [[batch, heads, seq, head_dim]] * 5 + [[]] * 10,
-            [""] * 11 + ["False"] + [""] * 3,
-        )
-        for k_in, k_out in reversed(weights):
-            call("aten::mm", [[tokens, k_out], [k_out, k_in]])  # dX
-            call("aten::mm", [[k_in, tokens], [tokens, k_out]])  # dW
-    b.events.insert(
-        0,
-        {
-            "ph": "X",
-            "cat": "user_annotation",
-            "name": "ProfilerStep#1",
-            "pid": 1,
-            "tid": 1,
-            "ts": 990,
-            "dur": ts - 990 + 5,
-        },
-    )
-    params = layers * sum(i * o for i, o in weights)
-    attention = layers * 4 * batch * heads * seq * seq * head_dim * 3.5  # forward 4·B·H·s²·d, backward 2.5x
-    return b.write(path), {"params": params, "tokens": tokens, "attention": attention, "step_us": ts - 990 + 5}
-
-
 def test_mfu_from_the_trace_equals_six_params_tokens_within_5_percent(tmp_path):
-    path, model = _transformer_step(tmp_path / "step.json")
+    path, model = transformer_step(tmp_path / "step.json")
     t = tv.load(path, use_cache=False)
     row = t.traced_flops().row(0, named=True)
     six_pt = 6 * model["params"] * model["tokens"]
@@ -545,7 +455,7 @@ def test_mfu_from_the_trace_equals_six_params_tokens_within_5_percent(tmp_path):
 
 
 def test_summary_report_and_figure_show_the_roofline(tmp_path):
-    path, model = _transformer_step(tmp_path / "step.json")
+    path, model = transformer_step(tmp_path / "step.json")
     doc = json.loads(run_cli("summary", str(path), "--format", "json").stdout)
     section = doc["ranks"][0]["roofline"]
     expected = 6 * model["params"] * model["tokens"] + model["attention"]
@@ -578,7 +488,7 @@ def edges(tmp_path_factory):
     """Calls whose formulas the first fixture does not reach: optional inputs passed as None,
     transposed convolutions, backward passes, vendor GEMMs, a bilinear resize, calls of one shape
     that differ in a stride or a dtype, an integer copy, and a GEMM far past the ridge point."""
-    b = _Trace()
+    b = OpTrace()
     ts = [100.0]
 
     def call(name, dims, types, concrete, dur=2.0):
@@ -680,7 +590,7 @@ def test_a_user_entry_without_dtype_peaks_leaves_the_roofline_to_the_shipped_one
 
 
 def test_a_concrete_input_beyond_int64_is_not_a_crash(tmp_path):
-    b = _Trace()
+    b = OpTrace()
     conv = b.op(
         "aten::convolution",
         100,
@@ -739,7 +649,7 @@ def test_ascend_matmuls_from_their_recorded_shapes(folder, tmp_path):
 
 
 def test_an_operator_far_below_its_roofline_is_a_finding(tmp_path):
-    b = _Trace()
+    b = OpTrace()
     b.events.append(
         {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 90, "dur": 2500}
     )
@@ -765,7 +675,7 @@ def test_an_operator_far_below_its_roofline_is_a_finding(tmp_path):
 
 def small_path(tmp_path) -> Path:
     """A trace whose only operator runs at its roofline: no finding."""
-    b = _Trace()
+    b = OpTrace()
     b.events.append(
         {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 90, "dur": 300}
     )
@@ -775,7 +685,7 @@ def small_path(tmp_path) -> Path:
 
 
 def test_diff_shows_each_operator_achieved_tflops_in_both_runs(tmp_path):
-    base_path, _ = _transformer_step(tmp_path / "base.json")
+    base_path, _ = transformer_step(tmp_path / "base.json")
     doc = json.loads(base_path.read_text())
     for e in doc["traceEvents"]:  # the new run: every kernel twice as long
         if e.get("cat") == "kernel":
@@ -797,8 +707,8 @@ def test_diff_shows_each_operator_achieved_tflops_in_both_runs(tmp_path):
 
 
 def test_compare_lists_each_run_traced_tflops(tmp_path):
-    a, _ = _transformer_step(tmp_path / "a.json")
-    b, _ = _transformer_step(tmp_path / "b.json", batch=8)  # twice the tokens: twice the matmul FLOPs
+    a, _ = transformer_step(tmp_path / "a.json")
+    b, _ = transformer_step(tmp_path / "b.json", batch=8)  # twice the tokens: twice the matmul FLOPs
     c = tv.compare([str(a), str(b)])
     want = [tv.load(p, use_cache=False).traced_flops()["traced_tflops_per_device"][0] for p in (a, b)]
     assert c.table["traced_tflops_per_device"].to_list() == pytest.approx(want)
@@ -808,7 +718,7 @@ def test_compare_lists_each_run_traced_tflops(tmp_path):
 def test_what_if_bounds_from_the_measured_decomposition(tmp_path):
     """The transformer step: 28 matrix calls (8 mm + 2 attention forward, 2 attention backward, 16
     mm backward) of 8 us each, bf16, on an H100 (989 dense bf16, 1,979 fp8)."""
-    path, model = _transformer_step(tmp_path / "step.json")
+    path, model = transformer_step(tmp_path / "step.json")
     t = tv.load(path, use_cache=False)
     rows = {r["scenario"]: r for r in t.what_if(peak_frac=0.5).iter_rows(named=True)}
     iteration = t.iteration_breakdown()["iteration_us"][0]
@@ -829,7 +739,7 @@ def test_what_if_bounds_from_the_measured_decomposition(tmp_path):
 def test_what_if_shows_in_summary_report_and_csv(tmp_path):
     """The summary's what_if rows are t.what_if()'s (rounded); the text, the report and the csv
     folder carry them."""
-    path, _ = _transformer_step(tmp_path / "step.json")
+    path, _ = transformer_step(tmp_path / "step.json")
     want = tv.load(path, use_cache=False).what_if().to_dicts()
     doc = json.loads(run_cli("summary", str(path), "--format", "json").stdout)
     assert [r["scenario"] for r in doc["what_if"]] == [r["scenario"] for r in want]
@@ -848,7 +758,7 @@ def test_unaligned_gemms_cost_against_the_aligned_ones_roofline_share(tmp_path):
     """Two aligned bf16 GEMMs (1024^3) and one unaligned (1020^3: 1020 is not a multiple of 8), 100 us each on an H100: the
     facts set the unaligned ones' roofline share beside the aligned ones' and price the
     difference; the gemm_unaligned finding says it."""
-    b = _Trace()
+    b = OpTrace()
     shapes = [[[1024, 1024], [1024, 1024]], [[1024, 1024], [1024, 1024]], [[1020, 1020], [1020, 1020]]]
     for i, dims in enumerate(shapes):
         ext = b.op("aten::mm", 100 + 300 * i, 30, dims, [BF16, BF16], ["", ""])
@@ -898,7 +808,7 @@ def test_kernel_names_say_tf32_and_winograd_and_missing_concrete_inputs_count_no
     convolution whose kernel is a Winograd one: its algorithm says why it can beat the direct
     formula. A convolution recorded without Concrete Inputs (PyTorch before 1.13): stride and
     padding unknown, so no FLOPs rather than a guess."""
-    b = _Trace()
+    b = OpTrace()
     mm = b.op("aten::mm", 100, 20, [[1024, 1024], [1024, 1024]], [F32, F32], ["", ""])
     b.kernel(mm, 102, 1000, 10, name="sm90_xmma_gemm_tf32f32_tf32f32_f32_tn_n_tilesize128x128x32")
     conv_dims = [[8, 64, 56, 56], [64, 64, 3, 3], [], [], [], [], [], [], []]
@@ -929,7 +839,7 @@ def test_kernel_names_say_tf32_and_winograd_and_missing_concrete_inputs_count_no
 def test_both_mfu_estimates_side_by_side_with_their_formulas(tmp_path):
     """With --params the throughput rows carry the traced estimate beside 6 x params x tokens,
     each with its formula (summary JSON and text, the report)."""
-    path, model = _transformer_step(tmp_path / "step.json")
+    path, model = transformer_step(tmp_path / "step.json")
     keys = ["--tokens-per-step", str(model["tokens"]), "--params", str(model["params"])]
     row = json.loads(run_cli("summary", str(path), "--format", "json", *keys).stdout)["throughput"][0]
     traced = tv.load(path, use_cache=False).traced_flops().row(0, named=True)
@@ -945,7 +855,7 @@ def test_both_mfu_estimates_side_by_side_with_their_formulas(tmp_path):
 
 
 def test_rows_per_step_add_up_to_the_rows_over_all_steps(tmp_path):
-    b = _Trace()
+    b = OpTrace()
     for step in (1, 2):
         base = 1000 * step
         b.events.append(
@@ -968,7 +878,7 @@ def test_overloads_with_other_values_where_a_dim_or_training_flag_goes(tmp_path)
     """aten::sum(self, dtype) holds a dtype where sum(self, dim) holds the dims: everything is
     reduced. _native_batch_norm_legit.no_stats holds eps where the other overload holds training:
     unknown, so training (the default). Either misread would give other numbers."""
-    b = _Trace()
+    b = OpTrace()
     s = b.op("aten::sum", 100, 20, [[4, 8, 16], []], [F32, "Scalar"], ["", "6"])
     b.kernel(s, 102, 1000, 5)
     x = [8, 16, 32, 32]

@@ -35,6 +35,18 @@ import pytest
 import traceview as tv
 from tests.conftest import DATA, ROOT, SAMPLES, run_cli
 from tests.support import callbacks
+from tests.support.hostile import (
+    ATTR,
+    BREAKOUT,
+    FOLDER_NAME,
+    JS_URL,
+    NAMES,
+    PWN,
+    SCRIPT,
+    SVG,
+    TEMPLATE,
+    write_hostile,
+)
 from tests.support.serve import serve
 from traceview.analysis.kernels import short_names
 from traceview.dashboards.app import create_app
@@ -44,96 +56,7 @@ from traceview.summary import build_summary
 
 pytestmark = pytest.mark.integration
 
-PWN = "window.__pwned=1"
-SCRIPT = f"<script>{PWN}</script>"
-ATTR = f'"><img src=x onerror="{PWN}">'
-BREAKOUT = f"</script><script>{PWN}</script>"
-JS_URL = "javascript:alert(1)"
-SVG = f"<svg onload={PWN}>"
-# File and folder names cannot hold "/": payloads without one.
-FOLDER_NAME = f'"><img src=x onerror="{PWN}">'
-FILE_NAME = f"{SVG}'{JS_URL}.pt.trace.json"
-TEMPLATE = "{{7*7}}${7*7}%{x}<b>b</b>"  # Jinja/JS template and plotly hovertemplate syntax: must stay literal
-RTL = "\u202etxt.exe"  # a right-to-left override: shown as it is, never dropped
-LONG = "L" * 200_000 + SCRIPT  # a 200 KB name whose payload sits past any cut
-NAMES = {
-    "kernel": SCRIPT,
-    "cpu_op": ATTR,
-    "annotation": BREAKOUT,
-    "thread": f"{JS_URL}{SCRIPT}",
-    "process": ATTR + SVG,
-    "stream": BREAKOUT + JS_URL,
-    "device": SCRIPT + ATTR,
-    "collective": f"</script><svg onload={PWN}>",
-    "group": ATTR + RTL,
-    "template": TEMPLATE,
-    "long": LONG,
-}
 FORBIDDEN_TAGS = {"img", "svg", "iframe", "object", "embed", "form", "base", "link"}  # none in a report
-
-
-def hostile_doc() -> dict:
-    """kineto_minimal.json with a payload in every name a user could have influenced."""
-    doc = json.loads((DATA / "kineto_minimal.json").read_text())
-    doc["deviceProperties"][0]["name"] = NAMES["device"]
-    doc["traceName"] = SCRIPT
-    for event in doc["traceEvents"]:
-        cat = event.get("cat")
-        if cat == "kernel" and event["name"].startswith("sm90"):
-            event["name"] = NAMES["kernel"]
-        elif cat == "kernel" and event["name"].startswith("nccl"):  # a collective: name and args
-            event["name"] = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL" + NAMES["collective"]
-            event["args"].update({"Collective name": NAMES["collective"], "Process Group Name": NAMES["group"]})
-        elif cat == "kernel":
-            event["name"] = NAMES["template"] + RTL
-        elif cat == "cpu_op":
-            event["name"] = NAMES["cpu_op"]
-        if cat in ("cpu_op", "cuda_runtime", "user_annotation"):
-            event["tid"] = NAMES["thread"]  # string thread ids exist in real Kineto traces
-    doc["traceEvents"] += [
-        {
-            "ph": "X",
-            "cat": "user_annotation",
-            "name": NAMES["annotation"],
-            "pid": 10,
-            "tid": NAMES["thread"],
-            "ts": 1001.0,
-            "dur": 50.0,
-        },
-        {
-            "ph": "X",
-            "cat": "gpu_user_annotation",
-            "name": NAMES["annotation"],
-            "pid": 0,
-            "tid": 7,
-            "ts": 1010.0,
-            "dur": 30.0,
-            "args": {"device": 0, "stream": 7},
-        },
-        {
-            "ph": "X",
-            "cat": "kernel",
-            "name": NAMES["long"],
-            "pid": 0,
-            "tid": 7,
-            "ts": 1220.0,
-            "dur": 1.0,
-            "args": {"device": 0, "stream": 7},
-        },
-        {"ph": "M", "name": "thread_name", "pid": 10, "tid": NAMES["thread"], "args": {"name": NAMES["thread"]}},
-        {"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": NAMES["stream"]}},
-        {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": NAMES["process"]}},
-    ]
-    return doc
-
-
-def write_hostile(root: Path, folder: str = FOLDER_NAME) -> Path:
-    path = root / folder
-    path.mkdir(parents=True)
-    (path / FILE_NAME).write_text(json.dumps(doc := hostile_doc()))
-    second = dict(doc, distributedInfo={"backend": "nccl", "rank": 1, "world_size": 4})
-    (path / f"{ATTR.replace('/', '')}.pt.trace.json").write_text(json.dumps(second))
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -263,9 +186,9 @@ def test_dashboard_layout_carries_names_as_data(hostile):
 # ---------------------------------------------------------------- the pages in chromium
 
 try:
-    from tests.test_browser import CHROMIUM, browser, server_for, sync_playwright  # noqa: F401  (fixtures)
-    from tests.test_browser_timeline import READY as CANVAS_READY
-    from tests.test_browser_timeline import canvas_point
+    from tests.support.browser import CHROMIUM, browser, server_for, sync_playwright  # noqa: F401  (fixtures)
+    from tests.support.browser_timeline import READY as CANVAS_READY
+    from tests.support.browser_timeline import canvas_point
 except Exception:  # pragma: no cover
     CHROMIUM = sync_playwright = None
 
@@ -505,9 +428,9 @@ def _listening(port: int) -> list[str]:
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads the listening sockets from Linux's /proc/net/tcp")
 def test_served_socket_listens_on_loopback_only():
     """The real `traceview serve` process, default --host: its one listening socket is 127.0.0.1."""
-    from tests.test_browser import _free_port
+    from tests.support.browser import free_port
 
-    port = _free_port()
+    port = free_port()
     proc = serve(SAMPLES / "dp4_nccl", "--port", str(port), "--quiet", "--no-cache", stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120

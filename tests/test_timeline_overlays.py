@@ -10,8 +10,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
-from tests.support.pipeline import write_1f1b
-from tests.test_bubbles import _steps, _tasks
+from tests.support.pipeline import hand_steps, hand_tasks, write_1f1b
 from traceview.analysis import timeline_overlays as to
 from traceview.analysis.bubbles import gpu_bubbles
 from traceview.dashboards.app import create_app
@@ -165,16 +164,16 @@ def test_regions_sum_to_the_bubble_when_no_stage_spans_the_group_or_clocks_disag
         (3, 1, C, S, 0, 60, "b"),
         (3, 1, K, "gemm", 60, 80, "b"),
     ]
-    steps = _steps([0, 1, 2, 3])
+    steps = hand_steps([0, 1, 2, 3])
     for shift in (0, 5_000_000_000):
-        tasks = _tasks(rows).with_columns(
+        tasks = hand_tasks(rows).with_columns(
             pl.when(pl.col("rank") == 1).then(pl.col(c) + shift).otherwise(pl.col(c)).alias(c)
             for c in ("start_ns", "end_ns")
         )
         bubbles = gpu_bubbles(tasks, steps)
         both = _region_sums(tasks, bubbles)
         assert sorted(both.select("rank", "ns", "drawn_ns").rows()) == [(0, 30, 30), (1, 130, 130), (3, 30, 30)]
-    regions = to.bubble_regions(_tasks(rows), gpu_bubbles(_tasks(rows), steps))
+    regions = to.bubble_regions(hand_tasks(rows), gpu_bubbles(hand_tasks(rows), steps))
     assert regions.filter(pl.col("rank") == 3).select("start_ns", "end_ns").rows() == [(30, 60)]
     assert regions.filter(pl.col("rank") == 1).select("start_ns", "end_ns").rows() == [(0, 100), (170, 200)]
 

@@ -38,6 +38,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import polars as pl
+
 from tests.support.kineto import complete_event
 
 P2P_KERNEL = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
@@ -271,3 +273,19 @@ def write_1f1b(
         "bubble_ns": dict.fromkeys(range(p), step_ns - compute),
         "ideal_fraction": (p - 1) / (m + p - 1),
     }
+
+
+def hand_tasks(rows):
+    """Hand-made device tasks: (rank, step, kind, name, start, end, process_group)."""
+    return pl.DataFrame(
+        rows, schema=["rank", "step", "kind", "name", "start_ns", "end_ns", "process_group"], orient="row"
+    ).with_columns(
+        pl.when(pl.col("kind") == "communication")
+        .then(pl.when(pl.col("name").str.contains("SendRecv")).then(pl.lit("sendrecv")).otherwise(pl.lit("allreduce")))
+        .alias("collective"),
+        pl.lit(None, pl.Int64).alias("group_size"),
+    )
+
+
+def hand_steps(ranks, step=1):
+    return pl.DataFrame({"rank": ranks, "step": [step] * len(ranks), "device_start_ns": [0] * len(ranks)})
