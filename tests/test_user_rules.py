@@ -282,3 +282,30 @@ def test_cli_rules_option(rules_file, tmp_path):
     assert failed.returncode == 1
     assert failed.stderr.count("\n") == 1 and "unknown top-level key(s) x" in failed.stderr
     assert "Traceback" not in failed.stderr
+
+
+def test_the_rules_file_is_read_once_per_summary(rules_file, monkeypatch):
+    """The checks before the load and every table that reads the file share one read (it was
+    opened 9 times in one `summary`); an edited file is read again."""
+    from traceview import rules as rule_tables
+
+    reads = []
+    read_bytes = Path.read_bytes
+
+    def counted(self):
+        if self.name == rules_file.name:
+            reads.append(self)
+        return read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", counted)
+    rule_tables._parsed.cache_clear()
+    done = run_cli("summary", str(DP4), "--format", "json", "-q", "--no-cache", "--rules", str(rules_file))
+    assert done.returncode == 0, done.stderr
+    assert len(reads) == 1
+    doc = rule_tables.read(rules_file)
+    doc["findings"]["rule"][0]["id"] = "changed by a reader"  # a copy: no other reader sees it
+    assert rule_tables.read(rules_file)["findings"]["rule"][0]["id"] == "straggler"
+    assert len(reads) == 1
+    rules_file.write_text(RULES.replace("100.0", "200.0"))  # another size: another file
+    assert rule_tables.read(rules_file)["device_peaks"]["rule"][0]["peak_tflops"] == 200.0
+    assert len(reads) == 2

@@ -18,6 +18,7 @@ the entry), what is wrong with one (`RulesError`).
 
 from __future__ import annotations
 
+import copy
 import functools
 from pathlib import Path
 
@@ -35,10 +36,27 @@ class RulesError(ValueError):
 
 
 def read(path: str | Path) -> dict:
-    """The TOML document of a rules file (RulesError if it cannot be read or is not TOML)."""
+    """The TOML document of a rules file (RulesError if it cannot be read or is not TOML).
+
+    A file is opened once per process while it stays the same file with the same size and
+    modification time (`_parsed`): the checks before a load and every table that reads it share
+    one read (a copy each, so no reader sees another's changes). An edited file is read again."""
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        st = path.stat()
+    except FileNotFoundError:
+        raise RulesError(f"cannot read rules file {path}: no such file") from None
+    except OSError as exc:
+        raise RulesError(f"cannot read rules file {path}: {exc}") from None
+    identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return copy.deepcopy(_parsed(str(path), identity))
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(path: str, identity: tuple[int, int, int, int]) -> dict:
+    """The document of `path` as it was when its (device, inode, size, mtime) was `identity`."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise RulesError(f"cannot read rules file {path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
