@@ -4,8 +4,9 @@ the order they depend on each other.
 Each analysis is one function in `traceview.analysis` with its declaration beside it: its inputs
 by name (canonical frames, other analyses), its parameters (from the function's signature, plus
 those it forwards to its inputs), scope, keys and the rule tables its parameters take files for.
-This module imports every module of `traceview.analysis` (`MODULES`: a new one needs no list), checks the declarations against
-each other (`_resolve`) and orders them so an analysis comes after its inputs (`REGISTRY`).
+This module imports every module of `traceview.analysis` (`MODULES`: a new one needs no list),
+checks the declarations against each other (`_resolve`) and orders them so an analysis comes after
+its inputs (`REGISTRY`).
 
 - scope "rank": a rank's rows depend on that rank's frames only, so the analysis run on each rank
   alone and concatenated equals the analysis on all ranks (`tests/test_executors.py` checks it on
