@@ -86,6 +86,11 @@ def test_a_bad_declaration_is_refused_where_it_is_written():
     unknown = {"a": Declaration("a", fn, {"tasks": use("b", m="n")}), "b": Declaration("b", fn, {"tasks": "steps"})}
     with pytest.raises(ValueError, match="binds 'm', not a parameter of b"):
         registry._resolve(unknown)
+    typo = {"a": Declaration("a", fn, {"tasks": use("b", n="m")}), "b": Declaration("b", fn, {"tasks": "steps"})}
+    with pytest.raises(ValueError, match="binds 'n' of b to 'm', which is not a parameter of its function"):
+        registry._resolve(typo)
+    renamed = {"a": Declaration("a", fn, {"tasks": use("b", n="n")}), "b": Declaration("b", fn, {"tasks": "steps"})}
+    assert registry._resolve(renamed)["a"].params == {"n": 1}  # its own n, passed on
 
 
 def test_forwarded_parameters_reach_the_input_they_are_bound_to(dp4, tmp_path):

@@ -146,8 +146,10 @@ def _ordered(declared: Mapping[str, Declaration]) -> list[str]:
 
 def _resolve(declared: Mapping[str, Declaration]) -> dict[str, Analysis]:
     """Each declaration with its parameters: its own, then those it binds for its inputs but does
-    not take itself (default: the input's). ValueError where a bound parameter is not one of the
-    input's or two inputs give one forwarded parameter different defaults."""
+    not take itself (under the input's name, with the input's default). ValueError where a bound
+    parameter is not one of the input's, is renamed without being the function's own (a typo
+    would otherwise make a new parameter), or two inputs give one forwarded parameter different
+    defaults."""
     out: dict[str, Analysis] = {}
     for name in _ordered(declared):
         d = declared[name]
@@ -163,6 +165,11 @@ def _resolve(declared: Mapping[str, Declaration]) -> dict[str, Analysis]:
                     raise ValueError(f"analysis {name} binds {theirs!r}, not a parameter of {source.analysis}")
                 if mine in own:
                     continue
+                if mine != theirs:  # a renamed binding of a parameter the function lacks: a typo
+                    raise ValueError(
+                        f"analysis {name} binds {theirs!r} of {source.analysis} to {mine!r}, which is not a "
+                        f"parameter of its function (a parameter only passed on keeps the input's name)"
+                    )
                 default = reader.params.get(theirs)
                 if mine in forwarded and forwarded[mine][1] != default:
                     raise ValueError(

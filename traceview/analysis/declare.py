@@ -13,7 +13,8 @@
 - `use(name, lazy=False, **bind)`: the input is analysis `name`, given the reader's parameter
   values as `bind` says (`classes="classes"`: the input's `classes` is the reader's `classes`).
   A bound parameter the function does not take itself is still a parameter of the analysis,
-  forwarded only, with the input's default. `lazy=True` passes a function instead of the frame:
+  forwarded only, under the input's name and with the input's default (a renamed one must be the
+  function's own: a typo is an error, not a new parameter). `lazy=True` passes a function instead of the frame:
   calling it (with more parameters if need be) computes the input, so an input read only on some
   paths is computed only on those.
 - `scope`: "rank" when a rank's rows depend on its own frames only (computed and cached with each
