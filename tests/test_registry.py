@@ -1,6 +1,6 @@
-"""The declared analyses (traceview/analysis/declare.py, traceview/registry.py): the Trace methods and docs
-they generate, the checks on a declaration, memo keys that accept any
-parameter value, warnings that do not depend on what was called first."""
+"""The declared analyses (traceview/analysis/declare.py, traceview/registry.py): the Trace methods
+and docs they generate, the checks on a declaration, memo keys that accept any parameter value,
+warnings that do not depend on what was called first."""
 
 from __future__ import annotations
 
@@ -89,8 +89,8 @@ def test_a_bad_declaration_is_refused_where_it_is_written():
     typo = {"a": Declaration("a", fn, {"tasks": use("b", n="m")}), "b": Declaration("b", fn, {"tasks": "steps"})}
     with pytest.raises(ValueError, match="binds 'n' of b to 'm', which is not a parameter of its function"):
         registry._resolve(typo)
-    renamed = {"a": Declaration("a", fn, {"tasks": use("b", n="n")}), "b": Declaration("b", fn, {"tasks": "steps"})}
-    assert registry._resolve(renamed)["a"].params == {"n": 1}  # its own n, passed on
+    own = {"a": Declaration("a", fn, {"tasks": use("b", n="n")}), "b": Declaration("b", fn, {"tasks": "steps"})}
+    assert registry._resolve(own)["a"].params == {"n": 1}  # its own n, passed on too
 
 
 def test_forwarded_parameters_reach_the_input_they_are_bound_to(dp4, tmp_path):
