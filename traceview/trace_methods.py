@@ -124,9 +124,9 @@ class AnalysisMethods:
     def launch_calls(self, *, rules: str | Path | Sequence[str | Path] | None = None) -> pl.DataFrame:
         """Per rank and correlation id: the launch call's start and end (ns), shared by the idle and
         delay analyses; `rules`: rules files whose [[phases.synchronous]] patterns come first. See
-        `launch_calls`.
+        `gaps.launch_calls`.
 
-        Declared by `traceview.analysis.gaps.launch_call_frame`.
+        Declared by `traceview.analysis.launches.launch_call_frame`.
         """
         return self.run('launch_calls', rules=rules)
 
@@ -175,15 +175,12 @@ class AnalysisMethods:
         """
         return self.run('headline', step=step)
 
-    def expected_ops(self, config: Any, *, rules: Any = None) -> pl.DataFrame:
-        """The analytical model's operations for a transformer `config` (a ModelConfig, a dict or a
-        TOML file: `traceview.analysis.model_config`) on this profile's device (per layer and pass,
-        communication, optimizer) with FLOPs, bytes, time at the roofline and time per step. See
-        `expected_ops`.
+    def iteration_gaps(self) -> pl.DataFrame:
+        """Host and device length of every step, and the device gap before it.
 
-        Declared by `traceview.analysis.expected.model_ops`.
+        Declared by `traceview.analysis.gaps.step_times`.
         """
-        return self.run('expected_ops', config=config, rules=rules)
+        return self.run('iteration_gaps')
 
     def stream_idle(self, kernel_wait_threshold_us: float = 30.0, *, by_step: bool = False) -> pl.DataFrame:
         """Idle time of each stream and its causes (HolisticTraceAnalysis' idle-time breakdown).
@@ -191,6 +188,13 @@ class AnalysisMethods:
         Declared by `traceview.analysis.gaps.stream_idle`.
         """
         return self.run('stream_idle', kernel_wait_threshold_us=kernel_wait_threshold_us, by_step=by_step)
+
+    def long_steps(self, factor: float = 1.2) -> pl.DataFrame:
+        """Steps whose duration exceeds `factor` × the rank's median step duration, and why.
+
+        Declared by `traceview.analysis.gaps.long_steps`.
+        """
+        return self.run('long_steps', factor=factor)
 
     def throughput(self, **kwargs: Any) -> pl.DataFrame:
         """Tokens/s per device, model TFLOP/s per device and MFU per step. Keyword arguments as
@@ -265,40 +269,6 @@ class AnalysisMethods:
         """
         return self.run('facts', throughput=throughput, details=details, micro_batches=micro_batches, classes=classes)
 
-    def expected(self, config: Any, *, rules: Any = None) -> pl.DataFrame:
-        """The analytical model's step for a transformer `config` (a ModelConfig, a dict or a TOML
-        file) on this profile's device, term by term (compute, memory, optimizer, tp/pp/dp
-        communication, bubble, step, matrix FLOPs) beside the measured terms of the busiest rank
-        (`expected_vs_measured`; the input frames come as functions, read only with a config). See
-        docs/roofline.md.
-
-        Declared by `traceview.analysis.expected.model_beside_measured`.
-        """
-        return self.run('expected', config=config, rules=rules)
-
-    def iteration_gaps(self) -> pl.DataFrame:
-        """Host and device length of every step, and the device gap before it.
-
-        Declared by `traceview.analysis.gaps.step_times`.
-        """
-        return self.run('iteration_gaps')
-
-    def long_steps(self, factor: float = 1.2) -> pl.DataFrame:
-        """Steps whose duration exceeds `factor` × the rank's median step duration, and why.
-
-        Declared by `traceview.analysis.gaps.long_steps`.
-        """
-        return self.run('long_steps', factor=factor)
-
-    def launch_delays(self, *, rules: str | Path | Sequence[str | Path] | None = None) -> pl.DataFrame:
-        """Per rank: launch delay (task start − launch call end) statistics, µs, over the tasks of
-        asynchronous launch calls; `synchronous` counts the tasks of synchronous calls (a
-        `cudaMemcpy` returns once its copy is done), left out. See `launch_delay_stats`.
-
-        Declared by `traceview.analysis.gaps.launch_delays_of`.
-        """
-        return self.run('launch_delays', rules=rules)
-
     def findings(
         self,
         *,
@@ -332,6 +302,15 @@ class AnalysisMethods:
         """
         return self.run('operators', n=n, classes=classes)
 
+    def launch_delays(self, *, rules: str | Path | Sequence[str | Path] | None = None) -> pl.DataFrame:
+        """Per rank: launch delay (task start − launch call end) statistics, µs, over the tasks of
+        asynchronous launch calls; `synchronous` counts the tasks of synchronous calls (a
+        `cudaMemcpy` returns once its copy is done), left out. See `gaps.launch_delay_stats`.
+
+        Declared by `traceview.analysis.launches.launch_delays_of`.
+        """
+        return self.run('launch_delays', rules=rules)
+
     def memory_at_peak(self) -> pl.DataFrame:
         """Per device at its whole-trace peak, the series whose blocks memory_allocations holds (the
         first of BLOCK_COMPONENTS present with basis "recorded": PyTorch's allocator; torch_npu's
@@ -346,6 +325,27 @@ class AnalysisMethods:
         Declared by `traceview.analysis.memory.memory_at_peak`.
         """
         return self.run('memory_at_peak')
+
+    def expected_ops(self, config: Any, *, rules: Any = None) -> pl.DataFrame:
+        """The analytical model's operations for a transformer `config` (a ModelConfig, a dict or a
+        TOML file: `traceview.analysis.model_config`) on this profile's device (per layer and pass,
+        communication, optimizer) with FLOPs, bytes, time at the roofline and time per step. See
+        `expected.expected_ops`.
+
+        Declared by `traceview.analysis.model_vs_trace.model_ops`.
+        """
+        return self.run('expected_ops', config=config, rules=rules)
+
+    def expected(self, config: Any, *, rules: Any = None) -> pl.DataFrame:
+        """The analytical model's step for a transformer `config` (a ModelConfig, a dict or a TOML
+        file) on this profile's device, term by term (compute, memory, optimizer, tp/pp/dp
+        communication, bubble, step, matrix FLOPs) beside the measured terms of the busiest rank
+        (`expected_vs_measured`; the input frames come as functions, read only with a config). See
+        docs/roofline.md.
+
+        Declared by `traceview.analysis.model_vs_trace.model_beside_measured`.
+        """
+        return self.run('expected', config=config, rules=rules)
 
     def op_roofline(self, *, by_step: bool = False, rules: Any = None) -> pl.DataFrame:
         """Per rank, operator, input dims, dtype, algorithm, input types and concrete inputs

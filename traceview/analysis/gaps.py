@@ -23,13 +23,9 @@ Everything is vectorised polars (sorts, window expressions, joins); no Python lo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-
 import polars as pl
 
 from traceview.analysis import intervals as iv
-from traceview.analysis import phases
 from traceview.analysis.declare import analysis, use
 from traceview.analysis.platform import GRAPH_LAUNCH_PATTERN
 
@@ -484,35 +480,3 @@ def long_steps(step_breakdown: pl.DataFrame, factor: float = 1.2) -> pl.DataFram
         best.alias("why_delta_us"),
         *[f"{t}_delta_us" for t in ("computing", "communication_not_overlapped", "exposed_memcpy", "idle_free")],
     ).sort("rank", "step")
-
-
-# ---- declared analyses (`traceview.registry`) ------------------------------------------------------
-
-
-@analysis(
-    "launch_calls", inputs=("host_events",), scope="rank", keys=("rank", "correlation"), rules={"rules": "phases"}
-)
-def launch_call_frame(
-    host_events: pl.DataFrame, rules: str | Path | Sequence[str | Path] | None = None
-) -> pl.DataFrame:
-    """Per rank and correlation id: the launch call's start and end (ns), shared by the idle and
-    delay analyses; `rules`: rules files whose [[phases.synchronous]] patterns come first. See
-    `launch_calls`."""
-    return launch_calls(host_events, phases.load_host_rules(rules).synchronous)
-
-
-@analysis(
-    "launch_delays",
-    inputs={
-        "device_tasks": "device_tasks",
-        "host_events": "host_events",
-        "launches": use("launch_calls", rules="rules"),
-    },
-    scope="rank",
-    rules={"rules": "phases"},
-)
-def launch_delays_of(device_tasks: pl.DataFrame, host_events: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
-    """Per rank: launch delay (task start − launch call end) statistics, µs, over the tasks of
-    asynchronous launch calls; `synchronous` counts the tasks of synchronous calls (a
-    `cudaMemcpy` returns once its copy is done), left out. See `launch_delay_stats`."""
-    return launch_delay_stats(device_tasks, host_events, launches)

@@ -397,26 +397,6 @@ def export(path: Path, fmt: str, output, force: bool, load: LoadOptions) -> None
 
 
 @main.command()
-@click.option("--graph", is_flag=True, help="Each analysis with its parameters and inputs.")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "dot", "json"]),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
-@click.option("--write-methods", is_flag=True, hidden=True, help="Regenerate traceview/trace_methods.py (developers).")
-@handle_errors
-def analyses(graph: bool, fmt: str, write_methods: bool) -> None:
-    """The analyses a profile gets: name, scope (rank-local or profile) and definition; --graph adds
-    each one's parameters and inputs, --format dot draws the graph (docs/ARCHITECTURE.md)."""
-    from traceview.cli import analyses as listing
-
-    echo(listing.write_methods() if write_methods else listing.render(fmt, graph))
-
-
-@main.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (127.0.0.1: this machine only).")
 @click.option(

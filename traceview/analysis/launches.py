@@ -1,0 +1,42 @@
+"""The launch analyses as a Trace declares them (`traceview.registry`): each correlation id's launch
+call with the phase rules' synchronous calls, and the launch delays over them. The definitions are
+`traceview.analysis.gaps`'."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from traceview.analysis import gaps, phases
+from traceview.analysis.declare import analysis, use
+
+
+@analysis(
+    "launch_calls", inputs=("host_events",), scope="rank", keys=("rank", "correlation"), rules={"rules": "phases"}
+)
+def launch_call_frame(
+    host_events: pl.DataFrame, rules: str | Path | Sequence[str | Path] | None = None
+) -> pl.DataFrame:
+    """Per rank and correlation id: the launch call's start and end (ns), shared by the idle and
+    delay analyses; `rules`: rules files whose [[phases.synchronous]] patterns come first. See
+    `gaps.launch_calls`."""
+    return gaps.launch_calls(host_events, phases.load_host_rules(rules).synchronous)
+
+
+@analysis(
+    "launch_delays",
+    inputs={
+        "device_tasks": "device_tasks",
+        "host_events": "host_events",
+        "launches": use("launch_calls", rules="rules"),
+    },
+    scope="rank",
+    rules={"rules": "phases"},
+)
+def launch_delays_of(device_tasks: pl.DataFrame, host_events: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
+    """Per rank: launch delay (task start − launch call end) statistics, µs, over the tasks of
+    asynchronous launch calls; `synchronous` counts the tasks of synchronous calls (a
+    `cudaMemcpy` returns once its copy is done), left out. See `gaps.launch_delay_stats`."""
+    return gaps.launch_delay_stats(device_tasks, host_events, launches)
