@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
 from tests.support.corpus import ASCEND_DIRS, KINETO, ROWS
-from traceview import schema
+from traceview import ruleset, schema
 from traceview.analysis import classes as cc
+from traceview.errors import TraceError
 
-RULES = cc.load_rules()
+RULES = cc.class_rules()
 
 
 @functools.cache
@@ -539,7 +540,7 @@ def test_user_rules_come_first(tmp_path):
         "[[rules]]\nclass = \"elementwise\"\nname = 'Memcpy'\n",
         encoding="utf-8",
     )
-    rules = cc.load_rules(user)
+    rules = ruleset.build(compute_classes=user).compute_classes
     assert rules.sources == (str(user), str(cc.RULES_FILE))
     assert len(rules.rules) == len(RULES.rules) + 3 and rules.rules[0].cls == "attention"
     got = _classes(
@@ -581,15 +582,15 @@ def test_user_rules_come_first(tmp_path):
 def test_invalid_rule_files_name_the_file_and_rule(tmp_path, text, message):
     path = tmp_path / "bad_rules.toml"
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(ValueError, match=message) as info:
-        cc.load_rules(path)
+    with pytest.raises(TraceError, match=message) as info:
+        ruleset.build(compute_classes=path)
     assert str(path) in str(info.value)
     assert "\n" not in str(info.value)
 
 
 def test_missing_rule_file(tmp_path):
-    with pytest.raises(ValueError, match=r"cannot read rules file .*nope\.toml: no such file"):
-        cc.load_rules(tmp_path / "nope.toml")
+    with pytest.raises(TraceError, match=r"cannot read rules file .*nope\.toml: no such file"):
+        ruleset.build(compute_classes=tmp_path / "nope.toml")
 
 
 # --- summaries ---------------------------------------------------------------------------------

@@ -23,10 +23,12 @@ import pytest
 import traceview as tv
 from tests.conftest import DATA, ROOT, SAMPLES, SHARED_TRACES, needs_shared
 from tests.support.kineto import complete_event, ns, write_trace
+from traceview import ruleset
 from traceview.analysis import conditions
 from traceview.analysis import facts as facts_mod
 from traceview.analysis import findings as F
 from traceview.cli.summary import render_summary
+from traceview.errors import TraceError
 from traceview.parsers.kineto import parse_kineto
 from traceview.run_diff import int_ranges
 from traceview.summary import build_summary
@@ -381,15 +383,16 @@ def test_slow_step_fires_on_a_step_two_and_a_half_times_the_median():
 def test_slow_step_needs_three_steps(tmp_path):
     rules = tmp_path / "eager.toml"
     rules.write_text('[[rule]]\nid = "long_step"\nabove = 1.0001\n')
-    assert set(fired(sample("dp4_nccl"), "long_step", rules=str(rules))) == {0, 1, 2, 3}  # 3 steps
-    assert fired(sample("pp4_1f1b"), "long_step", rules=str(rules)) == {}  # 2 steps: rank 3's 1.10x is no verdict
+    eager = ruleset.build(findings=rules)
+    assert set(fired(sample("dp4_nccl").with_rules(eager), "long_step")) == {0, 1, 2, 3}  # 3 steps
+    assert fired(sample("pp4_1f1b").with_rules(eager), "long_step") == {}  # 2 steps: rank 3's 1.10x is no verdict
 
 
 # --- rules files ---------------------------------------------------------------------------------
 
 
 def test_shipped_rules_and_facts_are_documented():
-    rules = F.load_rules()
+    rules = F.finding_rules()
     ids = [r.id for r in rules]
     assert len(ids) == len(set(ids)) >= 10
     doc = DOCS.read_text(encoding="utf-8")
@@ -410,7 +413,7 @@ def test_user_file_changes_adds_and_disables_rules(tmp_path):
         'above = 30.0\nwhen = "not is_straggler"\nmessage = "{comm_ms:.1f} ms of communication per step on rank {rank}"\n'
         'advice = "Look at the collectives."\n'
     )
-    found = trace.findings(rules=str(rules))
+    found = trace.with_rules(ruleset.build(findings=rules)).findings()
     assert set(found["rule"]) == {"busy_network"}
     assert set(found["rank"]) == {0, 1, 3} and found["message"][0].startswith("33.5 ms of communication")
 
@@ -468,15 +471,15 @@ BAD_RULES = [
 def test_bad_rules_file_is_one_line_naming_it(tmp_path, text, problem):
     path = tmp_path / "bad_rules.toml"
     path.write_text(text)
-    with pytest.raises(ValueError) as err:
-        F.load_rules(path)
+    with pytest.raises(TraceError) as err:
+        ruleset.build(findings=path)
     message = str(err.value)
     assert problem in message and "bad_rules.toml" in message and "\n" not in message
 
 
 def test_missing_rules_file(tmp_path):
-    with pytest.raises(ValueError, match="no such file"):
-        F.load_rules(tmp_path / "absent.toml")
+    with pytest.raises(TraceError, match="no such file"):
+        ruleset.build(findings=tmp_path / "absent.toml")
 
 
 # --- the `when` language -------------------------------------------------------------------------
@@ -627,12 +630,12 @@ def test_findings_by_rule_one_row_per_rule_with_its_ranks():
 
 def test_every_shipped_rule_names_the_term_it_explains_and_a_bad_term_is_refused(tmp_path):
     """Every time finding names its term; the memory finding explains no time, so it names none."""
-    for rule in F.load_rules():
+    for rule in F.finding_rules():
         assert rule.term in F.TERMS_EXPLAINED or (rule.term is None and rule.metric.startswith("memory_")), rule.id
     path = tmp_path / "rules.toml"
     path.write_text('[[rule]]\nid = "straggler"\nterm = "stragling"\n')
-    with pytest.raises(ValueError, match="term 'stragling' is not a term"):
-        F.load_rules(path)
+    with pytest.raises(TraceError, match="term 'stragling' is not a term"):
+        ruleset.build(findings=path)
 
 
 @pytest.mark.integration

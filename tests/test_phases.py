@@ -11,8 +11,9 @@ import pytest
 import traceview as tv
 from tests.conftest import SHARED_TRACES, needs_shared
 from tests.support.kineto import complete_event, write_trace
+from traceview import ruleset
 from traceview.analysis import iteration, phases
-from traceview.rules import RulesError
+from traceview.errors import TraceError
 
 
 def _x(cat, name, start_us, dur_us, tid=1, **args):
@@ -95,8 +96,8 @@ def test_a_users_forward_rule_and_the_priority(tmp_path):
 def test_bad_phase_rules_are_one_line(tmp_path, text, message):
     rules = tmp_path / "rules.toml"
     rules.write_text(text)
-    with pytest.raises(RulesError, match=message.replace("(", r"\(")):
-        phases.load_host_rules(rules)
+    with pytest.raises(TraceError, match=message.replace("(", r"\(")):
+        ruleset.build(rules)
 
 
 def test_the_task_queue_issue_point_is_the_paired_enqueue():

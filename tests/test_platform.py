@@ -10,9 +10,11 @@ import pytest
 import traceview as tv
 from tests.conftest import SHARED_TRACES, needs_shared
 from tests.support.kineto import complete_event, write_trace
+from traceview import ruleset
 from traceview.analysis import findings as F
 from traceview.analysis import gaps
 from traceview.analysis.fact_table import FACTS
+from traceview.errors import TraceError
 
 
 def _x(cat, name, start_us, dur_us, tid=1, **args):
@@ -74,7 +76,7 @@ GPU, NPU = {"device_type": "gpu", "graph_frac": 0.0, "graph_capture": False}, {"
 def test_advice_fits_the_platform_and_what_the_trace_shows(rule, facts, present, absent):
     """DDP advice only with DDP, FSDP only with FSDP, NCCL on GPU and HCCL on Ascend, CUDA graphs
     suggested only on a GPU that replays none and is no capture trace (and never on Ascend)."""
-    found = F.evaluate(_facts(**facts), F.load_rules())
+    found = F.evaluate(_facts(**facts), F.finding_rules())
     advice = found.filter(pl.col("rule") == rule)["advice"][0]
     assert all(word in advice for word in present), advice
     assert not any(word in advice for word in absent), advice
@@ -83,8 +85,8 @@ def test_advice_fits_the_platform_and_what_the_trace_shows(rule, facts, present,
 def test_a_bad_advice_when_is_one_line(tmp_path):
     rules = tmp_path / "r.toml"
     rules.write_text('[[rule]]\nid = "host_bound"\n[[rule.advice_when]]\nwhen = "no_such_fact"\ntext = "x"\n')
-    with pytest.raises(ValueError, match="advice_when 1"):
-        F.load_rules(rules)
+    with pytest.raises(TraceError, match="advice_when 1"):
+        ruleset.build(findings=rules)
 
 
 VLLM = "tracelens/tests/traces/inference/vllm_prefilldecode_piecewise/graph_execution.json.gz"

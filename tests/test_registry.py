@@ -32,7 +32,7 @@ def test_trace_methods_are_generated_from_the_declarations():
 
 def test_every_public_analysis_is_a_trace_method_with_the_declared_defaults():
     """Each method's parameters and defaults are the analysis' (the function's signature, plus the
-    parameters it forwards to its inputs), keyword-only but the first (not a rules parameter):
+    parameters it forwards to its inputs), keyword-only but the first (not a flag):
     checked on the live class, not the text."""
     methods = {n for n, v in vars(AnalysisMethods).items() if callable(v) and not n.startswith("_")} - {"run"}
     assert methods == set(registry.PUBLIC)
@@ -44,7 +44,7 @@ def test_every_public_analysis_is_a_trace_method_with_the_declared_defaults():
         assert any(p.kind is p.VAR_KEYWORD for p in params.values()) == analysis.any_keywords, name
         by_position = [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
         assert by_position in ([], [*analysis.params][:1]), name  # at most the first, its own
-        assert set(by_position) <= analysis.own - set(analysis.declaration.rules), name
+        assert set(by_position) <= analysis.own, name
     # what no method offers is read by other analyses only
     internal = set(registry.REGISTRY) - set(registry.PUBLIC)
     assert internal == {"matched_collectives", "clock_offsets", "step_times", "platform_facts", "measured_roofline"}
@@ -60,7 +60,7 @@ def test_every_input_is_a_frame_or_an_analysis_declared_before_its_reader():
                 assert source.analysis in seen, (name, source)
                 assert set(source.bind.values()) <= set(entry.params), (name, source)
             else:
-                assert source in registry.FRAMES, (name, source)
+                assert source in registry.FRAMES or source in registry.RULE_INPUTS, (name, source)
         seen.add(name)
 
 
@@ -93,15 +93,19 @@ def test_a_bad_declaration_is_refused_where_it_is_written():
     assert registry._resolve(own)["a"].params == {"n": 1}  # its own n, passed on too
 
 
-def test_forwarded_parameters_reach_the_input_they_are_bound_to(dp4, tmp_path):
-    """top_kernels forwards `classes` to classified_tasks: a rules file given to it classifies
-    the tasks it counts, and the classified tasks are memoised once for both readers."""
+def test_rule_tables_reach_the_analyses_that_read_them(dp4, tmp_path):
+    """classified_tasks reads the trace's compute-class table: a trace with other rules
+    classifies the tasks top_kernels counts, and the classified tasks are memoised once for
+    both readers."""
     rules = tmp_path / "classes.toml"
-    rules.write_text('[[rule]]\nclass = "elementwise"\nname = "."\n')
-    top = dp4.top_kernels(3, classes=str(rules))
+    rules.write_text('[[compute_classes.rule]]\nclass = "elementwise"\nname = "."\n')
+    user = dp4.with_rules(rules)
+    top = user.top_kernels(3)
     assert set(top["class"]) - {"communication"} == {"elementwise"}  # a task's kind comes first
-    assert dp4.classified_tasks(classes=str(rules)) is dp4.run("classified_tasks", classes=str(rules))
+    assert user.classified_tasks() is user.run("classified_tasks")
     assert set(dp4.top_kernels(3)["class"]) - {"communication"} != {"elementwise"}
+    assert registry.REGISTRY["classified_tasks"].declaration.rule_tables == ("compute_classes",)
+    assert "classes" not in registry.REGISTRY["top_kernels"].params  # no rules-file parameter is left
 
 
 def test_the_graph_names_every_analysis_and_input():

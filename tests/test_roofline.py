@@ -585,7 +585,7 @@ def test_every_dtype_has_the_memory_roof_and_the_bound_is_the_larger_term(edges)
 def test_a_user_entry_without_dtype_peaks_leaves_the_roofline_to_the_shipped_one(small, tmp_path):
     rules = tmp_path / "rules.toml"
     rules.write_text('[[device_peaks.rule]]\nname = "My H100"\nmatch = "H100"\npeak_tflops = 900.0\n')
-    row = small.op_roofline(rules=str(rules)).filter(pl.col("op") == "aten::addmm").row(0, named=True)
+    row = small.with_rules(rules).op_roofline().filter(pl.col("op") == "aten::addmm").row(0, named=True)
     assert (row["peak_tflops"], row["memory_tbps"]) == (989.0, 3.35)
 
 

@@ -9,7 +9,8 @@ import pytest
 
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
-from traceview.analysis.throughput import PEAKS_FILE, device_peak, load_device_peaks, throughput
+from traceview import ruleset
+from traceview.analysis.throughput import PEAKS_FILE, device_peak, peak_entries, throughput
 
 # 7B parameters, 4,096 x 256 = 1,048,576 tokens per step, 64 devices, 1 s steps:
 #   tokens/s = 1,048,576; per device 16,384
@@ -160,7 +161,7 @@ def test_ascend_peak_is_marked_approximate():
 
 
 def test_peak_table_cites_a_source_for_every_entry():
-    entries = load_device_peaks()
+    entries = peak_entries()
     assert len(entries) >= 10
     blocks = PEAKS_FILE.read_text(encoding="utf-8").split("[[rule]]")[1:]
     assert len(blocks) == len(entries)
@@ -330,7 +331,7 @@ def test_device_names_match_the_same_entry_as_before_the_exclude_patterns(name):
 
 
 def test_the_shipped_table_uses_no_look_around_and_every_pattern_runs_in_polars():
-    for entry in load_device_peaks():
+    for entry in peak_entries():
         for key in ("match", "exclude"):
             if key in entry:
                 assert "(?<" not in entry[key] and "(?=" not in entry[key] and "(?!" not in entry[key]
@@ -342,9 +343,10 @@ def test_a_users_exclude_pattern_keeps_a_name_out_of_its_entry(tmp_path):
     rules.write_text(
         '[[device_peaks.rule]]\nname = "Chip"\nmatch = "MyChip"\nexclude = "MyChip.*lite"\npeak_tflops = 100.0\n'
     )
-    assert device_peak("ACME MyChip 9", str(rules))["name"] == "Chip"
-    assert device_peak("acme mychip 9 LITE", str(rules)) is None  # exclude is case-insensitive too
-    assert device_peak("NVIDIA H100 PCIe", str(rules))["name"] == "NVIDIA H100 PCIe"
+    peaks = ruleset.build(rules).device_peaks
+    assert device_peak("ACME MyChip 9", peaks)["name"] == "Chip"
+    assert device_peak("acme mychip 9 LITE", peaks) is None  # exclude is case-insensitive too
+    assert device_peak("NVIDIA H100 PCIe", peaks)["name"] == "NVIDIA H100 PCIe"
 
 
 @pytest.mark.parametrize(

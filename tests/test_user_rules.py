@@ -1,6 +1,7 @@
-"""A user's rules file for all tables (`traceview.load(rules=...)`, `--rules`): every table it
-extends changes the numbers that read it, on every parse path, and a bad file is one line before
-anything is parsed (docs/rules.md)."""
+"""A user's rules file for all tables (`traceview.load(rules=...)`, `--rules`), read once into a
+`RuleSet`: every table it extends changes the numbers that read it, on every parse path (workers
+included, which read no file), cached analyses are those of the rules they were computed with,
+and a bad file is one line before anything is parsed (docs/rules.md)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ import pytest
 
 import traceview as tv
 from tests.conftest import run_cli
-from traceview import executors
+from traceview import executors, ruleset
 from traceview.cache import unpack
 from traceview.errors import TraceError
 from traceview.parsers import jsonio, kineto
-from traceview.user_rules import user_rules
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 DP4 = SAMPLES / "dp4_nccl"
@@ -85,7 +85,7 @@ def test_the_rules_enter_the_cache_key(rules_file, tmp_path):
 def test_a_worker_process_parses_with_the_users_task_kinds(rules_file):
     """The worker entry (local process pool and Ray) gets the section with the source."""
     rank = sorted(DP4.glob("*.pt.trace.json*"))[0]
-    section = user_rules(rules_file).task_kinds
+    section = ruleset.build(rules_file).task_kinds
     for given, expected in (("", {"kernel"}), (section, {"communication"})):
         _, error, files = executors.parse_packed([("kineto", str(rank), given)], False)
         assert error is None
@@ -124,7 +124,7 @@ def test_user_ascend_rules_come_before_the_shipped_ones(tmp_path):
 def test_classes_peaks_and_findings_of_the_file_reach_every_analysis(rules_file, tmp_path):
     shipped = tv.load(DP4, use_cache=False)
     user = tv.load(DP4, use_cache=False, rules=rules_file)
-    assert user.rules_file == str(rules_file.resolve())
+    assert user.rules.files == (str(rules_file.resolve()),)
 
     def attention(t, **kw):
         return t.compute_classes(**kw).filter(pl.col("class") == "attention")["count"].sum()
@@ -139,15 +139,63 @@ def test_classes_peaks_and_findings_of_the_file_reach_every_analysis(rules_file,
     assert attention(user.select_steps([step])) > attention(shipped.select_steps([step]))
 
 
-def test_an_explicit_classes_file_comes_before_the_trace_rules(rules_file, tmp_path):
+def test_a_file_of_one_table_comes_before_the_rules_file(rules_file, tmp_path):
+    """`--classes FILE` is `--rules` for one table: its entries come first."""
     mine = tmp_path / "mine.toml"
     mine.write_text('[[rule]]\nclass = "normalization"\nname = "elementwise"\n')
-    user = tv.load(DP4, use_cache=False, rules=rules_file)
-    counts = user.compute_classes(classes=str(mine))
+    rules = ruleset.build(rules_file, compute_classes=mine)
+    assert rules.files == (str(mine.resolve()), str(rules_file.resolve()))
+    user = tv.load(DP4, use_cache=False, rules=rules)
+    counts = user.compute_classes()
     assert counts.filter(pl.col("class") == "normalization")["count"].sum() > 0
-    classified = user.classified_tasks(classes=str(mine))
+    classified = user.classified_tasks()
     elementwise = classified.filter(pl.col("name").str.contains("elementwise"))
     assert set(elementwise["compute_class"]) == {"normalization"}
+    # without the table file, the rules file's entry wins
+    only = tv.load(DP4, use_cache=False, rules=rules_file).classified_tasks()
+    assert set(only.filter(pl.col("name").str.contains("elementwise"))["compute_class"]) == {"attention"}
+
+
+def test_with_rules_gives_the_same_frames_other_numbers(tmp_path):
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[[compute_classes.rule]]\nclass = "normalization"\nname = "elementwise"\n')
+    shipped = tv.load(DP4, use_cache=False)
+    before = shipped.compute_classes()
+    user = shipped.with_rules(mine)
+    assert user.device_tasks is shipped.device_tasks
+    assert user.compute_classes().filter(pl.col("class") == "normalization")["count"].sum() > 0
+    assert shipped.compute_classes().equals(before)  # the first trace keeps its rules and numbers
+    kinds = tmp_path / "kinds.toml"
+    kinds.write_text(f'[[task_kinds.kineto.communication]]\npattern = "{GEMM}"\n')
+    with pytest.raises(TraceError, match="task kinds, which apply while parsing"):
+        shipped.with_rules(kinds)
+
+
+def test_worker_processes_compute_the_analyses_with_the_users_rules(tmp_path):
+    """Ranks parsed in worker processes with their rank-local analyses: the workers get the
+    rules as data (they open no rules file) and give what the driver gives; the cache keeps the
+    analyses of those rules, and a load with other rules computes its own."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[[compute_classes.rule]]\nclass = "normalization"\nname = "elementwise"\n')
+    rules = ruleset.build(mine)
+    rank = sorted(DP4.glob("*.pt.trace.json*"))[0]
+    _, error, files = executors.parse_packed([("kineto", str(rank), "")], True, rules.documents)
+    assert error is None
+    parsed = unpack(files)
+    assert parsed.analyses_rules == rules.digest and parsed.analyses is not None
+    here = executors.parse_unit([tv.parsers.Source("kineto", rank)], analyse=True, rules=rules)
+    assert here.analyses_rules == rules.digest
+    from traceview.per_rank import _read
+
+    assert _read(parsed.analyses["compute_classes"]).equals(_read(here.analyses["compute_classes"]))
+    cache_dir = tmp_path / "c"
+    expected = tv.load(DP4, use_cache=False, rules=mine).compute_classes()
+    for _ in range(2):  # parsed and stored, then read back with its analyses
+        cached = tv.load(DP4, cache_dir=cache_dir, rules=mine, analyse=True)
+        assert cached.compute_classes().equals(expected)
+    shipped = tv.load(DP4, cache_dir=cache_dir, analyse=True)  # the same entries, other rules
+    assert shipped.compute_classes().equals(tv.load(DP4, use_cache=False).compute_classes())
+    assert not shipped.compute_classes().equals(expected)
 
 
 def test_a_file_without_a_section_changes_nothing_there(tmp_path):
@@ -155,7 +203,7 @@ def test_a_file_without_a_section_changes_nothing_there(tmp_path):
     path.write_text('[[device_peaks.rule]]\nname = "x"\nmatch = "nothing matches this"\npeak_tflops = 1.0\n')
     shipped = tv.load(DP4, use_cache=False)
     user = tv.load(DP4, use_cache=False, rules=path)
-    assert user.rules_tables == {"device_peaks"}
+    assert user.rules.tables == {"device_peaks"}
     assert _kinds(user) == _kinds(shipped)
     assert user.compute_classes().equals(shipped.compute_classes())
     assert user.run("findings").equals(shipped.run("findings"))
@@ -167,6 +215,8 @@ BAD = {
         "unknown top-level key(s) compute_class",
     ),
     "a file of one table": ("[[rule]]\nclass = 'gemm'\nname = 'x'\n", "unknown top-level key(s) rule"),
+    # the operator FLOP tables are shipped only: a section for them is refused, not ignored
+    "an operator FLOP section": ("[[op_flops.rule]]\nname = 'aten::mm'\n", "unknown top-level key(s) op_flops"),
     "bad regex": ("[[task_kinds.kineto.communication]]\npattern = '(?<=a)b'\n", "look-around"),
     "unknown field": (
         "[[task_kinds.ascend.rule]]\nfield = 'nam'\npattern = 'a'\nkind = 'memcpy'\n",

@@ -11,7 +11,7 @@ The package's layers (docs/ARCHITECTURE.md): traceview.parsers (ingestion) and t
 cache, the executors) above them; traceview.dashboards (views) and traceview.cli on top.
 """
 
-from traceview import notebook_views
+from traceview import notebook_views, ruleset
 from traceview.errors import TraceError
 from traceview.loader import load
 from traceview.trace import Trace
@@ -28,15 +28,22 @@ def _notebook_views():
 
 notebook_views.install(_notebook_views)
 
-__all__ = ["Trace", "TraceError", "compare", "diff", "load", "__version__"]
+__all__ = ["Trace", "TraceError", "compare", "diff", "load", "ruleset", "__version__"]
 
 
-def diff(base, new, **options):
-    """Compare run `new` with run `base`, each a loaded `Trace` or a path to `load`; `options` as
-    `traceview.run_diff.diff` (step, classes, whole_trace). Returns a `RunDiff`."""
+def diff(base, new, rules=None, **options):
+    """Compare run `new` with run `base`, each a loaded `Trace` or a path to `load`; `rules`: a
+    rules file (or `traceview.ruleset.RuleSet`) both runs are analysed with (a path is loaded with
+    it, a Trace taken `with_rules`); `options` as `traceview.run_diff.diff` (step, whole_trace).
+    Returns a `RunDiff`."""
     from traceview.run_diff import diff as compare
 
-    return compare(*(run if isinstance(run, Trace) else load(run) for run in (base, new)), **options)
+    def run_of(run):
+        if isinstance(run, Trace):
+            return run if rules is None else run.with_rules(rules)
+        return load(run, rules=rules)
+
+    return compare(run_of(base), run_of(new), **options)
 
 
 def compare(runs, labels=None, model=None, **load_options):

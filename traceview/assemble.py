@@ -8,14 +8,16 @@ from collections import Counter
 import polars as pl
 
 from traceview import schema
-from traceview.parsers import ParsedRank, Source
+from traceview.parsers import ParsedRank, RankGroup, Source
+from traceview.ruleset import RuleSet
 from traceview.safe_text import path_text
 from traceview.trace import Trace
 
 
-def one_rank_trace(source: Source, parsed: ParsedRank) -> Trace:
-    """A Trace of one parsed rank alone (where it was parsed: a Ray task's rank-local analyses)."""
-    return assemble(str(source.path), [(source, parsed)], [])
+def one_rank_trace(source: Source, parsed: ParsedRank, rules: RuleSet | None = None) -> Trace:
+    """A Trace of one parsed rank alone, with `rules` (where it was parsed: a worker's rank-local
+    analyses)."""
+    return assemble(str(source.path), [(source, parsed)], [], rules=rules)
 
 
 def assemble(
@@ -24,11 +26,13 @@ def assemble(
     failures: list[str],
     numbers: list[int] | None = None,
     warnings: list[str] | None = None,
+    rules: RuleSet | None = None,
 ) -> Trace:
     """Concatenate per-rank frames, giving every rank a distinct number (`numbers` when the caller
     numbered them, with the numbering's `warnings`; else `rank_numbers` here). Ranks parsed in a
     group (`ParsedRank.group`, `traceview.rank_groups`) bring their group's frames, concatenated
-    once per group, not per rank."""
+    once per group, not per rank. The Trace's rules are `rules` (None: the shipped ones); the
+    rank-local analyses the ranks bring seed it only when computed with those rules."""
     warnings = list(warnings or [])
     if numbers is None:
         numbers = rank_numbers([p.meta.get("rank") for _, p in ranks], [path_text(s.path) for s, _ in ranks], warnings)
@@ -47,7 +51,9 @@ def assemble(
         combined[table] = df.with_columns(lookup.gather(df["rank"]).alias("rank")) if df.height else df
     ranks_df = schema.conform(pl.DataFrame(metas, schema=schema.polars_schema("ranks")), "ranks")
     trace = Trace(path_text(source), ranks_df, combined, warnings, failures)
-    if any(part.analyses for part in parts):
+    if rules is not None:
+        trace.rules = rules
+    if any(part.analyses for part in parts) and all(part.rules == trace.rules.digest for part in parts):
         from traceview import per_rank
 
         per_rank.seed(
@@ -77,8 +83,20 @@ class _Part:
         return self.group is None or self.indices == list(range(len(self.group.metas)))
 
     @property
+    def holder(self) -> ParsedRank | RankGroup:
+        """What holds its analyses: the rank alone, or its group."""
+        holder = self.single if self.single is not None else self.group
+        assert holder is not None  # one of the two is always set
+        return holder
+
+    @property
     def analyses(self) -> dict[str, bytes] | None:
-        return self.single.analyses if self.single is not None else self.group.analyses
+        return self.holder.analyses
+
+    @property
+    def rules(self) -> str:
+        """The digest of the rules its analyses were computed with."""
+        return self.holder.analyses_rules
 
 
 def _parts(parsed: list[ParsedRank]) -> list[_Part]:

@@ -94,41 +94,48 @@ STAMP_FILE = "analysis.json"
 PREFIX = "analysis."
 
 
-def analysis_files(analyses: dict[str, bytes]) -> dict[str, bytes]:
+def analysis_files(analyses: dict[str, bytes], rules: str = "") -> dict[str, bytes]:
     """Rank-local analyses (`per_rank.compute`) as files of an entry: `analysis.<name>.parquet`
-    each, and the stamp (`digest.analysis_digest`)."""
+    each, and the stamp: the code that computed them (`digest.analysis_digest`) and the digest of
+    the rules they were computed with (`rules`: `RuleSet.digest`, "" = the shipped ones)."""
     files = {f"{PREFIX}{name}.parquet": data for name, data in analyses.items()}
-    files[STAMP_FILE] = orjson.dumps({"code_digest": digest.analysis_digest(), "analyses": sorted(analyses)})
+    stamp = {"code_digest": digest.analysis_digest(), "rules": rules, "analyses": sorted(analyses)}
+    files[STAMP_FILE] = orjson.dumps(stamp)
     return files
 
 
-def analyses_of(files: dict[str, bytes]) -> dict[str, bytes] | None:
+def analyses_of(files: dict[str, bytes]) -> tuple[dict[str, bytes] | None, str]:
     """The analyses stored in an entry's files (`analysis_files`), or None when there are none, the
-    stamp is not this code's, or one is missing."""
+    stamp is not this code's, or one is missing; and the digest of the rules they were computed
+    with. (A load with other rules computes its own: `traceview.loader`.)"""
     try:
         stamp = orjson.loads(files[STAMP_FILE])
     except (KeyError, orjson.JSONDecodeError):
-        return None
+        return None, ""
     if not isinstance(stamp, dict) or stamp.get("code_digest") != digest.analysis_digest():
-        return None
+        return None, ""
+    rules = stamp.get("rules", "")
     analyses = {name: files.get(f"{PREFIX}{name}.parquet") for name in per_rank.ANALYSES}
-    return analyses if all(v is not None for v in analyses.values()) else None
+    complete = all(v is not None for v in analyses.values()) and isinstance(rules, str)
+    return (analyses, rules) if complete else (None, "")
 
 
 def pack(parsed: ParsedRank) -> dict[str, bytes]:
     """One parsed rank as the files of a cache entry, in memory: `{name: bytes}`, Parquet + meta.json
     (with the manifest: each other file's size, digest and rows). The form in which a rank travels
     between processes or machines (local workers, Ray tasks): never pickle."""
-    return _pack(parsed.frames, parsed.analyses, {"meta": parsed.meta, "warnings": parsed.warnings})
+    head = {"meta": parsed.meta, "warnings": parsed.warnings}
+    return _pack(parsed.frames, parsed.analyses, parsed.analyses_rules, head)
 
 
-def with_analyses(files: dict[str, bytes], analyses: dict[str, bytes]) -> dict[str, bytes]:
+def with_analyses(files: dict[str, bytes], analyses: dict[str, bytes], rules: str = "") -> dict[str, bytes]:
     """An entry's files (`pack`'s output, or what `unpack` read) with its rank-local analyses
-    replaced by `analyses` (`per_rank` Parquet bytes by name) and its manifest updated; the other
-    files are kept as they are (not encoded again)."""
+    replaced by `analyses` (`per_rank` Parquet bytes by name, computed with the rules whose digest
+    is `rules`) and its manifest updated; the other files are kept as they are (not encoded
+    again)."""
     blob = orjson.loads(files[META_FILE])
     kept = {n: d for n, d in files.items() if n != META_FILE and n != STAMP_FILE and not n.startswith(PREFIX)}
-    added = analysis_files(analyses)
+    added = analysis_files(analyses, rules)
     manifest = {n: i for n, i in blob["files"].items() if n in kept}
     manifest.update({n: _listed(d) for n, d in added.items()})
     blob["files"] = manifest
@@ -142,10 +149,10 @@ def pack_group(group: RankGroup) -> dict[str, bytes]:
     error line (None: it parsed)."""
     members = [{"meta": m, "warnings": w} for m, w in zip(group.metas, group.warnings)]
     head = {"meta": {}, "warnings": [], "members": members, "errors": group.errors}
-    return _pack(group.frames, group.analyses, head)
+    return _pack(group.frames, group.analyses, group.analyses_rules, head)
 
 
-def _pack(frames: dict, analyses: dict[str, bytes] | None, head: dict) -> dict[str, bytes]:
+def _pack(frames: dict, analyses: dict[str, bytes] | None, rules: str, head: dict) -> dict[str, bytes]:
     files, rows = {}, {}
     for table, df in frames.items():
         buf = io.BytesIO()
@@ -153,7 +160,7 @@ def _pack(frames: dict, analyses: dict[str, bytes] | None, head: dict) -> dict[s
         files[f"{table}.parquet"] = buf.getvalue()
         rows[f"{table}.parquet"] = df.height
     if analyses:
-        files.update(analysis_files(analyses))
+        files.update(analysis_files(analyses, rules))
     manifest = {name: _listed(data, rows.get(name)) for name, data in files.items()}
     files[META_FILE] = orjson.dumps({**head, "files": manifest})
     return files
@@ -192,15 +199,22 @@ def unpack(files: dict[str, bytes], entry_key: str | None = None) -> ParsedRank 
         if df.schema != schema.polars_schema(table) or df.height != manifest[name]["rows"]:
             raise KeyError(f"{name} does not have the schema or rows of a cache entry")
         frames[table] = df
-    analyses = analyses_of({n: files[n] for n in manifest if n.startswith(PREFIX)})
+    analyses, rules = analyses_of({n: files[n] for n in manifest if n.startswith(PREFIX)})
     if "members" in blob:
         members, errors = _check_group(blob)
         if any((frames[t]["rank"].max() or 0) >= len(members) for t in frames if frames[t].height):
             raise KeyError("a group entry's rows name a member it does not have")
         metas = [m["meta"] for m in members]
         warnings = [m["warnings"] for m in members]
-        return RankGroup(frames, metas, warnings, errors, analyses=analyses, packed=files)
-    return ParsedRank(frames=frames, meta=blob["meta"], warnings=blob["warnings"], analyses=analyses, packed=files)
+        return RankGroup(frames, metas, warnings, errors, analyses=analyses, analyses_rules=rules, packed=files)
+    return ParsedRank(
+        frames=frames,
+        meta=blob["meta"],
+        warnings=blob["warnings"],
+        analyses=analyses,
+        analyses_rules=rules,
+        packed=files,
+    )
 
 
 def member_metas(folder: Path, count: int) -> list[dict] | None:

@@ -27,10 +27,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from traceview import cache, digest, rank_groups, subprocesses
+from traceview import cache, digest, rank_groups, ruleset, subprocesses
 from traceview.errors import TraceError
 from traceview.parsers import ParsedRank, RankGroup, Source, load_guard, parse_source
 from traceview.parsers.host_ram import STREAM_FACTOR
+from traceview.ruleset import RuleSet
 from traceview.safe_text import path_text
 
 NAMES = ("local", "ray")
@@ -49,11 +50,20 @@ Unit = list[Source]
 Results = Iterator[tuple[Unit, "ParsedRank | RankGroup | TraceError"]]
 
 
-def get(name: str = "local", *, jobs: int | None = None, address: str | None = None, analyse: bool = False):
+def get(
+    name: str = "local",
+    *,
+    jobs: int | None = None,
+    address: str | None = None,
+    analyse: bool = False,
+    rules: RuleSet | None = None,
+):
     """The executor called `name` ("local" or "ray"); TraceError if Ray is asked for but not installed.
-    `analyse`: where a rank is parsed, also compute its rank-local analyses."""
+    `analyse`: where a rank is parsed, also compute its rank-local analyses, with `rules` (None:
+    the shipped ones; a worker gets `rules.documents` and builds the same RuleSet)."""
+    rules = rules or ruleset.shipped()
     if name == "local":
-        return LocalExecutor(jobs, analyse)
+        return LocalExecutor(jobs, analyse, rules)
     if name == "ray":
         try:
             import ray  # noqa: F401
@@ -61,7 +71,7 @@ def get(name: str = "local", *, jobs: int | None = None, address: str | None = N
             raise TraceError(
                 None, "--executor ray needs Ray, which is not installed", "pip install 'traceview[ray]'"
             ) from None
-        return RayExecutor(address, jobs, analyse)
+        return RayExecutor(address, jobs, analyse, rules)
     raise ValueError(f"unknown executor {name!r}: choose one of {', '.join(NAMES)}")
 
 
@@ -79,9 +89,10 @@ class LocalExecutor:
     (`analyses_where_parsed`; in this process: only when they go to the cache); else the Trace
     computes them on first use, on all ranks at once."""
 
-    def __init__(self, jobs: int | None = None, analyse: bool = False):
+    def __init__(self, jobs: int | None = None, analyse: bool = False, rules: RuleSet | None = None):
         self.jobs = jobs
         self.analyse = analyse
+        self.rules = rules or ruleset.shipped()
 
     def run(self, units: list[Unit], analyse_here: bool = False, sizes: dict[Source, int] | None = None) -> Results:
         """Parse `units` (each one source or a group); `analyse_here`: units parsed in this process
@@ -109,10 +120,11 @@ class LocalExecutor:
         analyse = [analyses_where_parsed(u, n, self.analyse) for u, n in zip(units, sizes)]
         if workers <= 1 or not can_spawn:
             for unit, wanted in zip(units, analyse):
-                yield unit, parse_unit(unit, inner, wanted and analyse_here)
+                yield unit, parse_unit(unit, inner, wanted and analyse_here, self.rules)
             return
         with subprocesses.finish(subprocesses.pool(workers)) as pool:
-            futures = {pool.submit(parse_packed, _items(u), a): u for u, a in zip(units, analyse)}
+            documents = self.rules.documents
+            futures = {pool.submit(parse_packed, _items(u), a, documents): u for u, a in zip(units, analyse)}
             for fut in subprocesses.completed(futures):
                 unit = futures[fut]
                 yield unit, received(fut.result(), unit)
@@ -129,14 +141,19 @@ def _items(unit: Unit) -> list[tuple[str, str, str]]:
     return [(s.format, str(s.path.resolve()), s.task_kinds) for s in unit]
 
 
-def parse_unit(unit: Unit, jobs: int = 1, analyse: bool = False) -> ParsedRank | RankGroup | TraceError:
+def parse_unit(
+    unit: Unit, jobs: int = 1, analyse: bool = False, rules: RuleSet | None = None
+) -> ParsedRank | RankGroup | TraceError:
     """Parse a unit in this process: a ParsedRank or its TraceError for one source, a RankGroup for
-    several (with each failed source's error line). `analyse`: with the rank-local analyses."""
+    several (with each failed source's error line). `analyse`: with the rank-local analyses,
+    computed with `rules` (None: the shipped ones)."""
+    rules = rules or ruleset.shipped()
     if len(unit) > 1:
-        return rank_groups.build(unit, [_parsed_or_error(s) for s in unit], analyse)
+        return rank_groups.build(unit, [_parsed_or_error(s) for s in unit], analyse, rules)
     result = _parsed_or_error(unit[0], jobs)
     if analyse and not isinstance(result, TraceError):
-        result.analyses = rank_analyses(unit[0], result)
+        result.analyses = rank_analyses(unit[0], result, rules)
+        result.analyses_rules = rules.digest
     return result
 
 
@@ -209,10 +226,13 @@ class RayExecutor:
     instance started here), at most `jobs` in flight (default: all). Uses an already initialised Ray
     as it is. The memory guard does not apply: Ray schedules the tasks on its nodes."""
 
-    def __init__(self, address: str | None = None, jobs: int | None = None, analyse: bool = False):
+    def __init__(
+        self, address: str | None = None, jobs: int | None = None, analyse: bool = False, rules: RuleSet | None = None
+    ):
         self.address = address
         self.jobs = jobs
         self.analyse = analyse
+        self.rules = rules or ruleset.shipped()
 
     def run(self, units: list[Unit], analyse_here: bool = False, sizes: dict[Source, int] | None = None) -> Results:
         import ray
@@ -228,7 +248,7 @@ class RayExecutor:
             while queue or pending:
                 while queue and len(pending) < limit:
                     unit = queue.pop(0)
-                    pending[task.remote(_items(unit), self.analyse)] = unit
+                    pending[task.remote(_items(unit), self.analyse, self.rules.documents)] = unit
                 (ref,), _ = ray.wait(list(pending), num_returns=1)
                 unit = pending.pop(ref)
                 try:
@@ -269,22 +289,28 @@ def received(answer: tuple, unit: Unit, where: str = "the worker process") -> Pa
     return result
 
 
-def rank_analyses(source: Source, parsed: ParsedRank) -> dict[str, bytes]:
-    """The rank-local analyses of one parsed rank (`traceview.per_rank.compute`)."""
+def rank_analyses(source: Source, parsed: ParsedRank, rules: RuleSet | None = None) -> dict[str, bytes]:
+    """The rank-local analyses of one parsed rank with `rules` (`traceview.per_rank.compute`)."""
     from traceview import per_rank
     from traceview.assemble import one_rank_trace
 
-    return per_rank.compute(one_rank_trace(source, parsed))
+    return per_rank.compute(one_rank_trace(source, parsed, rules))
 
 
-def parse_packed(items: list[tuple[str, str, str]], analyse: bool = False):
+def parse_packed(items: list[tuple[str, str, str]], analyse: bool = False, rules: str = ""):
     """Worker entry (a local worker process or a Ray task): parse one unit, given as (format, path,
     task kinds) per source: one rank, or a group of small ones (`traceview.rank_groups`), with their
-    rank-local analyses when `analyse`. Returns (ingestion digest, error line or None, the unit's
-    cache entry files: `cache.pack` / `cache.pack_group` bytes, with the analyses when computed,
-    stamped with this worker's code digest so a driver running other code ignores them)."""
+    rank-local analyses when `analyse`, computed with the rules of the user's documents `rules`
+    (`RuleSet.documents`: the worker reads no rules file). Returns (ingestion digest, error line
+    or None, the unit's cache entry files: `cache.pack` / `cache.pack_group` bytes, with the
+    analyses when computed, stamped with this worker's code digest so a driver running other code
+    ignores them, and with the rules' digest)."""
     unit = [Source(fmt, Path(path), kinds) for fmt, path, kinds in items]
-    result = parse_unit(unit, 1, analyse)
+    try:
+        chosen = ruleset.from_documents(rules)
+    except ValueError as exc:
+        return digest.ingestion_digest(), f"{path_text(unit[0].path)}: the worker could not read its rules: {exc}", None
+    result = parse_unit(unit, 1, analyse, chosen)
     if isinstance(result, TraceError):
         return digest.ingestion_digest(), str(result), None
     packed = cache.pack_group(result) if isinstance(result, RankGroup) else cache.pack(result)

@@ -32,16 +32,16 @@ from pathlib import Path
 
 import orjson
 
-from traceview import cache, executors, per_rank, rank_groups
+from traceview import cache, executors, per_rank, rank_groups, ruleset
 from traceview.assemble import assemble, rank_numbers
 from traceview.errors import TraceError
 from traceview.parsers import ParsedRank, RankGroup, Source, discover, load_guard
 from traceview.parsers.recorded_rank import recorded_rank
+from traceview.ruleset import RuleSet
 from traceview.safe_text import path_text
 from traceview.selection import Selection, listing
 from traceview.step_selection import select_steps
 from traceview.trace import Trace
-from traceview.user_rules import user_rules
 
 #: Cache entries read at once (threads) by a load of several units.
 READ_THREADS = 8
@@ -62,7 +62,7 @@ def load(
     ranks: str | Iterable[int] | None = None,
     steps: str | Iterable[int] | None = None,
     analyse: bool = False,
-    rules: str | os.PathLike | None = None,
+    rules: str | os.PathLike | RuleSet | None = None,
 ) -> Trace:
     """Load the profile at `path` (a file, a rank folder, or a folder of ranks) into a `Trace`.
 
@@ -77,10 +77,12 @@ def load(
     `traceview.executors`. Before a local parse, `traceview.parsers.load_guard` checks that the load fits in the
     available memory (fewer workers if not, else a TraceError naming the size and the ways out).
 
-    `rules`: a user's rules file for all tables (`traceview.user_rules`, docs/rules.md): its task
-    kinds apply while parsing (a cached rank parsed with other rules is parsed again), its compute
-    classes, findings and device peaks in every analysis of the trace. A bad file is a TraceError
-    before anything is parsed.
+    `rules`: a user's rules file for all tables (docs/rules.md), or a RuleSet
+    (`traceview.ruleset.build`, which also takes files of one table): read and checked once,
+    before anything is parsed (a bad file is a TraceError), and the Trace's `rules`. Its task
+    kinds apply while parsing (a cached rank parsed with other rules is parsed again); its other
+    tables are the inputs of the analyses (rank-local analyses cached with other rules are
+    computed again, and cached with these).
 
     `ranks`: load only these ranks (a SPEC such as "0-7,12", or integers); unselected ranks whose
     rank is known without parsing are never parsed (see the module docstring). `steps`: keep only
@@ -96,11 +98,11 @@ def load(
     """
     rank_sel = Selection.of(ranks, "ranks")
     step_sel = Selection.of(steps, "steps")
-    runner = executors.get(executor, jobs=jobs, address=ray_address, analyse=analyse)
-    user = user_rules(rules)
+    chosen = ruleset.build(rules)
+    runner = executors.get(executor, jobs=jobs, address=ray_address, analyse=analyse, rules=chosen)
     sources = discover(path)
-    if user.task_kinds:
-        sources = [dataclasses.replace(s, task_kinds=user.task_kinds) for s in sources]
+    if chosen.task_kinds:
+        sources = [dataclasses.replace(s, task_kinds=chosen.task_kinds) for s in sources]
     root = Path(cache_dir) if cache_dir else cache.default_root()
     store = _Store(root) if use_cache else None
     # Units are planned over every source, so a selection finds the groups a whole load cached.
@@ -119,8 +121,10 @@ def load(
         if entry is None and store and len(want) < len(unit):
             # a selection's part of a group that no whole load cached: cached under its own key
             unit, entry = want, store.read(want)
-        if entry is not None and analyse and entry.analyses is None and user.file is None:
-            entry = store.refill(unit, entry)
+        if entry is not None and entry.analyses_rules != chosen.digest:
+            entry.analyses = None  # computed with other rules: not this load's numbers
+        if entry is not None and analyse and entry.analyses is None:
+            entry = store.refill(unit, entry, chosen)
         if entry is None:
             todo.append(want)
         elif isinstance(entry, RankGroup):
@@ -164,21 +168,22 @@ def load(
         ranked = [s for s in sources if s not in beside]
         if rank_sel is None:
             kept = [s for s in ranked if s in parsed]
-            trace = assemble(path_text(path), [(s, parsed[s]) for s in kept], failures)
+            trace = assemble(path_text(path), [(s, parsed[s]) for s in kept], failures, rules=chosen)
         else:
-            trace, kept = _assemble_selected(path_text(path), ranked, parsed, skipped, rank_sel, failures, first_error)
+            trace, kept = _assemble_selected(
+                path_text(path), ranked, parsed, skipped, rank_sel, failures, first_error, chosen
+            )
         trace.companions = _companion_frame(beside, parsed, trace)
         trace.load_warnings += [
             f"{path_text(s.path)}: {LONE_CAPTURE}" for s in kept if parsed[s].meta.get("graph_capture")
         ]
-        if store and analyse and user.file is None:  # a user's rules: the stored ones would not be theirs
+        if store and analyse:
             store.store_analyses(trace, [parsed[s] for s in kept], kept)
     finally:  # whatever stops the load (Ctrl-C, an error), what was parsed is cached
         if store:
             store.finish()
     if store and store.problem:
         trace.load_warnings.append(store.problem)
-    trace.rules_file, trace.rules_tables = user.file, user.tables
     return select_steps(trace, step_sel) if step_sel is not None else trace
 
 
@@ -287,6 +292,7 @@ def _assemble_selected(
     wanted: Selection,
     failures: list[str],
     first_error: TraceError | None,
+    rules: RuleSet,
 ) -> tuple[Trace, list[Source]]:
     """Number every rank source as a whole load would (skipped ones by their recorded rank), keep
     the parsed ones whose number is selected (the Trace and those sources, in its rank order);
@@ -312,7 +318,7 @@ def _assemble_selected(
             f"{source}: no {missing.describe('rank')} in this profile (it has {listing('rank', present)}); "
             f"loaded the others"
         )
-    trace = assemble(source, [(s, parsed[s]) for s, _ in keep], failures, [n for _, n in keep], warnings)
+    trace = assemble(source, [(s, parsed[s]) for s, _ in keep], failures, [n for _, n in keep], warnings, rules)
     return trace, [s for s, _ in keep]
 
 
@@ -389,15 +395,18 @@ class _Store:
         self.used.add(name)
         self.wrote = True
 
-    def refill(self, unit: list[Source], entry: ParsedRank | RankGroup) -> ParsedRank | RankGroup:
+    def refill(self, unit: list[Source], entry: ParsedRank | RankGroup, rules: RuleSet) -> ParsedRank | RankGroup:
         """A cached group written without the rank-local analyses (by `traceview info`, or a load
-        without `analyse`), read by a load that wants them: computed now for the group at once, as
-        the process that parses it would have, and the entry rewritten with them, so that later
-        opens read them. (A rank cached alone gets them from `store_analyses`.)"""
+        without `analyse`) or with other rules, read by a load that wants them: computed now with
+        `rules` for the group at once, as the process that parses it would have, and the entry
+        rewritten with them, so that later opens read them. (A rank cached alone gets them from
+        `store_analyses`.)"""
         if not self.writable or not isinstance(entry, RankGroup):
             return entry
         members = list(zip(unit, entry.members()))
-        entry.analyses = per_rank.compute(assemble(path_text(unit[0].path), members, [], list(range(len(unit)))))
+        group_trace = assemble(path_text(unit[0].path), members, [], list(range(len(unit))), rules=rules)
+        entry.analyses = per_rank.compute(group_trace)
+        entry.analyses_rules = rules.digest
         entry.packed = None
         self.write(unit, entry)
         return entry
@@ -417,7 +426,7 @@ class _Store:
             self.pending.pop(sources[i], None)
             try:
                 name = self._name([sources[i]])
-                files = cache.with_analyses(parsed.packed or cache.pack(parsed), shares[numbers[i]])
+                files = cache.with_analyses(parsed.packed or cache.pack(parsed), shares[numbers[i]], trace.rules.digest)
                 cache.write_files(files, self.root / name)
             except OSError as exc:
                 self.writable = False

@@ -21,6 +21,7 @@ from traceview import per_rank, schema
 from traceview.assemble import assemble
 from traceview.errors import TraceError
 from traceview.parsers import ParsedRank, RankGroup, Source
+from traceview.ruleset import RuleSet
 
 #: A rank source under this many input bytes is grouped with its small neighbours.
 SMALL_RANK_BYTES = 4 * 2**20
@@ -53,13 +54,17 @@ def plan(sizes: list[int]) -> list[list[int]]:
     return units
 
 
-def build(sources: list[Source], results: list[ParsedRank | TraceError], analyse: bool = False) -> RankGroup:
+def build(
+    sources: list[Source], results: list[ParsedRank | TraceError], analyse: bool = False, rules: RuleSet | None = None
+) -> RankGroup:
     """One group from its sources' parse results (in order): the parsed ranks' frames
     concatenated with `rank` = member index, their metadata and warnings, each failed source's
-    error line, and with `analyse` the members' rank-local analyses computed at once."""
+    error line, and with `analyse` the members' rank-local analyses computed at once with `rules`
+    (None: the shipped ones)."""
     ok = [(s, r) for s, r in zip(sources, results) if not isinstance(r, TraceError)]
     errors = [str(r) if isinstance(r, TraceError) else None for r in results]
-    trace = assemble(str(sources[0].path.parent), ok, [], numbers=list(range(len(ok))))
+    trace = assemble(str(sources[0].path.parent), ok, [], numbers=list(range(len(ok))), rules=rules)
     frames = {t: trace.frame(t) for t in schema.TABLES if t != "ranks"}
     analyses = per_rank.compute(trace) if analyse and ok else None
-    return RankGroup(frames, [p.meta for _, p in ok], [list(p.warnings) for _, p in ok], errors, analyses)
+    metas, warnings = [p.meta for _, p in ok], [list(p.warnings) for _, p in ok]
+    return RankGroup(frames, metas, warnings, errors, analyses, analyses_rules=trace.rules.digest)

@@ -2,8 +2,8 @@
 the order they depend on each other.
 
 Each analysis is one function in `traceview.analysis` with its declaration beside it: its inputs
-by name (canonical frames, other analyses), its parameters (from the function's signature, plus
-those it forwards to its inputs), scope, keys and the rule tables its parameters take files for.
+by name (canonical frames, the rule tables of the trace's `RuleSet`, other analyses), its
+parameters (from the function's signature, plus those it forwards to its inputs), scope and keys.
 This module imports every module of `traceview.analysis` (`MODULES`: a new one needs no list),
 checks the declarations against each other (`_resolve`) and orders them so an analysis comes after
 its inputs (`REGISTRY`).
@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traceview import analysis, schema
-from traceview.analysis.declare import DECLARED, REQUIRED, Declaration, Use
+from traceview.analysis.declare import DECLARED, REQUIRED, RULES_PREFIX, Declaration, Use
+from traceview.rules import ANALYSIS_TABLES
 
 
 def _import_declaring_modules() -> tuple[str, ...]:
@@ -51,6 +52,9 @@ MODULES = _import_declaring_modules()
 
 #: The canonical frames an analysis may take as an input.
 FRAMES = ("ranks", *schema.TABLES)
+
+#: The rule tables an analysis may take as an input (`Trace.rules`, a `traceview.ruleset.RuleSet`).
+RULE_INPUTS = tuple(RULES_PREFIX + t for t in ANALYSIS_TABLES)
 
 
 @dataclass(frozen=True)
@@ -81,23 +85,6 @@ class Analysis:
         if missing:
             raise TypeError(f"{self.name}() missing required argument {missing[0]!r}")
         return {**self.params, **params}
-
-    def with_user_rules(self, params: Mapping[str, object], rules_file: str | None, tables) -> dict:
-        """`params` with the trace's rules file `rules_file` added to each rule parameter whose
-        table the file extends (`tables`): after the files the caller gave, so theirs come first."""
-        params = dict(params)
-        if rules_file is None:
-            return params
-        for name, table in self.declaration.rules.items():
-            if table not in tables:
-                continue
-            given = params.get(name, self.params.get(name))
-            files = () if given is None else (given,) if isinstance(given, (str, Path)) else tuple(given)
-            files = tuple(str(f) for f in files)
-            params[name] = files + (rules_file,) if rules_file not in files else files
-            if len(params[name]) == 1:
-                params[name] = params[name][0]
-        return params
 
 
 def freeze(value):
@@ -134,8 +121,11 @@ def _ordered(declared: Mapping[str, Declaration]) -> list[str]:
                 if source.analysis not in declared:
                     raise ValueError(f"analysis {name} reads {source.analysis!r}, which no module declares")
                 visit(source.analysis, (*path, name))
-            elif source not in FRAMES:
-                raise ValueError(f"analysis {name} reads {source!r}: neither a frame ({', '.join(FRAMES)}) nor a Use")
+            elif source not in FRAMES and source not in RULE_INPUTS:
+                raise ValueError(
+                    f"analysis {name} reads {source!r}: neither a frame ({', '.join(FRAMES)}), a rule table "
+                    f"({', '.join(RULE_INPUTS)}) nor a Use"
+                )
         state[name] = "done"
         order.append(name)
 
@@ -178,15 +168,18 @@ def _resolve(declared: Mapping[str, Declaration]) -> dict[str, Analysis]:
                     )
                 forwarded[mine] = (source.analysis, default)
         params.update({k: v for k, (_, v) in forwarded.items()})
-        unknown_rules = sorted(set(d.rules) - set(params))
-        if unknown_rules and not d.any_keywords:
-            raise ValueError(f"analysis {name}: rule parameters {unknown_rules} are not its parameters")
         out[name] = Analysis(d, params, own)
     return out
 
 
+def _by_module(declared: Mapping[str, Declaration]) -> dict[str, Declaration]:
+    """`declared` in module name order, each module's in the order it declares them: the order
+    does not depend on which module something imported first."""
+    return dict(sorted(declared.items(), key=lambda item: item[1].module))
+
+
 #: name -> Analysis, each after the analyses it reads.
-REGISTRY: dict[str, Analysis] = _resolve(DECLARED)
+REGISTRY: dict[str, Analysis] = _resolve(_by_module(DECLARED))
 
 #: The rank-local analyses, computed and cached with each rank (with their default parameters).
 RANK_LOCAL: tuple[str, ...] = tuple(a.name for a in REGISTRY.values() if a.scope == "rank")
@@ -199,21 +192,21 @@ PUBLIC: tuple[str, ...] = tuple(a.name for a in REGISTRY.values() if a.declarati
 
 
 def edges() -> list[tuple[str, str, str]]:
-    """(input, analysis, how) for every input of every analysis: how is "frame", "analysis" or
-    "analysis (lazy)"."""
+    """(input, analysis, how) for every input of every analysis: how is "frame", "rules" (a rule
+    table), "analysis" or "analysis (lazy)"."""
     out = []
     for a in REGISTRY.values():
         for source in a.inputs.values():
             if isinstance(source, Use):
                 out.append((source.analysis, a.name, "analysis (lazy)" if source.lazy else "analysis"))
             else:
-                out.append((source, a.name, "frame"))
+                out.append((source, a.name, "rules" if source in RULE_INPUTS else "frame"))
     return out
 
 
 def graph_text() -> str:
-    """One block per analysis: its name and parameters, scope, function, the frames it reads and
-    each analysis it reads (with the parameters it passes on)."""
+    """One block per analysis: its name and parameters, scope, function, the frames and rule tables
+    it reads and each analysis it reads (with the parameters it passes on)."""
     lines = []
     for a in REGISTRY.values():
         params = ", ".join(f"{k}={v!r}" for k, v in a.params.items())
@@ -221,9 +214,12 @@ def graph_text() -> str:
             params = ", ".join(filter(None, (params, "**kwargs")))
         flags = a.scope + ("" if a.declaration.public else ", internal")
         lines.append(f"{a.name}({params})  [{flags}]  {a.module}.{a.declaration.function.__qualname__}")
-        frames = [s if p == s else f"{p}={s}" for p, s in a.inputs.items() if not isinstance(s, Use)]
+        frames = [s if p == s else f"{p}={s}" for p, s in a.inputs.items() if s in FRAMES]
         if frames:
             lines.append(f"    frames: {', '.join(frames)}")
+        tables = [f"{p}={s}" for p, s in a.inputs.items() if s in RULE_INPUTS]
+        if tables:
+            lines.append(f"    rules: {', '.join(tables)}")
         for param, source in a.inputs.items():
             if isinstance(source, Use):
                 lines.append(f"    {param} <- {source}")
@@ -235,6 +231,8 @@ def graph_dot() -> str:
     lines = ["digraph analyses {", "  rankdir=LR;", "  node [fontname=Helvetica, fontsize=10];"]
     for frame in sorted({src for src, _, how in edges() if how == "frame"}):
         lines.append(f'  "{frame}" [shape=box];')
+    for table in sorted({src for src, _, how in edges() if how == "rules"}):
+        lines.append(f'  "{table}" [shape=note];')
     for a in REGISTRY.values():
         style = "filled" if a.scope == "rank" else "solid"
         style += "" if a.declaration.public else ",dashed"
@@ -246,7 +244,8 @@ def graph_dot() -> str:
 
 
 def graph_json() -> dict:
-    """The graph as plain data: analyses (name, module, scope, public, keys, params, rules) and edges."""
+    """The graph as plain data: analyses (name, module, scope, public, keys, params, the rule
+    tables it reads) and edges."""
     return {
         "analyses": [
             {
@@ -257,7 +256,7 @@ def graph_json() -> dict:
                 "keys": list(a.keys),
                 "params": {k: repr(v) for k, v in a.params.items()},
                 "any_keywords": a.any_keywords,
-                "rules": dict(a.declaration.rules),
+                "rules": list(a.declaration.rule_tables),
                 "summary": a.declaration.summary,
             }
             for a in REGISTRY.values()
@@ -299,7 +298,7 @@ def _annotation(analysis: Analysis, param: str) -> str:
 def methods_source() -> str:
     """The text of `traceview/trace_methods.py`: one method per public analysis calling
     `Trace.run`, with the declaration's parameters and defaults: keyword-only but the first (not
-    when it takes rules files or is a flag: `_positional`)."""
+    when it is a flag: `_positional`)."""
     out = [
         '"""The `Trace` methods of the declared analyses, generated from their declarations by',
         "`traceview analyses --write-methods` (tests/test_registry.py checks that it is current): do not",
@@ -308,8 +307,7 @@ def methods_source() -> str:
         "",
         "from __future__ import annotations",
         "",
-        "from collections.abc import Sequence",
-        "from pathlib import Path",
+        "@IMPORTS@",
         "from typing import Any",
         "",
         "import polars as pl",
@@ -348,15 +346,20 @@ def methods_source() -> str:
         if len(head) > 120:
             head = "\n".join([f"    def {name}(", *(f"        {arg}," for arg in args), f"    ) -> {ret}:"])
         out += ["", head, *doc, f"        return self.run({call})"]
-    return "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n"
+    imports = [
+        line
+        for line, name in (("from collections.abc import Sequence", "Sequence"), ("from pathlib import Path", "Path"))
+        if f"{name}[" in text or f": {name}" in text or f"| {name}" in text
+    ]
+    return text.replace("@IMPORTS@\n", "".join(f"{line}\n" for line in imports))
 
 
 def _positional(analysis: Analysis, param: str) -> bool:
-    """Whether a method may take `param` by position: its first own parameter, unless it takes
-    rules files or is a flag (a Boolean default), where a value meant for the old order would be
-    read silently as something else."""
-    default = analysis.params[param]
-    return param not in analysis.declaration.rules and not isinstance(default, bool)
+    """Whether a method may take `param` by position: its first own parameter, unless it is a flag
+    (a Boolean default), where a value meant for another order would be read silently as
+    something else."""
+    return not isinstance(analysis.params[param], bool)
 
 
 def _arg(analysis: Analysis, param: str) -> str:

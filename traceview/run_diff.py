@@ -121,9 +121,9 @@ def _left_out(trace, tasks: pl.DataFrame, chosen: pl.DataFrame, label: str) -> l
     return notes
 
 
-def prepare(trace, label: str, step: int | None = None, classes: str | None = None, whole_trace: bool = False) -> _Run:
+def prepare(trace, label: str, step: int | None = None, whole_trace: bool = False) -> _Run:
     """Choose the compared windows of one run and restrict its tasks and class sums to them
-    (`label` names the run in its notes and errors)."""
+    (`label` names the run in its notes and errors; classes by the trace's rules)."""
     steps = trace.steps.with_columns(
         (pl.col("window_rule") == "gpu_annotation").any().over("rank").alias("clip")  # breakdown's per-rank rule
     )
@@ -160,7 +160,7 @@ def prepare(trace, label: str, step: int | None = None, classes: str | None = No
                 f"{int_ranges(bare['step'].to_list())}); they count as steps with no device work, and step time "
                 f"and terms are over the other {chosen.height - bare.height}"
             )
-        tasks = d.select_tasks(trace.classified_tasks(classes=classes), chosen)
+        tasks = d.select_tasks(trace.classified_tasks(), chosen)
         notes += _left_out(trace, tasks, chosen, label)
         return _Run(
             trace=trace,
@@ -169,7 +169,7 @@ def prepare(trace, label: str, step: int | None = None, classes: str | None = No
             breakdown=breakdown.join(chosen, on=["rank", "step"], how="semi", nulls_equal=True),
             n=chosen.height,
             tasks=tasks,
-            class_rows=trace.compute_classes(classes=classes, by=("rank", "step")).join(
+            class_rows=trace.compute_classes(by=("rank", "step")).join(
                 chosen, on=["rank", "step"], how="semi", nulls_equal=True
             ),
             iterations=trace.iteration_breakdown().join(chosen, on=["rank", "step"], how="semi", nulls_equal=True),
@@ -191,8 +191,8 @@ def prepare(trace, label: str, step: int | None = None, classes: str | None = No
         windows=None,
         breakdown=trace.trace_breakdown(),
         n=trace.ranks.height,
-        tasks=trace.classified_tasks(classes=classes),
-        class_rows=trace.compute_classes(classes=classes, by=("rank",)),
+        tasks=trace.classified_tasks(),
+        class_rows=trace.compute_classes(by=("rank",)),
         iterations=trace.iteration_breakdown().clear(),
         step_numbers=[],
         notes=notes,
@@ -387,12 +387,12 @@ class RunDiff:
         return f"<RunDiff {self.base['source']!r} -> {self.new['source']!r}: {change}, {len(self.notes)} notes>"
 
 
-def diff(base, new, *, step: int | None = None, classes: str | None = None, whole_trace: bool = False) -> RunDiff:
+def diff(base, new, *, step: int | None = None, whole_trace: bool = False) -> RunDiff:
     """Compare run `new` with run `base`, two loaded Traces (`traceview.diff` also takes paths).
 
     `step`: compare only step N (ProfilerStep#N / Ascend Step Id) of both runs; a run without it
-    raises TraceError. `classes`: a user's compute-class rules file (see `traceview.analysis.classes`).
-    `whole_trace`: compare each rank's whole trace (first to last device task) instead of steps;
+    raises TraceError. Each run's compute classes are by its own rules (`Trace.rules`; load both
+    with the same rules to compare like with like). `whole_trace`: compare each rank's whole trace (first to last device task) instead of steps;
     a run without any step that has device tasks is compared that way anyway (and a note says so).
 
     Step time and terms are per rank when both runs have the same ranks (and more than one), always
@@ -401,8 +401,8 @@ def diff(base, new, *, step: int | None = None, classes: str | None = None, whol
     if whole_trace and step is not None:
         raise ValueError("give either step or whole_trace, not both")
     b_trace, w_trace = base, new
-    b = prepare(b_trace, BASE, step, classes, whole_trace)
-    w = prepare(w_trace, NEW, step, classes, whole_trace)
+    b = prepare(b_trace, BASE, step, whole_trace)
+    w = prepare(w_trace, NEW, step, whole_trace)
     per_rank = b.describe()["ranks"] == w.describe()["ranks"] and b_trace.ranks.height > 1
     return RunDiff(
         steps=_step_table(b, w, per_rank),

@@ -71,7 +71,7 @@ def select_steps(trace, steps):
         ascend_communication=trace.ascend_communication.filter(sel.expr("step")),
     )
     selected = type(trace)(trace.source, trace.ranks, frames, warnings, list(trace.failures))
-    selected.rules_file, selected.rules_tables = trace.rules_file, trace.rules_tables
+    selected.rules = trace.rules
     selected.companions = trace.companions
     return selected
 

@@ -181,23 +181,21 @@ def _cross_rank(trace) -> dict:
 def build_summary(
     trace,
     step: int | None = None,
-    classes: str | None = None,
     top: int = 10,
     throughput: dict | None = None,
     details: bool = True,
-    findings_rules: str | None = None,
     micro_batches: int | None = None,
     model_config=None,
 ) -> dict:
-    """The summary of `trace` (optionally only step `step`), as JSON-ready dicts and lists.
+    """The summary of `trace` (optionally only step `step`), as JSON-ready dicts and lists, by the
+    trace's rules (`Trace.rules`: its compute classes, findings, device peaks and phases).
 
-    `classes`: a user's compute-class rules file (see `traceview.analysis.classes`); `top`: how
+    `top`: how
     many kernels to list per rank; `throughput`: keyword arguments of `Trace.throughput` (adds the
     "throughput" section when given); `details`: False leaves out the per-stream idle, launch
     delays, iteration gaps and pipeline stages (the dashboard's first page does not show them and
     they cost most on large profiles), and with them the findings that need them (host waits,
-    pipeline stage count); `findings_rules`: a user's findings rules file (see
-    `traceview.analysis.findings.load_rules`); `micro_batches`: micro-batches per pipeline step
+    pipeline stage count); `micro_batches`: micro-batches per pipeline step
     (the bubble-above-ideal rule needs it; the "what_if" section, `Trace.what_if`'s bounds over the
     steps summarised, takes it too unless `details` is False); `model_config`: a transformer configuration
     (`traceview.analysis.model_config`) adds the "expected" section, the analytical model's terms
@@ -229,10 +227,10 @@ def build_summary(
     launch = _per_rank(trace.launch_delays().drop("tasks")) if details else {}
     long = _listed(trace.long_steps())
     stages = {r["rank"]: r for r in trace.pipeline_stages().to_dicts()} if details else {}
-    compute_classes = _listed(trace.compute_classes(classes=classes))
-    unclassified = dict(trace.unclassified_share(classes=classes).select("rank", "unclassified_share").iter_rows())
+    compute_classes = _listed(trace.compute_classes())
+    unclassified = dict(trace.unclassified_share().select("rank", "unclassified_share").iter_rows())
     short = kernels.short_name("name", trace.device_tasks.select("name"))
-    top_kernels = _listed(trace.top_kernels(top, classes=classes).with_columns(short.alias("short_name")))
+    top_kernels = _listed(trace.top_kernels(top).with_columns(short.alias("short_name")))
     rules = dict(steps.group_by("rank").agg(pl.col("window_rule").first()).iter_rows())
     device_phases = _per_rank(trace.device_phases())
     memory_series = _memory(trace, top)
@@ -263,8 +261,8 @@ def build_summary(
         )
     first = _rounded(trace.run("headline", step=step).row(0, named=True))
     doc = {"source": trace.source, "headline": first, "ranks": ranks}
-    doc["kernels"] = [_rounded(r) for r in trace.kernel_totals(max(top, 1) * 2, classes=classes).to_dicts()]
-    doc["operators"] = [_rounded(r) for r in trace.operators(max(top, 1) * 2, classes=classes).to_dicts()]
+    doc["kernels"] = [_rounded(r) for r in trace.kernel_totals(max(top, 1) * 2).to_dicts()]
+    doc["operators"] = [_rounded(r) for r in trace.operators(max(top, 1) * 2).to_dicts()]
     if trace.ranks.height > 1:
         doc["cross_rank"] = _cross_rank(trace)
     checks: list[str] = []
@@ -281,8 +279,6 @@ def build_summary(
             )
     found = trace.findings(
         throughput=throughput or None,
-        rules=findings_rules,
-        classes=classes,
         details=details,
         micro_batches=micro_batches,
     )

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 
 import polars as pl
 
-from traceview import notebook_views, registry, schema
+from traceview import notebook_views, registry, ruleset, schema
+from traceview.analysis.declare import RULES_PREFIX
 from traceview.trace_methods import AnalysisMethods
 
 #: Columns of `Trace.companions`.
@@ -23,9 +24,10 @@ class Trace(AnalysisMethods):
     `load_warnings`: one line per kind of recoverable oddity met while loading, naming the file;
     `warnings`: those plus the ones the analyses derive (see the property).
     `failures`: one line per rank source that could not be read (the others loaded).
-    `rules_file`: the user's rules file the trace was loaded with (None: the shipped rules); its
-    task kinds were applied when parsing, its compute classes, findings and device peaks are added
-    to every analysis that reads those tables (`run`).
+    `rules`: the rule tables the trace was loaded with (`traceview.ruleset.RuleSet`: the shipped
+    ones, extended by a user's rules files); its task kinds were applied when parsing, its other
+    tables are the inputs of the analyses that read them (`run`). `with_rules` gives the same
+    trace with other rules.
     """
 
     def __init__(
@@ -41,9 +43,8 @@ class Trace(AnalysisMethods):
         self._frames = frames
         self.load_warnings = warnings
         self.failures = failures
-        #: the user's rules file (`traceview.load(rules=...)`) and the tables it extends
-        self.rules_file: str | None = None
-        self.rules_tables: frozenset[str] = frozenset()
+        #: the rule tables of this trace (`traceview.load(rules=...)`)
+        self.rules: ruleset.RuleSet = ruleset.shipped()
         #: traces loaded beside a rank that describe it rather than being ranks themselves
         #: (`traceview.loader.companions`): rank, source, kind ("graph capture"), device_tasks
         self.companions: pl.DataFrame = pl.DataFrame(schema=COMPANIONS_SCHEMA)
@@ -61,6 +62,25 @@ class Trace(AnalysisMethods):
     def frame(self, table: str) -> pl.DataFrame:
         """A canonical table by name (see `traceview.schema.TABLES`)."""
         return self.ranks if table == "ranks" else self._frames[table]
+
+    def with_rules(self, rules) -> Trace:
+        """This trace with other rules (`rules`: a rules file for all tables, or a RuleSet:
+        `traceview.ruleset.build`): the same frames, never copied, and analyses that start afresh.
+        TraceError for a bad file, or for rules whose task kinds differ from those the trace was
+        parsed with (those apply while parsing: load again with them)."""
+        from traceview.errors import TraceError
+
+        chosen = ruleset.build(rules)
+        if chosen.task_kinds != self.rules.task_kinds:
+            raise TraceError(
+                None,
+                "these rules change the task kinds, which apply while parsing",
+                f"load the profile again with them: traceview.load({self.source!r}, rules=...)",
+            )
+        other = Trace(self.source, self.ranks, self._frames, list(self.load_warnings), list(self.failures))
+        other.companions = self.companions
+        other.rules = chosen
+        return other
 
     def select_steps(self, steps: Iterable[int] | str) -> Trace:
         """A new Trace holding only the steps `steps` (integers, or a SPEC such as "3-5,8"); the
@@ -97,12 +117,11 @@ class Trace(AnalysisMethods):
     def run(self, name: str, **params) -> pl.DataFrame:
         """Analysis `name` of the registry (`traceview.registry.REGISTRY`) with `params`, computed
         once per distinct parameters (lists and dicts work as parameters: the memo key is
-        `registry.memo_key`), the trace's rules file added to the rule parameters. Its inputs are
-        resolved by name: frames from this trace, analyses through `run` itself (with the
-        parameters the declaration binds), a lazy input as a function that runs it. The methods
-        (`AnalysisMethods`) call this; it is also how a view iterates them."""
+        `registry.memo_key`). Its inputs are resolved by name: frames from this trace, rule tables
+        from `rules`, analyses through `run` itself (with the parameters the declaration binds), a
+        lazy input as a function that runs it. The methods (`AnalysisMethods`) call this; it is
+        also how a view iterates them."""
         entry = registry.REGISTRY[name]
-        params = entry.with_user_rules(params, self.rules_file, self.rules_tables)
         bound = entry.bind(params)
         key = (name, registry.freeze(bound))
         if key in self._memo:
@@ -110,7 +129,8 @@ class Trace(AnalysisMethods):
         args = {}
         for param, source in entry.inputs.items():
             if isinstance(source, str):
-                args[param] = self.frame(source)
+                is_rules = source.startswith(RULES_PREFIX)
+                args[param] = self.rules.table(source.removeprefix(RULES_PREFIX)) if is_rules else self.frame(source)
                 continue
             given = {theirs: bound[mine] for theirs, mine in source.bind.items()}
             args[param] = (

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from pathlib import Path
 
 import polars as pl
 
@@ -162,16 +161,14 @@ def _parse_rules(raw_rules: object, path: str, classes: set[str]) -> list[Rule]:
     return out
 
 
-def load_rules(extra: str | Path | Sequence[str | Path] | None = None) -> Rules:
-    """The shipped rule table, with a user's rules file (if given; or several, in order) placed
-        first so its rules win.
+def class_rules(user: Sequence[tuple[str, dict]] = ()) -> Rules:
+    """The compute-class rule table: the user's rules (`user`: (file, its compute-class part)
+    pairs, in order, from `traceview.ruleset`) first so they win, then the shipped ones.
 
-        The shipped file has `[kinds]` (task kind -> class), `[groups]` (class -> group) and the ordered
-        `[[rule]]` list. A user's file holds `[[rule]]` entries only (`[[rules]]`, the old spelling,
-        too), with the same keys (see the module docstring); a rules file for all tables (`--rules`)
-    gives its `[[compute_classes.rule]]` entries (none: the file adds nothing here). Raises ValueError naming the file and the
-        rule for an unreadable file, invalid TOML, an unknown key or class, a rule without conditions,
-        or an invalid regex (files are read by `traceview.rules`).
+    The shipped file has `[kinds]` (task kind -> class), `[groups]` (class -> group) and the ordered
+    `[[rule]]` list. A user's part holds `[[rule]]` entries only (`[[rules]]`, the old spelling,
+    too), with the same keys (see the module docstring). Raises ValueError naming the file and the
+    rule for an unknown key or class, a rule without conditions, or an invalid regex.
     """
     base_path = RULES_FILE
     base = rule_tables.shipped("compute_classes")
@@ -186,13 +183,10 @@ def load_rules(extra: str | Path | Sequence[str | Path] | None = None) -> Rules:
     )
     sources = [str(base_path)]
     user_rules: list[Rule] = []
-    for extra_path in rule_tables.user_files(extra):
-        user = rule_tables.section(extra_path, "compute_classes")
-        if user is None:  # a file for all tables without a [compute_classes] section
-            continue
-        key = "rules" if "rules" in user and "rule" not in user else "rule"
-        user_rules += _parse_rules(rule_tables.entries(user, extra_path, key=key), str(extra_path), set(CLASSES))
-        sources.insert(len(sources) - 1, str(extra_path))
+    for label, doc in user:
+        key = "rules" if "rules" in doc and "rule" not in doc else "rule"
+        user_rules += _parse_rules(rule_tables.entries(doc, label, key=key), label, set(CLASSES))
+        sources.insert(len(sources) - 1, label)
     rules = user_rules + rules
     return Rules(rules=tuple(rules), kinds=dict(kinds), groups=dict(groups), sources=tuple(sources))
 
@@ -363,9 +357,6 @@ def classify(device_tasks: pl.DataFrame, host_events: pl.DataFrame | None, rules
 # --- summaries ---------------------------------------------------------------------------------
 
 
-#: A parameter that takes a user's compute-class rules files (their rules come first).
-_CLASS_RULES = {"classes": "compute_classes"}
-
 #: The columns `classify` adds to device_tasks (what a rank caches of `classified_tasks`: the rest
 #: are the device tasks themselves).
 CLASS_COLUMNS = ("launch_op", "compute_class", "compute_group", "classified")
@@ -373,20 +364,15 @@ CLASS_COLUMNS = ("launch_op", "compute_class", "compute_group", "classified")
 
 @analysis(
     "classified_tasks",
-    inputs=("device_tasks", "host_events"),
+    inputs={"device_tasks": "device_tasks", "host_events": "host_events", "rules": "rules.compute_classes"},
     scope="rank",
     keys=("rank", "stream", "start_ns"),
     stored_columns=CLASS_COLUMNS,
-    rules=_CLASS_RULES,
 )
-def classified_tasks(
-    device_tasks: pl.DataFrame,
-    host_events: pl.DataFrame,
-    classes: str | Path | Sequence[str | Path] | None = None,
-) -> pl.DataFrame:
-    """device_tasks with compute_class, compute_group and launch_op columns. `classes`: a user's
-    rules files (TOML) whose rules come before the shipped ones. See `classify`."""
-    return classify(device_tasks, host_events, load_rules(classes))
+def classified_tasks(device_tasks: pl.DataFrame, host_events: pl.DataFrame, rules: Rules) -> pl.DataFrame:
+    """device_tasks with compute_class, compute_group and launch_op columns, by the trace's
+    compute-class rules (a user's first: `traceview.ruleset`). See `classify`."""
+    return classify(device_tasks, host_events, rules)
 
 
 def _with_total(per: pl.DataFrame, classified: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -399,10 +385,9 @@ def _with_total(per: pl.DataFrame, classified: pl.DataFrame, by: list[str]) -> p
 
 @analysis(
     "compute_classes",
-    inputs={"classified": use("classified_tasks", classes="classes")},
+    inputs={"classified": use("classified_tasks")},
     scope="rank",
     keys=("rank", "class"),
-    rules=_CLASS_RULES,
 )
 def class_summary(classified: pl.DataFrame, by: Sequence[str] = ("rank",)) -> pl.DataFrame:
     """Device time per compute class, per group-by key (default: per rank).
@@ -432,10 +417,9 @@ def class_summary(classified: pl.DataFrame, by: Sequence[str] = ("rank",)) -> pl
 
 @analysis(
     "top_kernels",
-    inputs={"classified": use("classified_tasks", classes="classes")},
+    inputs={"classified": use("classified_tasks")},
     scope="rank",
     keys=("rank", "name"),
-    rules=_CLASS_RULES,
 )
 def top_kernels(classified: pl.DataFrame, n: int = 10, by: Sequence[str] = ("rank",)) -> pl.DataFrame:
     """The `n` task names (with their class) that took the most device time, per group-by key.
@@ -466,9 +450,8 @@ def top_kernels(classified: pl.DataFrame, n: int = 10, by: Sequence[str] = ("ran
 
 @analysis(
     "unclassified_share",
-    inputs={"classified": use("classified_tasks", classes="classes")},
+    inputs={"classified": use("classified_tasks")},
     scope="rank",
-    rules=_CLASS_RULES,
 )
 def unclassified_share(classified: pl.DataFrame) -> pl.DataFrame:
     """Per rank: how much device time no rule classified.

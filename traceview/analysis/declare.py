@@ -1,17 +1,19 @@
 """How an analysis is declared: one decorator beside its function, recording metadata only.
 
-    @analysis("compute_classes", inputs={"classified": use("classified_tasks", classes="classes")},
+    @analysis("compute_classes", inputs={"classified": use("classified_tasks")},
               scope="rank", keys=("rank", "class"))
     def class_summary(classified, by=("rank",)): ...
 
 - `inputs` maps each of the function's parameters that `Trace.run` fills to what fills it: a
-  canonical frame by name (`"device_tasks"`, `"ranks"`; `traceview.schema.TABLES`) or another
-  analysis (`use(name, ...)`). A tuple of names is short for `{name: name}`.
+  canonical frame by name (`"device_tasks"`, `"ranks"`; `traceview.schema.TABLES`), a rule table
+  of the trace's rules (`"rules.phases"`: `RULES_PREFIX` + one of `traceview.rules.ANALYSIS_TABLES`,
+  parsed and checked once per load: `traceview.ruleset.RuleSet`), or another analysis
+  (`use(name, ...)`). A tuple of names is short for `{name: name}`. No analysis reads a file.
 - Every other parameter of the function is a parameter of the analysis, with the default the
   function's signature gives (the one place it is written). A function taking `**kwargs` takes
   free keyword arguments (checked by itself).
 - `use(name, lazy=False, **bind)`: the input is analysis `name`, given the reader's parameter
-  values as `bind` says (`classes="classes"`: the input's `classes` is the reader's `classes`).
+  values as `bind` says (`by="by"`: the input's `by` is the reader's `by`).
   A bound parameter the function does not take itself is still a parameter of the analysis,
   forwarded only, under the input's name and with the input's default (a renamed one must be the
   function's own: a typo is an error, not a new parameter). `lazy=True` passes a function instead of the frame:
@@ -20,8 +22,7 @@
 - `scope`: "rank" when a rank's rows depend on its own frames only (computed and cached with each
   rank, `traceview.per_rank`), else "profile".
 - `keys`: the output columns that say what a row is for. `stored_columns`: what a rank's cache
-  keeps (None: all). `rules`: parameter -> rule table, for parameters that take a user's rules files
-  for that table (the trace's own rules file is added to them: `traceview.registry`).
+  keeps (None: all).
 - `notes(output) -> lines`: warning lines the analysis derives (`Trace.warnings`).
 - `public`: offered as a `Trace` method (generated into `traceview.trace_methods`), else read only
   by other analyses.
@@ -43,6 +44,9 @@ from typing import Any
 
 #: The default of a required parameter (one the function's signature gives no default).
 REQUIRED = inspect.Parameter.empty
+
+#: What starts an input naming a rule table (`"rules.phases"`).
+RULES_PREFIX = "rules."
 
 #: name -> Declaration, in the order the modules declared them (`traceview.registry` orders them).
 DECLARED: dict[str, Declaration] = {}
@@ -73,11 +77,10 @@ class Declaration:
 
     name: str
     function: Callable[..., Any]
-    #: function parameter -> canonical frame name or `Use`
+    #: function parameter -> canonical frame name, rule table ("rules.<table>") or `Use`
     inputs: Mapping[str, str | Use]
     scope: str = "profile"
     keys: tuple[str, ...] = ("rank",)
-    rules: Mapping[str, str] = field(default_factory=dict)
     stored_columns: tuple[str, ...] | None = None
     notes: Callable[[Any], list[str]] | None = None
     public: bool = True
@@ -105,6 +108,15 @@ class Declaration:
         return any(p.kind is p.VAR_KEYWORD for p in self.signature.parameters.values())
 
     @property
+    def rule_tables(self) -> tuple[str, ...]:
+        """The rule tables the function reads itself (its `"rules.<table>"` inputs)."""
+        return tuple(
+            s.removeprefix(RULES_PREFIX)
+            for s in self.inputs.values()
+            if isinstance(s, str) and s.startswith(RULES_PREFIX)
+        )
+
+    @property
     def doc(self) -> str:
         return inspect.getdoc(self.function) or ""
 
@@ -120,7 +132,6 @@ def analysis(
     inputs: Mapping[str, str | Use] | tuple[str, ...] = (),
     scope: str = "profile",
     keys: tuple[str, ...] = ("rank",),
-    rules: Mapping[str, str] | None = None,
     stored_columns: tuple[str, ...] | None = None,
     notes: Callable[[Any], list[str]] | None = None,
     public: bool = True,
@@ -144,9 +155,7 @@ def analysis(
             function.__qualname__,
         ):
             raise ValueError(f"analysis {name} is declared twice")
-        DECLARED[name] = Declaration(
-            name, function, given, scope, tuple(keys), dict(rules or {}), stored_columns, notes, public
-        )
+        DECLARED[name] = Declaration(name, function, given, scope, tuple(keys), stored_columns, notes, public)
         return function
 
     return declare

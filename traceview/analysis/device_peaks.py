@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from pathlib import Path
 
 import polars as pl
 
@@ -40,26 +39,21 @@ LINKS = ("intra", "inter")
 _LOOK_AROUND = "; a device name the entry must not match goes in 'exclude'"
 
 
-def load_device_peaks(extra: str | Path | Sequence[str | Path] | None = None) -> tuple[dict, ...]:
-    """The device peak table: a user's entries first (`extra`: a rules file, or several, whose
-    `[[device_peaks.rule]]` entries, or top-level `[[rule]]` entries, come first), then the
-    shipped `[[rule]]` entries of device_peaks.toml, in order (keys: the module docstring).
-    RulesError (a ValueError) naming the file and the entry for a missing or unknown key, a bad
-    regex, or a number that is not one, out of range, nan or inf."""
-    return _peaks(tuple(str(p) for p in rule_tables.user_files(extra)))
-
-
-def _peaks(files: tuple[str, ...]) -> tuple[dict, ...]:
+def peak_entries(user: Sequence[tuple[str, dict]] = ()) -> tuple[dict, ...]:
+    """The device peak table: a user's entries first (`user`: (file, its device-peaks part) pairs,
+    from `traceview.ruleset`; each part's `[[rule]]` entries), then the shipped `[[rule]]` entries
+    of device_peaks.toml, in order (keys: the module docstring). RulesError (a ValueError) naming
+    the file and the entry for a missing or unknown key, a bad regex, or a number that is not one,
+    out of range, nan or inf."""
     found: list[dict] = []
-    for file in files:
-        doc = rule_tables.section(file, "device_peaks")
-        if doc is not None:
-            found += _checked_peaks(doc, file)
-    return tuple(found) + _shipped()
+    for label, doc in user:
+        found += _checked_peaks(doc, label)
+    return tuple(found) + shipped_entries()
 
 
 @functools.cache
-def _shipped() -> tuple[dict, ...]:
+def shipped_entries() -> tuple[dict, ...]:
+    """The shipped device peak table (read and checked once per process)."""
     return _checked_peaks(rule_tables.shipped("device_peaks"), PEAKS_FILE)
 
 
@@ -106,15 +100,14 @@ def _check_entry(e: dict, where: str) -> None:
         )
 
 
-def device_peak(
-    device_name: str | None, rules: str | Sequence[str] | None = None, needs: str | None = None
-) -> dict | None:
-    """The table entry for a device name (the first that matches; with `needs`, the first that
-    matches and gives that key, e.g. the roofline's `tflops`), with `per_device_tflops` =
-    peak_tflops / devices_per_package added; None when no entry matches (or no name)."""
+def device_peak(device_name: str | None, peaks: Sequence[dict] | None = None, needs: str | None = None) -> dict | None:
+    """The entry of the device peak table `peaks` (`peak_entries`; None: the shipped table) for a
+    device name (the first that matches; with `needs`, the first that matches and gives that key,
+    e.g. the roofline's `tflops`), with `per_device_tflops` = peak_tflops / devices_per_package
+    added; None when no entry matches (or no name)."""
     if not device_name or not isinstance(device_name, str):
         return None
-    entries = load_device_peaks(rules)
+    entries = shipped_entries() if peaks is None else peaks
     hits = _matches(device_name, tuple((e["match"], e.get("exclude")) for e in entries))
     for entry, hit in zip(entries, hits):
         if hit and (needs is None or needs in entry):

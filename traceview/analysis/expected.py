@@ -50,6 +50,8 @@ sum of the terms.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from traceview.analysis.flop_formulas import MATRIX_FAMILIES
@@ -95,16 +97,17 @@ STEP_TERMS = {
 }
 
 
-def system_limits(config: ModelConfig, device_name: str | None, rules=None) -> dict:
+def system_limits(config: ModelConfig, device_name: str | None, peaks: Sequence[dict] | None = None) -> dict:
     """The limits the model uses: peak_tflops (dense matrix peak for config.dtype, TFLOP/s),
     memory_tbps (TB/s), intra_node_gbps and inter_node_gbps (GB/s per direction per device),
     device (the table entry's name, or "config"). Each from the config's override, else from the
     device table entry matching config.device or `device_name` (per device: a package's figures
-    / devices_per_package). ValueError when a needed one is unknown."""
+    / devices_per_package; `peaks`: the device peak table, None: the shipped one). ValueError
+    when a needed one is unknown."""
     from traceview.analysis.throughput import device_peak
 
     name = config.device or device_name
-    entry = device_peak(name, rules, needs="tflops") if name else None
+    entry = device_peak(name, peaks, needs="tflops") if name else None
     per = int(entry.get("devices_per_package", 1)) if entry else 1
     tflops, links = ({} if entry is None else entry.get(key) for key in ("tflops", "link_gbps"))
     tflops, links = (v if isinstance(v, dict) else {} for v in (tflops, links))

@@ -414,7 +414,7 @@ def _conform(df: pl.DataFrame) -> pl.DataFrame:
     inputs={
         "step_breakdown": use("step_breakdown"),
         "trace_breakdown": use("trace_breakdown"),
-        "classified": use("classified_tasks", classes="classes"),
+        "classified": use("classified_tasks"),
         "stream_idle": use("stream_idle", lazy=True),
         "launch_calls": use("launch_calls", lazy=True),
         "pipeline_stages": use("pipeline_stages", lazy=True),
@@ -426,7 +426,6 @@ def _conform(df: pl.DataFrame) -> pl.DataFrame:
         "memory_peaks": use("memory_peaks"),
         "roofline": use("measured_roofline"),
     },
-    rules={"classes": "compute_classes"},
 )
 def fact_frame(
     step_breakdown: pl.DataFrame,

@@ -10,8 +10,9 @@ Two pure functions and a rule loader:
 2. `evaluate(facts, rules)` applies the rules and returns one row per finding: rule, title,
    severity, rank (null for profile-wide findings), metric, value, threshold, message (the rule's
    template filled with the facts of that rank), advice.
-3. `load_rules(extra)` reads the shipped rules (`traceview/rules/findings.toml`) and, optionally, a
-   user's file whose `[[rule]]` tables add rules or change shipped ones by id.
+3. `finding_rules(user)` builds the rule table: the shipped rules (`traceview/rules/findings.toml`)
+   and, optionally, a user's `[[rule]]` tables that add rules or change shipped ones by id (read
+   once per load into the trace's `traceview.ruleset.RuleSet`).
 
 Conventions. "Per step" values are totals over the rank's measured steps divided by their number;
 a rank without steps is measured over its whole trace, which then counts as one step (`window` says
@@ -209,7 +210,7 @@ def _make_rule(raw: dict, where: str) -> Rule:
     )
 
 
-def _rule_tables(doc: dict, path: Path) -> list[dict]:
+def _rule_tables(doc: dict, path: str | Path) -> list[dict]:
     tables = rule_tables.entries(doc, path)
     for i, raw in enumerate(tables, start=1):
         if not isinstance(raw.get("id"), str):
@@ -217,25 +218,22 @@ def _rule_tables(doc: dict, path: Path) -> list[dict]:
     return tables
 
 
-def load_rules(extra: str | Path | Sequence[str | Path] | None = None) -> tuple[Rule, ...]:
-    """The shipped rules, changed and extended by a user's file (if given; or several, applied in
-    order; in a rules file for all tables, its `[[findings.rule]]` entries).
+def finding_rules(user: Sequence[tuple[str, dict]] = ()) -> tuple[Rule, ...]:
+    """The shipped rules, changed and extended by a user's (`user`: (file, its findings part)
+    pairs, applied in order, from `traceview.ruleset`).
 
     A user's `[[rule]]` table whose id names a shipped rule changes only the keys it gives (e.g.
     `above`; giving `above` or `below` replaces the shipped direction), and `enabled = false` turns
     that rule off; any other id adds a new rule, which needs every required key (id, title, severity,
     metric, message, advice, and above or below). Raises ValueError with one line naming the file
-    and the rule for an unreadable file, invalid TOML, an unknown key, severity or fact, a missing
-    or double threshold, a bad template or an invalid `when` condition.
+    and the rule for an unknown key, severity or fact, a missing or double threshold, a bad
+    template or an invalid `when` condition.
     """
     shipped = _rule_tables(rule_tables.shipped("findings"), RULES_FILE)
     merged: dict[str, dict] = {}
     for raw in shipped:
         merged[raw["id"]] = dict(raw)
-    for path in rule_tables.user_files(extra):
-        doc = rule_tables.section(path, "findings")
-        if doc is None:  # a file for all tables without a [findings] section
-            continue
+    for path, doc in user:
         for raw in _rule_tables(doc, path):
             base = merged.get(raw["id"])
             if base is None and raw.get("enabled", True) is False:
@@ -342,16 +340,15 @@ def by_rule(found: pl.DataFrame) -> pl.DataFrame:
 @analysis(
     "findings",
     inputs={
-        "facts_frame": use(
-            "facts", throughput="throughput", classes="classes", details="details", micro_batches="micro_batches"
-        )
+        "facts_frame": use("facts", throughput="throughput", details="details", micro_batches="micro_batches"),
+        "rules": "rules.findings",
     },
     keys=("rule", "rank"),
-    rules={"rules": "findings", "classes": "compute_classes"},
 )
-def findings_of(facts_frame: pl.DataFrame, rules: str | Path | Sequence[str | Path] | None = None) -> pl.DataFrame:
+def findings_of(facts_frame: pl.DataFrame, rules: tuple[Rule, ...]) -> pl.DataFrame:
     """Advice from the numbers: one row per rule that fires on a rank (or profile-wide), with
-    severity, the value and threshold, a message citing the numbers, and the advice. `rules`: a
-    user's findings rules files (TOML, docs/findings.md); `throughput`, `classes`, `details` and
-    `micro_batches` are the facts' (`fact_frame`). See `evaluate`."""
-    return evaluate(facts_frame, load_rules(rules))
+    severity, the value and threshold, a message citing the numbers, and the advice, by the
+    trace's findings rules (a user's changes and additions included: `traceview.ruleset`,
+    docs/findings.md); `throughput`, `details` and `micro_batches` are the facts' (`fact_frame`).
+    See `evaluate`."""
+    return evaluate(facts_frame, rules)

@@ -47,9 +47,6 @@ other_idle_us.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-
 import polars as pl
 
 from traceview.analysis import intervals as iv
@@ -302,7 +299,8 @@ def iteration_breakdown(
     """Per rank and step: the iteration window, its terms and its phases (definitions in the
     module docstring and `traceview.analysis.phases`).
 
-    `rules`: what the host spans mean (`phases.load_host_rules()` gives the shipped ones, plus a user's);
+    `rules`: what the host spans mean (`phases.host_rules()` gives the shipped ones; a trace holds
+    its own in `Trace.rules`);
     `task_phase`, `host_phase`: the device tasks' phases and the host phase spans when the caller
     has them (`phases.classify`).
 
@@ -396,18 +394,19 @@ def headline(step_terms: pl.DataFrame, iteration_terms: pl.DataFrame) -> pl.Data
 
 # ---- declared analyses (`traceview.registry`) ------------------------------------------------------
 
-#: The inputs of the iteration's sweep, with the reader's phase rules passed on.
+#: The inputs of the iteration's sweep.
 _SWEEP_INPUTS = {
     "device_tasks": "device_tasks",
     "host_events": "host_events",
     "steps": "steps",
-    "launches": use("launch_calls", rules="rules"),
-    "phased": use("task_phases", rules="rules"),
-    "host_phase": use("host_phases", rules="rules"),
+    "launches": use("launch_calls"),
+    "phased": use("task_phases"),
+    "host_phase": use("host_phases"),
+    "rules": "rules.phases",
 }
 
 
-@analysis("iteration_breakdown", inputs=_SWEEP_INPUTS, scope="rank", keys=("rank", "step"), rules={"rules": "phases"})
+@analysis("iteration_breakdown", inputs=_SWEEP_INPUTS, scope="rank", keys=("rank", "step"))
 def iteration_of(
     device_tasks: pl.DataFrame,
     host_events: pl.DataFrame,
@@ -415,19 +414,18 @@ def iteration_of(
     launches: pl.DataFrame,
     phased: pl.DataFrame,
     host_phase: pl.DataFrame,
-    rules: str | Path | Sequence[str | Path] | None = None,
+    rules: phases.HostRules,
 ) -> pl.DataFrame:
     """Per rank and step: the whole iteration (wall time, iterations tiling the run) and where it
     went: computing, exposed communication and memcpy in it, data loading, host overhead (runtime
-    and framework), other idle (µs), adding up to iteration_us. `rules`: rules files whose
-    [[phases.data_loading]] patterns come first. See `iteration_breakdown`."""
-    host_rules = phases.load_host_rules(rules)
-    return iteration_breakdown(device_tasks, host_events, steps, launches, host_rules, phased["phase"], host_phase)
+    and framework), other idle (µs), adding up to iteration_us, by the trace's phase rules
+    (`rules`: what the host spans mean). See `iteration_breakdown`."""
+    return iteration_breakdown(device_tasks, host_events, steps, launches, rules, phased["phase"], host_phase)
 
 
 # the segments (about two rows a task) are rank-local too, but only the timeline and the Perfetto
 # export read them: computed when asked, never with every rank's parse (scope "profile")
-@analysis("iteration_segments", inputs=_SWEEP_INPUTS, keys=("rank", "seg_start_ns"), rules={"rules": "phases"})
+@analysis("iteration_segments", inputs=_SWEEP_INPUTS, keys=("rank", "seg_start_ns"))
 def segments_of(
     device_tasks: pl.DataFrame,
     host_events: pl.DataFrame,
@@ -435,13 +433,12 @@ def segments_of(
     launches: pl.DataFrame,
     phased: pl.DataFrame,
     host_phase: pl.DataFrame,
-    rules: str | Path | Sequence[str | Path] | None = None,
+    rules: phases.HostRules,
 ) -> pl.DataFrame:
     """Where each instant of every iteration went: rank, step, seg_start_ns, seg_end_ns and the
     segment's term and wall phase (the iteration_breakdown's attribution, instant by instant;
     the Perfetto export draws them). See `label_segments`."""
-    host_rules = phases.load_host_rules(rules)
-    sweep = iteration_segments(device_tasks, host_events, steps, launches, host_rules, phased["phase"], host_phase)
+    sweep = iteration_segments(device_tasks, host_events, steps, launches, rules, phased["phase"], host_phase)
     return label_segments(sweep[1])
 
 

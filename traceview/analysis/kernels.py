@@ -45,10 +45,6 @@ _GENERIC = frozenset(
 SHORT_ARGS = 48
 
 
-#: A parameter that takes a user's compute-class rules files (`classes.classified_tasks`).
-_CLASS_RULES = {"classes": "compute_classes"}
-
-
 def _fold(name: str) -> tuple[str, list[str], str]:
     """(the name without `void`, parameters and template arguments; the identifiers of its
     top-level template arguments, in order, generic ones left out; the template arguments'
@@ -137,9 +133,8 @@ def _times(ns: str, total: int, name: str, per: str, per_name: str) -> list[pl.E
 
 @analysis(
     "kernel_totals",
-    inputs={"classified": use("classified_tasks", classes="classes")},
+    inputs={"classified": use("classified_tasks")},
     keys=("name",),
-    rules=_CLASS_RULES,
 )
 def kernel_totals(classified: pl.DataFrame, n: int = 20) -> pl.DataFrame:
     """The `n` task names with the most device time over all ranks.
@@ -186,9 +181,8 @@ def kernel_totals(classified: pl.DataFrame, n: int = 20) -> pl.DataFrame:
 
 @analysis(
     "operators",
-    inputs={"classified": use("classified_tasks", classes="classes")},
+    inputs={"classified": use("classified_tasks")},
     keys=("operator", "input_shapes"),
-    rules=_CLASS_RULES,
 )
 def operators(classified: pl.DataFrame, n: int = 20) -> pl.DataFrame:
     """Host operators by name and input shapes, with the device time of the tasks they launched

@@ -4,9 +4,6 @@ call with the phase rules' synchronous calls, and the launch delays over them. T
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-
 import polars as pl
 
 from traceview.analysis import gaps, phases
@@ -14,15 +11,16 @@ from traceview.analysis.declare import analysis, use
 
 
 @analysis(
-    "launch_calls", inputs=("host_events",), scope="rank", keys=("rank", "correlation"), rules={"rules": "phases"}
+    "launch_calls",
+    inputs={"host_events": "host_events", "rules": "rules.phases"},
+    scope="rank",
+    keys=("rank", "correlation"),
 )
-def launch_call_frame(
-    host_events: pl.DataFrame, rules: str | Path | Sequence[str | Path] | None = None
-) -> pl.DataFrame:
+def launch_call_frame(host_events: pl.DataFrame, rules: phases.HostRules) -> pl.DataFrame:
     """Per rank and correlation id: the launch call's start and end (ns), shared by the idle and
-    delay analyses; `rules`: rules files whose [[phases.synchronous]] patterns come first. See
-    `gaps.launch_calls`."""
-    return gaps.launch_calls(host_events, phases.load_host_rules(rules).synchronous)
+    delay analyses; which runtime calls are synchronous: the trace's `[[phases.synchronous]]`
+    patterns (`rules`). See `gaps.launch_calls`."""
+    return gaps.launch_calls(host_events, rules.synchronous)
 
 
 @analysis(
@@ -30,10 +28,9 @@ def launch_call_frame(
     inputs={
         "device_tasks": "device_tasks",
         "host_events": "host_events",
-        "launches": use("launch_calls", rules="rules"),
+        "launches": use("launch_calls"),
     },
     scope="rank",
-    rules={"rules": "phases"},
 )
 def launch_delays_of(device_tasks: pl.DataFrame, host_events: pl.DataFrame, launches: pl.DataFrame) -> pl.DataFrame:
     """Per rank: launch delay (task start − launch call end) statistics, µs, over the tasks of

@@ -69,7 +69,7 @@ SETS = [*(f"dev_{p}" for p in MARKED), *(f"host_{p}" for p in MARKED)]
 
 @dataclasses.dataclass(frozen=True)
 class HostRules:
-    """What the host's spans mean (`traceview/rules/phases.toml`; `load_host_rules`): regexes of
+    """What the host's spans mean (`traceview/rules/phases.toml`; `host_rules`): regexes of
     host event names that are data loading / not program activity / a task queue's Enqueue and
     Dequeue / a synchronous runtime call (the host waits for what it issues), and the phase rules, (phase, "host" or "task", regex) in order."""
 
@@ -96,12 +96,11 @@ def _phase_entry(entry: dict, where: str) -> tuple[str, str, str]:
     return entry["phase"], key, rule_tables.check_regex(entry[key], where, key=key)
 
 
-def load_host_rules(extra: str | Path | Sequence[str | Path] | None = None) -> HostRules:
-    """The host-span and phase patterns of `traceview/rules/phases.toml`, a user's first (`extra`:
-    rules files whose `[[phases.<key>]]` entries come first). RulesError naming the file and
-    entry for an unknown key or a bad regex."""
-    docs = [(p, rule_tables.section(p, "phases")) for p in rule_tables.user_files(extra)]
-    docs = [(p, d) for p, d in docs if d is not None]
+def host_rules(user: Sequence[tuple[str, dict]] = ()) -> HostRules:
+    """The host-span and phase patterns of `traceview/rules/phases.toml`, a user's first (`user`:
+    (file, its phases part) pairs whose `[[<key>]]` entries come first, from `traceview.ruleset`).
+    RulesError naming the file and entry for an unknown key or a bad regex."""
+    docs: list[tuple[str | Path, dict]] = list(user)
     docs.append((rule_tables.shipped_path("phases"), rule_tables.shipped("phases")))
     keys = (*_PATTERN_KEYS, "phase")
     out: dict[str, list] = {k: [] for k in keys}
@@ -331,19 +330,16 @@ def device_totals(device_tasks: pl.DataFrame, task_phase: pl.Series, host_events
 
 # ---- declared analyses (`traceview.registry`) ------------------------------------------------------
 
-#: A parameter that takes a user's rules files whose `[[phases.<key>]]` entries come first.
-_PHASE_RULES = {"rules": "phases"}
 
-
-@analysis("host_phases", inputs=("host_events", "steps"), keys=("rank", "phase"), rules=_PHASE_RULES)
-def host_phases(
-    host_events: pl.DataFrame, steps: pl.DataFrame, rules: str | Path | Sequence[str | Path] | None = None
-) -> pl.DataFrame:
-    """The host phase spans (forward, backward, optimizer: the host ranges the phase rules mark,
-    per rank): rank, phase, start_ns, end_ns. `rules`: rules files whose phase patterns come
-    first. See `host_spans`."""
-    r = load_host_rules(rules)
-    return host_spans(host_events, steps, r.phase_rules, r.not_activity)
+@analysis(
+    "host_phases",
+    inputs={"host_events": "host_events", "steps": "steps", "rules": "rules.phases"},
+    keys=("rank", "phase"),
+)
+def host_phases(host_events: pl.DataFrame, steps: pl.DataFrame, rules: HostRules) -> pl.DataFrame:
+    """The host phase spans (forward, backward, optimizer: the host ranges the trace's phase rules
+    mark, per rank): rank, phase, start_ns, end_ns. See `host_spans`."""
+    return host_spans(host_events, steps, rules.phase_rules, rules.not_activity)
 
 
 @analysis(
@@ -351,32 +347,30 @@ def host_phases(
     inputs={
         "device_tasks": "device_tasks",
         "host_events": "host_events",
-        "launches": use("launch_calls", rules="rules"),
-        "spans": use("host_phases", rules="rules"),
+        "launches": use("launch_calls"),
+        "spans": use("host_phases"),
+        "rules": "rules.phases",
     },
     keys=("rank", "stream", "start_ns"),
-    rules=_PHASE_RULES,
 )
 def task_phase_frame(
     device_tasks: pl.DataFrame,
     host_events: pl.DataFrame,
     launches: pl.DataFrame,
     spans: pl.DataFrame,
-    rules: str | Path | Sequence[str | Path] | None = None,
+    rules: HostRules,
 ) -> pl.DataFrame:
     """Every device task's phase (forward, backward, optimizer, other; through its launch), in
     the order of device_tasks: rank, stream, name, start_ns, end_ns, phase. See `task_phases`."""
-    r = load_host_rules(rules)
-    issued = issue_points(host_events, launches, r.enqueue, r.dequeue)
-    phase = task_phases(device_tasks, spans, issued, r.phase_rules)
+    issued = issue_points(host_events, launches, rules.enqueue, rules.dequeue)
+    phase = task_phases(device_tasks, spans, issued, rules.phase_rules)
     return device_tasks.select("rank", "stream", "name", "start_ns", "end_ns").with_columns(phase)
 
 
 @analysis(
     "device_phases",
-    inputs={"device_tasks": "device_tasks", "phased": use("task_phases", rules="rules"), "host_events": "host_events"},
+    inputs={"device_tasks": "device_tasks", "phased": use("task_phases"), "host_events": "host_events"},
     scope="rank",
-    rules=_PHASE_RULES,
 )
 def device_phases(device_tasks: pl.DataFrame, phased: pl.DataFrame, host_events: pl.DataFrame) -> pl.DataFrame:
     """Per rank, over the whole trace: device time by phase (forward, backward, optimizer, other;

@@ -26,6 +26,8 @@ Definitions (units: FLOP, bytes, ns; formulas per family in docs/roofline.md):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from traceview.analysis.declare import analysis, use
@@ -40,9 +42,6 @@ from traceview.analysis.flop_formulas import (
 )
 from traceview.analysis.intervals import union_length
 from traceview.op_stack import op_parents, running_ops
-
-#: A parameter that takes a user's rules files whose `[[device_peaks.rule]]` entries come first.
-_PEAK_RULES = {"rules": "device_peaks"}
 
 #: How many listed operators deep a task's owners are looked for (PyTorch nests them 2-3 deep).
 MAX_NESTING = 16
@@ -68,9 +67,11 @@ CALL_SCHEMA = pl.Schema(
 )
 
 
-def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -> pl.DataFrame:
-    """One row per listed operator call whose inputs were recorded and that launched device tasks
-    (CALL_SCHEMA): their count
+def op_calls(
+    tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame, table: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """One row per operator call listed in `table` (`flop_formulas.op_table`, the default) whose
+    inputs were recorded and that launched device tasks (CALL_SCHEMA): their count
     (`kernels`), `nested` (inside another listed call), device_ns (their union), step (its first
     task's), input_dims (the recorded shapes text),
     dtype (tf32 for fp32 matrix work whose kernels say tf32: tensor cores), algorithm (ALGORITHMS),
@@ -78,7 +79,7 @@ def op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -
     or dim not recorded)."""
     if op_inputs.is_empty():  # recorded without shapes (or no listed operator)
         return pl.DataFrame(schema=CALL_SCHEMA)
-    table = op_table()
+    table = op_table() if table is None else table
     ops = (
         host.filter((pl.col("kind") == "operator") & pl.col("name").is_in(table["op"].implode()))
         .select("rank", "pid", "tid", "start_ns", "end_ns", "name", "external_id")
@@ -179,11 +180,12 @@ def _algorithm_of_names(names: pl.Series) -> pl.DataFrame:
     return distinct.with_columns(position.alias("_algorithm"))
 
 
-def device_op_calls(tasks: pl.DataFrame) -> pl.DataFrame:
-    """One row per Ascend device task whose Type device_op_flops.toml lists and whose
-    input and output shapes were recorded (CALL_SCHEMA; each task is one call: kernels 1, never
-    nested, device_ns = its duration; input_dims = its Input Shapes). Formulas: device_op_flops.toml."""
-    table = device_op_table()
+def device_op_calls(tasks: pl.DataFrame, table: pl.DataFrame | None = None) -> pl.DataFrame:
+    """One row per Ascend device task whose Type `table` lists (`flop_formulas.device_op_table`,
+    device_op_flops.toml, the default) and whose input and output shapes were recorded
+    (CALL_SCHEMA; each task is one call: kernels 1, never nested, device_ns = its duration;
+    input_dims = its Input Shapes). Formulas: device_op_flops.toml."""
+    table = device_op_table() if table is None else table
     if tasks.is_empty() or "output_shapes" not in tasks.columns or table.is_empty():
         return pl.DataFrame(schema=CALL_SCHEMA)
     ops = tasks.filter(pl.col("output_shapes").is_not_null() & pl.col("input_shapes").is_not_null()).join(
@@ -240,9 +242,8 @@ ROOFLINE_SCHEMA = pl.Schema(
 
 @analysis(
     "op_roofline",
-    inputs={"calls": use("op_calls"), "limits": use("device_limits", rules="rules")},
+    inputs={"calls": use("op_calls"), "limits": use("device_limits")},
     keys=("rank", "op", "input_dims", "dtype", "algorithm"),
-    rules=_PEAK_RULES,
 )
 def op_roofline(calls: pl.DataFrame, limits: pl.DataFrame, by_step: bool = False) -> pl.DataFrame:
     """Per rank, operator, input dims, dtype, algorithm, input types and concrete inputs
@@ -323,12 +324,12 @@ LIMITS_SCHEMA = pl.Schema(
 )
 
 
-@analysis("device_limits", inputs=("ranks",), keys=("rank", "dtype"), rules=_PEAK_RULES)
-def device_limits(ranks: pl.DataFrame, rules=None) -> pl.DataFrame:
-    """Per rank and dtype, the device's limits from the device table (`device_peaks.toml`, a
-    user's `[[device_peaks.rule]]` entries first; the first entry matching the device name that
-    gives `tflops`): matrix_tflops = its dense peak for the dtype (bf16, fp16, fp8, tf32, fp32,
-    fp64 as the table lists them; fp32 work is measured against the fp32 rate, not tf32),
+@analysis("device_limits", inputs={"ranks": "ranks", "peaks": "rules.device_peaks"}, keys=("rank", "dtype"))
+def device_limits(ranks: pl.DataFrame, peaks: Sequence[dict] | None = None) -> pl.DataFrame:
+    """Per rank and dtype, the device's limits from the device peak table `peaks` (the trace's:
+    `device_peaks.toml`, a user's `[[device_peaks.rule]]` entries first; None: the shipped one;
+    the first entry matching the device name that gives `tflops`): matrix_tflops = its dense peak
+    for the dtype (bf16, fp16, fp8, tf32, fp32, fp64 as the table lists them; fp32 work is measured against the fp32 rate, not tf32),
     vector_tflops = its fp32 rate (elementwise work), memory_tbps (any dtype); per device (a
     package's figures / devices_per_package); device_entry names the table entry. A rank whose
     device matches an entry without dtypes has one row with dtype null; one matching no entry has
@@ -337,21 +338,21 @@ def device_limits(ranks: pl.DataFrame, rules=None) -> pl.DataFrame:
 
     rows = []
     for rank, name in ranks.select("rank", "device_name").iter_rows():
-        entry = device_peak(name, rules, needs="tflops")
+        entry = device_peak(name, peaks, needs="tflops")
         if entry is None or not isinstance(entry["tflops"], dict):
             continue
         per = int(entry.get("devices_per_package", 1))
-        peaks = {k: float(v) / per for k, v in entry["tflops"].items() if isinstance(v, (int, float))}
+        rates = {k: float(v) / per for k, v in entry["tflops"].items() if isinstance(v, (int, float))}
         bandwidth = entry.get("memory_tbps")
         base = {
             "rank": rank,
-            "vector_tflops": peaks.get("fp32"),
+            "vector_tflops": rates.get("fp32"),
             "memory_tbps": float(bandwidth) / per if isinstance(bandwidth, (int, float)) else None,
             "device_entry": entry["name"] + (" (approximate)" if entry.get("approximate") else ""),
         }
-        for dtype, tflops in peaks.items():
+        for dtype, tflops in rates.items():
             rows.append({**base, "dtype": dtype, "matrix_tflops": tflops})
-        if not peaks:
+        if not rates:
             rows.append({**base, "dtype": None, "matrix_tflops": None})
     return pl.DataFrame(rows, schema=LIMITS_SCHEMA, orient="row")
 
@@ -361,20 +362,29 @@ def device_limits(ranks: pl.DataFrame, rules=None) -> pl.DataFrame:
 
 @analysis(
     "op_calls",
-    inputs={"tasks": "device_tasks", "host": "host_events", "op_inputs": "op_inputs"},
+    inputs={
+        "tasks": "device_tasks",
+        "host": "host_events",
+        "op_inputs": "op_inputs",
+        "ops": "rules.op_flops",
+        "device_ops": "rules.device_op_flops",
+    },
     keys=("rank", "op", "start_ns"),
 )
-def all_op_calls(tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame) -> pl.DataFrame:
+def all_op_calls(
+    tasks: pl.DataFrame, host: pl.DataFrame, op_inputs: pl.DataFrame, ops: pl.DataFrame, device_ops: pl.DataFrame
+) -> pl.DataFrame:
     """One row per operator call the roofline covers: its kernels, device time (their union),
-    FLOPs and bytes; host operators (`op_calls`) then device operators (`device_op_calls`)."""
-    return pl.concat([op_calls(tasks, host, op_inputs), device_op_calls(tasks)])
+    FLOPs and bytes: the host operators op_flops.toml lists (`op_calls`), then the Ascend device
+    operators device_op_flops.toml lists (`device_op_calls`); both tables come with the trace's
+    rules (`ops`, `device_ops`)."""
+    return pl.concat([op_calls(tasks, host, op_inputs, ops), device_op_calls(tasks, device_ops)])
 
 
 @analysis(
     "measured_roofline",
-    inputs={"calls": use("op_calls"), "limits": use("device_limits", rules="rules")},
+    inputs={"calls": use("op_calls"), "limits": use("device_limits")},
     keys=("rank", "op", "input_dims", "dtype", "algorithm"),
-    rules=_PEAK_RULES,
     public=False,
 )
 def measured_roofline(calls: pl.DataFrame, limits: pl.DataFrame) -> pl.DataFrame:

@@ -32,10 +32,10 @@ import polars as pl
 from traceview.analysis.declare import analysis, use
 
 # The device table lives in its own module; its names stay importable from here.
-from traceview.analysis.device_peaks import PEAKS_FILE, device_peak, load_device_peaks
+from traceview.analysis.device_peaks import PEAKS_FILE, device_peak, peak_entries
 from traceview.rules import shown
 
-__all__ = ["PEAKS_FILE", "THROUGHPUT_SCHEMA", "device_peak", "load_device_peaks", "mean_of", "throughput"]
+__all__ = ["PEAKS_FILE", "THROUGHPUT_SCHEMA", "device_peak", "peak_entries", "mean_of", "throughput"]
 
 THROUGHPUT_SCHEMA = pl.Schema(
     {
@@ -108,7 +108,7 @@ def throughput(
     recompute: bool = False,
     device_name: str | None = None,
     peak_tflops: float | None = None,
-    rules: str | Sequence[str] | None = None,
+    peaks: Sequence[dict] | None = None,
 ) -> pl.DataFrame:
     """Tokens/s, model TFLOP/s per device and MFU per step (definitions in the module docstring).
 
@@ -123,9 +123,9 @@ def throughput(
     input: pass the world size when not every rank was loaded. Required for other inputs.
     recompute: full activation recomputation: the hardware FLOPs are 8 instead of 6 per parameter
     and token (HFU); the model FLOPs (MFU) do not change.
-    device_name: matched against `traceview/rules/device_peaks.toml` for the peak; peak_tflops
-    (dense TFLOP/s per device) overrides it. rules: a user's rules file (or several) whose
-    `[[device_peaks.rule]]` entries are tried before the shipped table.
+    device_name: matched against the device peak table `peaks` for the peak (`peak_entries`: a
+    user's entries before `traceview/rules/device_peaks.toml`; None: the shipped table; a loaded
+    trace's is `Trace.rules.device_peaks`); peak_tflops (dense TFLOP/s per device) overrides it.
 
     Columns (one row per step, sorted by step): step, step_time_us, devices, tokens_per_step,
     tokens_per_s, tokens_per_s_per_device, model_flops_per_step (FLOPs), model_tflops_per_device
@@ -165,7 +165,7 @@ def throughput(
     if peak_tflops is not None:
         peak, source = float(peak_tflops), "given"
     else:
-        entry = device_peak(device_name, rules)
+        entry = device_peak(device_name, peaks)
         peak = entry["per_device_tflops"] if entry else None
         if entry:
             source = entry["name"] + (" (approximate)" if entry.get("approximate") else "")
@@ -258,17 +258,17 @@ def step_times(iterations: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
 
 @analysis(
     "throughput",
-    inputs={"ranks": "ranks", "times": use("step_times")},
+    inputs={"ranks": "ranks", "times": use("step_times"), "peaks": "rules.device_peaks"},
     keys=("step",),
-    rules={"rules": "device_peaks"},
 )
-def throughput_of(ranks: pl.DataFrame, times: pl.DataFrame, **kwargs) -> pl.DataFrame:
+def throughput_of(ranks: pl.DataFrame, times: pl.DataFrame, peaks: tuple[dict, ...], **kwargs) -> pl.DataFrame:
     """Tokens/s per device, model TFLOP/s per device and MFU per step. Keyword arguments as
     `throughput` (tokens_per_step or seq_len + global_batch; params or flops_per_token;
     recompute; peak_tflops; devices). Defaults: devices = the recorded world size (else the ranks
-    loaded), device_name = the first rank's device."""
+    loaded), device_name = the first rank's device, the peak from the trace's device peak table
+    (`peaks`)."""
     world = ranks["world_size"].drop_nulls().to_list()
     kwargs.setdefault("devices", max(world) if world else ranks.height)
     names = ranks["device_name"].drop_nulls()
     kwargs.setdefault("device_name", names[0] if names.len() else None)
-    return throughput(times.rename({"step_time_us": "duration_us"}), **kwargs)
+    return throughput(times.rename({"step_time_us": "duration_us"}), peaks=peaks, **kwargs)

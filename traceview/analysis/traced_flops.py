@@ -205,11 +205,10 @@ def flops_anatomy(calls: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
     inputs={
         "calls": use("op_calls"),
         "step_times": use("step_times", lazy=True),
-        "limits": use("device_limits", lazy=True, rules="rules"),
+        "limits": use("device_limits", lazy=True),
         "tasks": "device_tasks",
     },
     keys=("rank", "step"),
-    rules={"rules": "device_peaks"},
 )
 def traced_flops_of(calls: pl.DataFrame, step_times, limits, tasks: pl.DataFrame) -> pl.DataFrame:
     """Per rank and step: the model FLOPs summed from the operators' recorded shapes, TFLOP/s

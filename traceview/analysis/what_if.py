@@ -47,10 +47,9 @@ SCHEMA = pl.Schema(
         "iterations": use("iteration_breakdown"),
         "facts": use("facts", lazy=True, micro_batches="micro_batches"),
         "calls": use("op_calls"),
-        "limits": use("device_limits", rules="rules"),
+        "limits": use("device_limits"),
     },
     keys=("scenario",),
-    rules={"rules": "device_peaks"},
 )
 def what_if(
     iterations: pl.DataFrame,

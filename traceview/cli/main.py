@@ -114,7 +114,7 @@ def info(path: Path, fmt: str, load: LoadOptions) -> None:
     "--device-rules",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
-    help="A rules file with [[device_peaks.rule]] entries for a device not in the shipped table.",
+    help="Device peak entries (TOML [[rule]]) for a device not in the shipped table: --rules for that one table.",
 )
 @click.option("--by-step", is_flag=True, help="One row per step too (a step column after rank).")
 @ExpectOptions.options
@@ -127,17 +127,13 @@ def roofline(
     achieved TFLOP/s and TB/s, the share of the peak and of the roofline, the bound (definitions:
     docs/roofline.md). Needs a profile recorded with record_shapes=True. With --model-config (or
     --model KEY=VALUE), the analytical model's expected step beside the measured one."""
-    from traceview.analysis.device_peaks import load_device_peaks
-    from traceview.cli.options import check_rules_file
     from traceview.cli.roofline import render_roofline
 
     config = expect.config()
     if config is not None and fmt == "csv":
         raise click.UsageError("--format csv writes the operator rows only: use --format json or text with --model")
-    check_rules_file(device_rules, load_device_peaks)
-    trace = load.load(path)
-    rules = str(device_rules) if device_rules else None
-    echo(render_roofline(trace, fmt, top, rules=rules, config=config, by_step=by_step))
+    trace = load.load(path, rules=load.ruleset(device_peaks=device_rules))
+    echo(render_roofline(trace, fmt, top, config=config, by_step=by_step))
     _warn_on_stderr(trace.warnings, trace.failures, fmt)
     if trace.failures:
         sys.exit(1)
@@ -170,15 +166,13 @@ def summary(
     from traceview.cli.summary import render_summary
     from traceview.summary import build_summary
 
-    classes.check()
-    advice.check()
+    rules = load.ruleset(**classes.tables(), **advice.tables())
     throughput = model.throughput()
     config = expect.config()
-    trace = load.load(path)
+    trace = load.load(path, rules=rules)
     doc = build_summary(
         trace,
         step=step,
-        classes=classes.file,
         top=top,
         throughput=throughput,
         model_config=config,
@@ -217,9 +211,9 @@ def diff(
 
     if step is not None and whole_trace:
         raise click.UsageError("give --step or --whole-trace, not both")
-    classes.check()
-    runs = [load.load(p) for p in (base, new)]
-    result = compare(*runs, step=step, classes=classes.file, whole_trace=whole_trace)
+    rules = load.ruleset(**classes.tables())
+    runs = [load.load(p, rules=rules) for p in (base, new)]
+    result = compare(*runs, step=step, whole_trace=whole_trace)
     echo(render_diff(result, fmt, top))
     _warn_on_stderr(result.warnings, result.failures, fmt)
     if result.failures:
@@ -348,21 +342,19 @@ def report(
         raise click.UsageError("several profiles: give --out-dir DIR (one report each plus DIR/index.html)")
     if output is not None and (out_dir is not None or len(paths) > 1):
         raise click.UsageError("-o names one report: use --out-dir for several")
-    classes.check()
-    advice.check()
+    rules = load.ruleset(**classes.tables(), **advice.tables())
     job = ReportJob(
         fmt=fmt,
         force=force,
         top=top,
-        classes=classes.file,
         throughput=model.throughput(),
         summary_args={**advice.summary_args(), "model_config": expect.config()},
-        load=load.load,
+        load=lambda path: load.load(path, rules=rules),
         echo=echo,
         echo_err=echo_err,
     )
     if baseline is not None:
-        job.base = load.load(baseline)
+        job.base = job.load(baseline)
     failed = job.one(paths[0], output) if out_dir is None else job.batch(paths, out_dir)
     if failed:
         sys.exit(1)
@@ -435,17 +427,17 @@ def serve(
     from traceview.summary import build_summary
 
     throughput = model.throughput()
-    advice.check()
+    rules = load.ruleset(**advice.tables())
     config = expect.config()
     for other in others:  # before any (long) load
         if not os.path.lexists(other):
             raise TraceError(other, "no such file or folder", "check the path")
-    trace = load.load(path)
+    trace = load.load(path, rules=rules)
     comparison = None
     if others:
         from traceview.run_compare import compare
 
-        result = compare([trace, *(load.load(p) for p in others)], model=throughput)
+        result = compare([trace, *(load.load(p, rules=rules) for p in others)], model=throughput)
         comparison = result.to_dict()
         warnings = [*result.warnings, *result.failures]
     else:

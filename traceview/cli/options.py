@@ -3,8 +3,10 @@
 `@LoadOptions.options` adds --jobs, --no-cache, --cache-dir, --quiet, --executor, --address,
 --ranks, --steps and --rules to a command and hands it `load: LoadOptions`; `@ModelOptions.options` the
 model/job options that give throughput and MFU (`model: ModelOptions`); `@ClassOptions.options`
-the user's compute-class rules (`classes`); `@AdviceOptions.options` the findings rules and
---micro-batches (`advice`); `@ExpectOptions.options` the analytical model's transformer
+--classes, a shorthand of --rules for the compute-class table (`classes`); `@AdviceOptions.options`
+--findings-rules (the same for the findings table) and --micro-batches (`advice`). A command
+with table files builds its rules once (`LoadOptions.ruleset`) and loads every profile with
+them; `@ExpectOptions.options` the analytical model's transformer
 configuration (`expect`). A command states which groups it takes; the values travel together
 (both runs of `diff` load with the same `load`).
 """
@@ -72,9 +74,19 @@ class LoadOptions:
     steps: object = None  # a Selection
     rules: Path | None = None
 
-    def load(self, path: Path, analyse: bool = True):
+    def ruleset(self, **tables: Path | None):
+        """The rules of this command: --rules extended by the files of one table `tables`
+        (`compute_classes=`, `findings=`, `device_peaks=`: --classes, --findings-rules,
+        --device-rules), whose entries come first; read and checked once, before any load
+        (TraceError naming the file and the entry). `traceview.ruleset.build`."""
+        from traceview.ruleset import build
+
+        return build(self.rules, **tables)
+
+    def load(self, path: Path, analyse: bool = True, rules=None):
         """`traceview.load` of `path` with the progress display (`analyse`: where ranks are parsed,
-        their rank-local analyses too; every command but `info` analyses)."""
+        their rank-local analyses too; every command but `info` analyses), with `rules` (a
+        RuleSet: `ruleset`; None: --rules)."""
         from traceview.cli.progress import LoadProgress
         from traceview.loader import load
 
@@ -90,7 +102,7 @@ class LoadOptions:
                 ranks=self.ranks,
                 steps=self.steps,
                 analyse=analyse,
-                rules=self.rules,
+                rules=self.rules if rules is None else rules,
             )
 
 
@@ -211,29 +223,27 @@ ModelOptions.options = _group(
 
 @dataclass(frozen=True)
 class ClassOptions:
-    """The user's compute-class rules file, tried before the shipped rules."""
+    """--classes: a file of compute-class rules, tried before the shipped ones (a shorthand of
+    --rules for that one table)."""
 
     #: the decorator adding these options to a command (set below, `_group`)
     options: ClassVar[Callable[[Callable], Callable]]
 
     classes: Path | None = None
 
-    def check(self) -> None:
-        """Read the file before the (longer) load: TraceError (one line) if it is bad."""
-        from traceview.analysis.classes import load_rules
-
-        check_rules_file(self.classes, load_rules)
-
-    @property
-    def file(self) -> str | None:
-        return str(self.classes) if self.classes else None
+    def tables(self) -> dict[str, Path | None]:
+        """The table file it gives (`LoadOptions.ruleset`)."""
+        return {"compute_classes": self.classes}
 
 
 ClassOptions.options = _group(
     ClassOptions,
     "classes",
     [
-        _rules_file("--classes", "Extra compute-class rules (TOML), tried before the shipped ones."),
+        _rules_file(
+            "--classes",
+            "Extra compute-class rules (TOML), tried before the shipped ones: --rules for that one table.",
+        ),
     ],
 )
 
@@ -248,24 +258,23 @@ class AdviceOptions:
     findings_rules: Path | None = None
     micro_batches: int | None = None
 
-    def check(self) -> None:
-        """Read the rules file before the (longer) load: TraceError (one line) if it is bad."""
-        from traceview.analysis.findings import load_rules
-
-        check_rules_file(self.findings_rules, load_rules)
+    def tables(self) -> dict[str, Path | None]:
+        """The table file it gives (`LoadOptions.ruleset`)."""
+        return {"findings": self.findings_rules}
 
     def summary_args(self) -> dict:
         """The keyword arguments of `build_summary` these options set."""
-        return dict(
-            findings_rules=str(self.findings_rules) if self.findings_rules else None, micro_batches=self.micro_batches
-        )
+        return dict(micro_batches=self.micro_batches)
 
 
 AdviceOptions.options = _group(
     AdviceOptions,
     "advice",
     [
-        _rules_file("--findings-rules", "Extra findings rules (TOML): add rules or change shipped ones by id."),
+        _rules_file(
+            "--findings-rules",
+            "Extra findings rules (TOML): add rules or change shipped ones by id (--rules for that one table).",
+        ),
         click.option(
             "--micro-batches",
             type=click.IntRange(min=1),
@@ -319,15 +328,3 @@ ExpectOptions.options = _group(
         ),
     ],
 )
-
-
-def check_rules_file(path: Path | None, load_rules) -> None:
-    """Read a rules file with `load_rules` before the (longer) load: TraceError (one line, exit 1)
-    if it is bad; nothing when `path` is None."""
-    from traceview.errors import TraceError
-
-    if path is not None:
-        try:
-            load_rules(path)
-        except (ValueError, OSError) as exc:
-            raise TraceError(None, str(exc)) from None

@@ -219,12 +219,12 @@ def unique_names(paths: list[Path]) -> list[str]:
 class ReportJob:
     """`traceview report`'s work: load each profile, build its summary (with the diff against
     `base` when given), write the report; for a batch, check every target first and write the
-    index last. `load` loads a path (`LoadOptions.load`); `echo`/`echo_err` print a line."""
+    index last. `load` loads a path (`LoadOptions.load`, with the command's rules);
+    `echo`/`echo_err` print a line."""
 
     fmt: str
     force: bool
     top: int
-    classes: str | None
     throughput: dict | None
     summary_args: dict
     load: Callable
@@ -267,12 +267,12 @@ class ReportJob:
 
         check_writable(out, self.fmt, self.force)
         trace = self.load(path)
-        doc = build_summary(trace, classes=self.classes, top=self.top, throughput=self.throughput, **self.summary_args)
+        doc = build_summary(trace, top=self.top, throughput=self.throughput, **self.summary_args)
         run_diff = None
         if self.base is not None:
             from traceview.run_diff import diff as compare
 
-            run_diff = compare(self.base, trace, classes=self.classes).to_dict()
+            run_diff = compare(self.base, trace).to_dict()
             doc = {**doc, "diff": run_diff}
         if entry is not None:
             from traceview.dashboards.batch_index import headline

@@ -47,12 +47,12 @@ EXPECT_COLUMNS = [
 ]
 
 
-def render_roofline(trace: Trace, fmt: str, top: int, rules=None, config=None, by_step: bool = False) -> str:
+def render_roofline(trace: Trace, fmt: str, top: int, config=None, by_step: bool = False) -> str:
     """The roofline frame in `fmt` (text: the `top` rows by device time; json/csv: every row); with
     a model `config` (`model_config.ModelConfig`), the analytical model's terms beside the
     measured ones (text and json; csv holds the operator rows only: the command refuses both)."""
-    frame = trace.op_roofline(rules=rules, by_step=by_step)
-    model = _model(trace, config, rules)
+    frame = trace.op_roofline(by_step=by_step)
+    model = _model(trace, config)
     if fmt == "csv":
         return csv_safe(frame).write_csv()
     if fmt == "json":
@@ -111,13 +111,13 @@ def render_roofline(trace: Trace, fmt: str, top: int, rules=None, config=None, b
     return "\n".join(parts)
 
 
-def _model(trace: Trace, config, rules) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+def _model(trace: Trace, config) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     """(terms, operations) of the analytical model, None without a config; a config the device
     table cannot complete (no link bandwidth, no peak) is a TraceError (one line)."""
     if config is None:
         return None
     try:
-        return trace.expected(config, rules=rules), trace.expected_ops(config, rules=rules)
+        return trace.expected(config), trace.expected_ops(config)
     except ValueError as exc:
         raise TraceError(None, str(exc)) from None
 

@@ -69,12 +69,10 @@ class TracePlots:
 
     # ---- shared inputs, memoised on the trace ----
 
-    def _summary(self, classes: str | None = None) -> dict:
+    def _summary(self) -> dict:
         from traceview.summary import build_summary
 
-        return self._trace.memoised(
-            ("plot_summary", classes), lambda: build_summary(self._trace, classes=classes, details=False)
-        )
+        return self._trace.memoised("plot_summary", lambda: build_summary(self._trace, details=False))
 
     def _timeline_data(self) -> TimelineData:
         return self._trace.memoised("plot_timeline_data", lambda: TimelineData.from_trace(self._trace))
@@ -104,10 +102,11 @@ class TracePlots:
         straggler is a red row, a long step a red column (`figures.step_heatmap_figure`)."""
         return figures.step_heatmap_figure(self._summary(), self._ranks(ranks), self._steps(steps))
 
-    def compute_classes(self, ranks=None, classes: str | None = None) -> go.Figure:
+    def compute_classes(self, ranks=None) -> go.Figure:
         """Device time per compute class (ms, whole trace, raw sum of durations) stacked per rank:
-        `trace.compute_classes(classes=classes)` time_us in ms. `classes`: a user's rules file (TOML)."""
-        return figures.compute_classes_figure(self._summary(classes), self._ranks(ranks))
+        `trace.compute_classes()` time_us in ms, by the trace's rules (other rules:
+        `trace.with_rules(FILE).plot.compute_classes()`)."""
+        return figures.compute_classes_figure(self._summary(), self._ranks(ranks))
 
     def memory(self, ranks=None) -> go.Figure:
         """Allocated (solid) and reserved (dotted) device memory, GiB, over time per rank: the
@@ -117,28 +116,28 @@ class TracePlots:
 
         return memory_figure(lane_records(self._trace, self._ranks(ranks)))
 
-    def roofline(self, ranks=None, rules=None) -> go.Figure:
+    def roofline(self, ranks=None) -> go.Figure:
         """Each operator (rank, operator, dims, dtype) at its arithmetic intensity and achieved
         TFLOP/s over the device's roofline per dtype, log scales (`trace.op_roofline()` rows;
         `roofline_figure`). Needs a profile recorded with record_shapes=True (docs/roofline.md)."""
         from traceview.dashboards.roofline_figure import roofline_figure
 
-        rows = self._trace.op_roofline(rules=rules)
+        rows = self._trace.op_roofline()
         wanted = self._ranks(ranks)
         if wanted is not None:
             rows = rows.filter(pl.col("rank").is_in(wanted))
         return roofline_figure(rows)
 
-    def kernels(self, top: int = 10, ranks=None, classes: str | None = None) -> go.Figure:
+    def kernels(self, top: int = 10, ranks=None) -> go.Figure:
         """The `top` kernels by total device time (ms) over the selected ranks (all by default),
         one horizontal bar each, largest first, coloured by compute class; count, mean and share
         of the ranks' device time in the hover. With all ranks the bars are
         `trace.top_kernels(top, by=())` total_us in ms."""
         wanted = self._ranks(ranks)
         if wanted is None:
-            rows = self._trace.top_kernels(top, classes=classes, by=())
+            rows = self._trace.top_kernels(top, by=())
         else:
-            tasks = self._trace.classified_tasks(classes=classes).filter(pl.col("rank").is_in(wanted))
+            tasks = self._trace.classified_tasks().filter(pl.col("rank").is_in(wanted))
             rows = cls.top_kernels(tasks, top, by=())
         which = "all ranks" if wanted is None else f"rank{'s' if len(wanted) > 1 else ''} {', '.join(map(str, wanted))}"
         title = f"Top {top} kernels by device time ({which}, whole trace)"

@@ -97,8 +97,9 @@ class ParsedRank:
     `frames` must hold every table of `schema.TABLES` except `ranks`; `meta` holds the columns of the
     `ranks` table (rank, world_size, format, source, device_name, device_type); `warnings` holds
     one line per kind of recoverable oddity (see `traceview.errors.Warnings`). `analyses`: the
-    rank-local analyses computed where the rank was parsed (`traceview.per_rank`), or None.
-    `packed`: the cache-entry files this rank was read from (`traceview.cache.unpack`), or None.
+    rank-local analyses computed where the rank was parsed (`traceview.per_rank`), or None;
+    `analyses_rules`: the digest of the rules they were computed with (`RuleSet.digest`, "" =
+    the shipped ones). `packed`: the cache-entry files this rank was read from (`traceview.cache.unpack`), or None.
     `group`: set when the rank was parsed with other small ranks (`RankGroup`): its frames are then
     the group's rows whose `rank` is `index`, and `frames` is empty.
     """
@@ -107,6 +108,7 @@ class ParsedRank:
     meta: dict
     warnings: list[str] = field(default_factory=list)
     analyses: dict[str, bytes] | None = None
+    analyses_rules: str = ""
     packed: dict[str, bytes] | None = field(default=None, repr=False)
     group: RankGroup | None = field(default=None, repr=False)
     index: int = 0
@@ -157,13 +159,15 @@ class RankGroup:
     member's index (0..k-1) among the members that parsed; `metas` / `warnings`: per such member.
     `errors`: per source of the group, in order, the error line of a source that could not be
     read (None for one that parsed). `analyses`: the rank-local analyses of all members at once
-    (`traceview.per_rank`, `rank` = member index), or None. `packed`: the cache-entry files."""
+    (`traceview.per_rank`, `rank` = member index), or None, computed with the rules whose digest
+    is `analyses_rules`. `packed`: the cache-entry files."""
 
     frames: dict[str, pl.DataFrame]
     metas: list[dict]
     warnings: list[list[str]]
     errors: list[str | None]
     analyses: dict[str, bytes] | None = None
+    analyses_rules: str = ""
     packed: dict[str, bytes] | None = field(default=None, repr=False)
 
     @property
