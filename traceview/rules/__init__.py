@@ -119,6 +119,7 @@ def prevalidate(doc: object) -> None:
                 walk(v, key)
         elif isinstance(value, str) and value and key in REGEX_KEYS:
             found.extend(p for p in (value, "(?i)" + value) if p not in _VALID)
+
     walk(doc, None)
     found = list(dict.fromkeys(found))
     if not found:
