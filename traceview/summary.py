@@ -1,44 +1,10 @@
 """The summary document: every headline number of a profile, as plain JSON-ready data.
 
 `build_summary(trace)` is what `traceview summary --format json` prints and what the text output,
-the dashboard and the reports render, so they always agree. Shape:
-
-    {"source": ..., "headline": {steps, mean_step_us, mean_iteration_us, <iteration term>_frac,
-                                  largest_term, ...},
-     "ranks": [{"rank", "device", "format", "window_rule",
-                               "trace": {<terms>_us},
-                               "steps": [{"step": N, <terms>_us, "iteration_rule",
-                                          "iteration_us", <iteration terms>_us}],
-                               "compute_classes": [{"class", "group", "time_us", "share", "count"}],
-                               "unclassified_share": share of device time no class rule matched,
-                               "top_kernels": [{"name", "short_name", "class", "count", "total_us", "mean_us",
-                                                "share"}],
-                               "device_phases": {device_<phase>_us},
-                               "stream_idle": [{"stream", "idle_us", "host_wait_us", ..., "other_frac"}],
-                               "launch_delay": {count, mean_us, p50_us, p90_us, p99_us, max_us},
-                               "long_steps": [{"step", "duration_us", "slowdown_ratio", "why", ...}],
-                               "memory": [{"device_type", "device", "component", "basis",
-                                           "peak_allocated_bytes", "peak_reserved_bytes", "peak_ns",
-                                           "peak_step", "device_memory_bytes", "peak_device_frac",
-                                           "steps": [{step, peak_allocated_bytes, peak_reserved_bytes}],
-                                           "at_peak": [{operator, live_bytes, blocks, share_frac}]}],
-                               "roofline": {"steps": [{step, traced_flops, traced_tflops_per_device,
-                                                       traced_mfu_frac, peak_tflops, peak_dtype, ...}],
-                                            "anatomy": [{family, flops_frac, device_time_frac, ...}],
-                                            "operators": [{op, input_dims, dtype, count, gflop,
-                                                           achieved_tflops_per_s, peak_frac, bound, ...}]}
-                                           (only for profiles recorded with shapes; docs/roofline.md),
-                               ...}],
-     "kernels": [{"name", "short_name", "class", "ranks", "count", "total_us", "share", "mean_us",
-                  "rank_min_us", "rank_median_us", "rank_max_us", "max_rank"}] (over all ranks),
-     "operators": [{"operator", "input_shapes", "calls", "kernels", "device_us", "share", ...}],
-     "cross_rank": {"straggler", "ranks": [{rank, mean_wait_us, ...}], "step_skew": [...],
-                    "collectives": [{collective, process_group, instances, transfer_us, wait_us, busbw_gbps}]},
-     "throughput": [{step, tokens_per_s_per_device, model_tflops_per_device, mfu_frac, ...}] (when asked),
-     "findings": [{"rule", "title", "severity", "rank", "metric", "term", "value", "threshold", "message",
-                   "advice"}],
-     "findings_by_rule": [{<a findings row: the rule's worst>, "ranks": [every rank it fired on]}],
-     "warnings": [...], "failures": [...]}
+the dashboard and the reports render, so they always agree. Its shape, every section and row with
+its keys and types, is declared once in `traceview.summary_doc` (a rank's rows:
+`traceview.summary_rows`) and published as JSON Schema (docs/summary.schema.json); the tests
+check every document this module gives against it.
 
 Terms: computing, communication, overlapped, communication_not_overlapped, exposed_memcpy, free,
 idle, busy, stage, bubble, communication_not_overlapped_exclude_receive, preparing, duration,
