@@ -129,3 +129,14 @@ def test_the_document_is_in_the_docs():
     text = (ROOT / "docs" / "api.md").read_text()
     assert "docs/summary.schema.json" in text or "summary.schema.json" in text
     assert Path(SCHEMA_FILE).is_file()
+
+
+def test_the_term_rows_declare_the_summary_columns():
+    """The step and whole-trace terms, the iteration and the stream idle rows hold the columns the
+    summary writes (`traceview.summary`'s constants), no more, no fewer."""
+    from traceview import summary
+
+    assert _fields(summary_rows.TraceTerms) == set(summary.TERM_COLUMNS)
+    iteration = {"step", "gap_before_us", "iteration_rule", *summary.ITERATION_COLUMNS}
+    assert _fields(summary_rows.StepRow) == set(summary.TERM_COLUMNS) | iteration
+    assert _fields(summary_rows.StreamIdleRow) == set(summary.STREAM_IDLE_COLUMNS) - {"rank"}

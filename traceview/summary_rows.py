@@ -82,9 +82,9 @@ class RooflineRow(Row):
     roofline_frac: float | None
 
 
-class StepRow(Row):
-    """One step of a rank: the step terms in its device window, the gap before it, and its iteration
-    (terms and phases, µs; `ranks[].steps[]`)."""
+class TraceTerms(Row):
+    """The step terms (µs) over the rank's whole trace (first to last device task;
+    `ranks[].trace`)."""
 
     bubble_us: float | None
     busy_us: float | None
@@ -94,30 +94,36 @@ class StepRow(Row):
     communication_us: float | None
     computing_not_overlapped_us: float | None
     computing_us: float | None
+    duration_us: float | None
+    exposed_memcpy_us: float | None
+    free_us: float | None
+    idle_us: float | None
+    overlapped_us: float | None
+    pipeline_bubble_us: float | None
+    preparing_us: float | None
+    stage_us: float | None
+    start_us: float | None
+
+
+class StepRow(TraceTerms):
+    """One step of a rank: the step terms (`TraceTerms`) in its device window, the gap before it, and
+    its iteration (terms and phases, µs; `ranks[].steps[]`)."""
+
     data_loading_us: float | None
     device_backward_us: float | None
     device_forward_us: float | None
     device_optimizer_us: float | None
     device_other_us: float | None
-    duration_us: float | None
-    exposed_memcpy_us: float | None
-    free_us: float | None
     gap_before_us: float | None
     host_framework_us: float | None
     host_overhead_us: float | None
     host_runtime_us: float | None
-    idle_us: float | None
     iteration_computing_us: float | None
     iteration_exposed_comm_us: float | None
     iteration_exposed_memcpy_us: float | None
     iteration_rule: str | None
     iteration_us: float | None
     other_idle_us: float | None
-    overlapped_us: float | None
-    pipeline_bubble_us: float | None
-    preparing_us: float | None
-    stage_us: float | None
-    start_us: float | None
     step: int
     wall_backward_us: float | None
     wall_forward_us: float | None
@@ -195,29 +201,6 @@ class MemoryRow(Row):
     peak_reserved_bytes: int | None
     peak_step: int | None
     steps: list[MemoryStepRow]
-
-
-class TraceTerms(Row):
-    """The step terms (µs) over the rank's whole trace (first to last device task;
-    `ranks[].trace`)."""
-
-    bubble_us: float | None
-    busy_us: float | None
-    communication_not_overlapped_exclude_receive_us: float | None
-    communication_not_overlapped_frac: float | None
-    communication_not_overlapped_us: float | None
-    communication_us: float | None
-    computing_not_overlapped_us: float | None
-    computing_us: float | None
-    duration_us: float | None
-    exposed_memcpy_us: float | None
-    free_us: float | None
-    idle_us: float | None
-    overlapped_us: float | None
-    pipeline_bubble_us: float | None
-    preparing_us: float | None
-    stage_us: float | None
-    start_us: float | None
 
 
 class DevicePhases(Row):
