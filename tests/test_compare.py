@@ -179,9 +179,9 @@ def test_one_more_compared_column_is_everywhere(traces, monkeypatch):
     doc = c.to_dict()
     assert doc["terms"][-1] == "host_runtime" and doc["labels"]["host_runtime"] == "host runtime"
     assert term_rows(doc)[-1]["term"] == "host runtime" and len(term_rows(doc)) == len(PARTITION) + 2
-    from traceview.cli.compare import render_csv, render_text
+    from traceview.cli.compare import compare_csv, compare_text
 
-    assert "host runtime" in render_text(doc) and "host_runtime_us" in render_csv(doc).splitlines()[0]
+    assert "host runtime" in compare_text(doc) and "host_runtime_us" in compare_csv(doc).splitlines()[0]
     assert [t.meta for t in comparison_figure(doc).data if t.type == "bar"] == list(PARTITION)  # the stack
 
 

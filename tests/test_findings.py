@@ -27,7 +27,7 @@ from traceview import ruleset
 from traceview.analysis import conditions
 from traceview.analysis import facts as facts_mod
 from traceview.analysis import findings as F
-from traceview.cli.summary import render_summary
+from traceview.cli.summary import summary_text
 from traceview.errors import TraceError
 from traceview.parsers.kineto import parse_kineto
 from traceview.run_diff import int_ranges
@@ -593,7 +593,7 @@ def test_summary_lists_findings_and_the_text_groups_them_by_rule():
         ("exposed_communication", [0, 1, 3]),
         ("straggler", [2]),
     ]
-    text = render_summary(doc, "text")
+    text = summary_text(doc)
     assert "Findings (4: 4 warning;" in text
     assert (
         "[warning] Exposed communication outside pipeline transfers [exposed comm] (ranks 0-1, 3; shown: rank 1)"

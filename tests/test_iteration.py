@@ -264,9 +264,9 @@ def test_diff_attributes_a_data_loading_change_to_data_loading(tmp_path):
     # the terms add up to the iteration, and so do the wall-time phases: each set's shares add up to 1
     assert sum(rows[t]["share_of_change"] for t in iteration.TERMS) == pytest.approx(1.0)
     assert sum(rows[c]["share_of_change"] for c in phases.WALL_COLUMNS) == pytest.approx(1.0)
-    from traceview.cli.diff import render_diff
+    from traceview.cli.diff import diff_text
 
-    text = render_diff(result, "text")
+    text = diff_text(result.to_dict(10))
     lead = next(line for line in text.splitlines() if line.startswith("Iteration"))
     assert "-15.000 ms" in lead and lead.split(": ", 1)[1].startswith("data loading -15.000 ms (100 % of the change)")
 
@@ -274,7 +274,7 @@ def test_diff_attributes_a_data_loading_change_to_data_loading(tmp_path):
 def test_the_headline_leads_the_summary_the_report_and_the_dashboard(tmp_path):
     """One wording (traceview.summary_text.headline_lines) first in every view: the summary text's first
     lines, the report's first section and the top of the dashboard's overview."""
-    from traceview.cli.summary import render_summary
+    from traceview.cli.summary import summary_text
     from traceview.dashboards.overview import overview_layout
     from traceview.dashboards.report import report_html
     from traceview.dashboards.state import DashboardState
@@ -286,7 +286,7 @@ def test_the_headline_leads_the_summary_the_report_and_the_dashboard(tmp_path):
     lines = headline_lines(doc["headline"])
     assert lines[0].startswith("Iteration: ") and "data loading" in " ".join(lines)
     assert f"{doc['headline']['mean_iteration_us'] / 1000:,.3f} ms" in lines[0]
-    text = render_summary(doc, "text").splitlines()
+    text = summary_text(doc).splitlines()
     assert text[1 : 1 + len(lines)] == lines
     page = report_html(trace, doc)
     assert page.index('id="iteration"') < page.index('id="findings"')

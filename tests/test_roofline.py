@@ -794,9 +794,9 @@ def test_a_profile_with_shapes_but_no_steps_still_has_its_roofline(small, tmp_pa
     section = doc["ranks"][0]["roofline"]
     assert section["steps"] == [] and section["operators"] and section["anatomy"]
     assert {o["op"] for o in section["operators"]} <= set(small.op_roofline()["op"])
-    from traceview.cli.summary import render_summary
+    from traceview.cli.summary import summary_text
 
-    assert "operators against the roofline" in render_summary(doc, "text")
+    assert "operators against the roofline" in summary_text(doc)
     from traceview.dashboards.report import report_html
 
     html = report_html(small, doc)

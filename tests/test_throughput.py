@@ -235,7 +235,7 @@ def test_impossible_throughput_is_flagged_everywhere_with_the_probable_input(tmp
 def test_the_headline_shows_tokens_mfu_and_hfu_with_their_formulas():
     """With the model given, the summary's headline carries the mean tokens/s per device, MFU and
     HFU over the steps, and both formulas with their inputs; the text prints them first."""
-    from traceview.cli.summary import render_summary
+    from traceview.cli.summary import summary_text
     from traceview.summary import build_summary
 
     trace = tv.load(SAMPLES / "dp4_nccl")
@@ -247,7 +247,7 @@ def test_the_headline_shows_tokens_mfu_and_hfu_with_their_formulas():
     assert first["hfu_frac"] == pytest.approx(rows["hfu_frac"].mean(), abs=1e-6)
     assert first["hfu_frac"] == pytest.approx(first["mfu_frac"] * 8 / 6, rel=1e-5)
     assert first["tokens_per_s_per_device"] == pytest.approx(rows["tokens_per_s_per_device"].mean(), rel=1e-9)
-    text = render_summary(doc, "text").splitlines()
+    text = summary_text(doc).splitlines()
     assert f"MFU {100 * first['mfu_frac']:.1f} % (HFU {100 * first['hfu_frac']:.1f} %)" in text[1]
     assert first["mfu_formula"] in text[:8] and first["hfu_formula"] in text[:8]
     assert "mfu_frac" not in build_summary(trace)["headline"]

@@ -5,24 +5,30 @@ imported."""
 from __future__ import annotations
 
 import click
-import orjson
 
 from traceview import registry
 from traceview.cli.main import echo, handle_errors, main
+from traceview.cli.outputs import ANALYSES, as_json
 
 
-def render(fmt: str, graph: bool) -> str:
-    """The analyses: one line each (`text`), with their parameters and inputs (`graph`), as
-    Graphviz dot (`dot`) or as data (`json`)."""
-    if fmt == "dot":
-        return registry.graph_dot()
-    if fmt == "json":
-        return orjson.dumps(registry.graph_json(), option=orjson.OPT_INDENT_2).decode()
+def analyses_text(graph: bool) -> str:
+    """The analyses: one line each (name, scope, definition), or with `graph` each one's parameters
+    and inputs (`registry.graph_text`)."""
     if graph:
         return registry.graph_text()
     return "\n".join(
         f"{a.name:22} {a.scope:8} {_first_sentence(a.declaration.summary)}" for a in registry.REGISTRY.values()
     )
+
+
+def analyses_dot(graph: bool) -> str:
+    """The graph in Graphviz dot."""
+    return registry.graph_dot()
+
+
+def analyses_json(graph: bool) -> str:
+    """The graph as data (`registry.graph_json`)."""
+    return as_json(registry.graph_json())
 
 
 def _first_sentence(text: str, width: int = 90) -> str:
@@ -39,17 +45,10 @@ def write_methods_file() -> str:
 
 @main.command("analyses")
 @click.option("--graph", is_flag=True, help="Each analysis with its parameters and inputs.")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "dot", "json"]),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
+@ANALYSES.option()
 @click.option("--write-methods", is_flag=True, hidden=True, help="Regenerate traceview/trace_methods.py (developers).")
 @handle_errors
 def analyses_command(graph: bool, fmt: str, write_methods: bool) -> None:
     """The analyses a profile gets: name, scope (rank-local or profile) and definition; --graph adds
     each one's parameters and inputs, --format dot draws the graph (docs/ARCHITECTURE.md)."""
-    echo(write_methods_file() if write_methods else render(fmt, graph))
+    echo(write_methods_file() if write_methods else ANALYSES.render(fmt, graph))

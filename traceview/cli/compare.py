@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import io
 
-import orjson
 import polars as pl
 
 from traceview.cli.text import bullet_list, table
 from traceview.run_compare import change_text, headlines
-from traceview.safe_text import csv_safe, json_text, one_line_strings
+from traceview.safe_text import csv_safe, one_line_strings
 from traceview.summary_text import size_text
 
 #: A run's label in a column header is cut to this many characters.
@@ -98,7 +97,9 @@ def _terms_text(doc: dict) -> list[str]:
     return ["", "Where the iteration went (ms per step, % of the iteration):", table(rows, columns)]
 
 
-def render_text(doc: dict) -> str:
+def compare_text(doc: dict) -> str:
+    """A comparison's document (`RunComparison.to_dict()`) as text (its other formats:
+    `traceview.cli.outputs.COMPARE`)."""
     doc = one_line_strings(doc)  # a label or path can neither break the layout nor drive the terminal
     runs = doc["runs"]
     lines = [
@@ -126,25 +127,8 @@ def render_text(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def render_json(doc: dict) -> str:
-    return json_text(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
-
-
-def render_csv(doc: dict) -> str:
+def compare_csv(doc: dict) -> str:
     """The table (one row per run, the JSON's `runs` columns) as CSV."""
     buffer = io.StringIO()
     csv_safe(pl.DataFrame(doc["runs"], infer_schema_length=None)).write_csv(buffer)
     return buffer.getvalue()
-
-
-def render_compare(doc: dict, fmt: str) -> str:
-    """`doc` (`RunComparison.to_dict()`) as text, json, csv or html."""
-    if fmt == "json":
-        return render_json(doc)
-    if fmt == "csv":
-        return render_csv(doc)
-    if fmt == "html":
-        from traceview.dashboards.compare_view import compare_html
-
-        return compare_html(doc)
-    return render_text(doc)

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import re
 
-import orjson
-
 from traceview.analysis import breakdown, iteration
 from traceview.analysis.diff import DIFF_TERMS
 from traceview.cli.text import bullet_list, table
 from traceview.run_diff import BASE, NEW, int_ranges, iteration_headline
-from traceview.safe_text import json_text, one_line_strings
+from traceview.safe_text import one_line_strings
 from traceview.summary_text import size_text
 
 #: Above this many ranks the step-time table shows only the all-ranks row.
@@ -329,16 +327,9 @@ def _iteration_text(doc: dict) -> list[str]:
     ]
 
 
-def render_diff(result, fmt: str, top: int = 10) -> str:
-    """`result`: a `RunDiff`. JSON: `result.to_dict(top)`; html: a self-contained page of the same
-    (`dashboards.diff_report.diff_html`); text: the tables of docs/diff.md."""
-    doc = result.to_dict(top)
-    if fmt == "json":
-        return json_text(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
-    if fmt == "html":
-        from traceview.dashboards.diff_report import diff_html
-
-        return diff_html(doc)
+def diff_text(doc: dict) -> str:
+    """A run diff's document (`RunDiff.to_dict(top)`) as the tables of docs/diff.md (its JSON and
+    html: `traceview.cli.outputs.DIFF`)."""
     doc = one_line_strings(doc)
     head = "traceview diff" + (f", step {doc['step']} only" if doc["step"] is not None else "")
     lead = _iteration_text(doc)

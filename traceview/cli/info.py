@@ -1,11 +1,10 @@
-"""`traceview info`: text and JSON renderings of `Trace.info()`."""
+"""`traceview info`: its document (`Trace.info()` per rank, companions, warnings) and its text
+(the renderers: `traceview.cli.outputs.INFO`)."""
 
 from __future__ import annotations
 
-import orjson
-
 from traceview.cli.text import bullet_list, table
-from traceview.safe_text import json_text, one_line, one_line_strings
+from traceview.safe_text import one_line, one_line_strings
 from traceview.summary_text import companion_text
 from traceview.trace import Trace
 
@@ -36,25 +35,28 @@ def info_rows(trace: Trace) -> list[dict]:
     return rows
 
 
-def render_info(trace: Trace, fmt: str) -> str:
-    rows = info_rows(trace)
-    if fmt == "json":
-        doc = {
-            "source": trace.source,
-            "ranks": rows,
-            "companions": trace.companions.to_dicts(),
-            "warnings": trace.warnings,
-            "failures": trace.failures,
-        }
-        return json_text(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
-    rows = one_line_strings(rows)
+def info_document(trace: Trace) -> dict:
+    """What `traceview info` prints (`--format json`): source, ranks (`info_rows`), companions,
+    warnings, failures."""
+    return {
+        "source": trace.source,
+        "ranks": info_rows(trace),
+        "companions": trace.companions.to_dicts(),
+        "warnings": trace.warnings,
+        "failures": trace.failures,
+    }
+
+
+def info_text(doc: dict) -> str:
+    """`info_document` as text: one table row per rank, then companions, warnings, failed ranks."""
+    rows = one_line_strings(doc["ranks"])
     for row in rows:
         row["span_ms"] = None if row["span_us"] is None else row["span_us"] / 1000
     formats = sorted({r["format"] for r in rows})
-    head = f"{one_line(trace.source)}: {len(rows)} rank{'s' if len(rows) != 1 else ''} ({', '.join(formats)})"
+    head = f"{one_line(doc['source'])}: {len(rows)} rank{'s' if len(rows) != 1 else ''} ({', '.join(formats)})"
     parts = [head, "", table(rows, COLUMNS)]
-    companions = [companion_text(c) for c in trace.companions.to_dicts()]
-    for title, items in (("Companions", companions), ("Warnings", trace.warnings), ("Failed", trace.failures)):
+    companions = [companion_text(c) for c in doc["companions"]]
+    for title, items in (("Companions", companions), ("Warnings", doc["warnings"]), ("Failed", doc["failures"])):
         block = bullet_list(title, items)
         if block:
             parts += ["", block]

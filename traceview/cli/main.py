@@ -11,10 +11,9 @@ from pathlib import Path
 
 import click
 
+from traceview.cli import outputs
 from traceview.cli.options import AdviceOptions, ClassOptions, ExpectOptions, LoadOptions, ModelOptions
 from traceview.version import __version__
-
-FORMATS = click.Choice(["text", "json"])
 
 
 def echo(text: str) -> None:
@@ -85,15 +84,15 @@ def _warn_on_stderr(warnings: list[str], failures: list[str], fmt: str) -> None:
 
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
+@outputs.INFO.option()
 @LoadOptions.options
 @handle_errors
 def info(path: Path, fmt: str, load: LoadOptions) -> None:
     """What a profile holds: per rank the format, device, task counts, streams, steps and time span."""
-    from traceview.cli.info import render_info
+    from traceview.cli.info import info_document
 
     trace = load.load(path, analyse=False)
-    echo(render_info(trace, fmt))
+    echo(outputs.INFO.render(fmt, info_document(trace)))
     _warn_on_stderr(trace.warnings, trace.failures, fmt)
     if trace.failures:
         sys.exit(1)
@@ -101,14 +100,7 @@ def info(path: Path, fmt: str, load: LoadOptions) -> None:
 
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "csv"]),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
+@outputs.ROOFLINE.option()
 @click.option("--top", type=click.IntRange(min=1), default=25, show_default=True, help="Rows in the text table.")
 @click.option(
     "--device-rules",
@@ -127,13 +119,13 @@ def roofline(
     achieved TFLOP/s and TB/s, the share of the peak and of the roofline, the bound (definitions:
     docs/roofline.md). Needs a profile recorded with record_shapes=True. With --model-config (or
     --model KEY=VALUE), the analytical model's expected step beside the measured one."""
-    from traceview.cli.roofline import render_roofline
+    from traceview.cli.roofline import roofline_result
 
     config = expect.config()
     if config is not None and fmt == "csv":
         raise click.UsageError("--format csv writes the operator rows only: use --format json or text with --model")
     trace = load.load(path, rules=load.ruleset(device_peaks=device_rules))
-    echo(render_roofline(trace, fmt, top, config=config, by_step=by_step))
+    echo(outputs.ROOFLINE.render(fmt, roofline_result(trace, top, config=config, by_step=by_step)))
     _warn_on_stderr(trace.warnings, trace.failures, fmt)
     if trace.failures:
         sys.exit(1)
@@ -141,7 +133,7 @@ def roofline(
 
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
+@outputs.SUMMARY.option()
 @click.option("--step", type=int, default=None, help="Only this step (ProfilerStep#N / Step Id).")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Kernels listed per rank.")
 @ClassOptions.options
@@ -163,7 +155,6 @@ def summary(
 ) -> None:
     """Where the step time went: per rank and step, computing, exposed communication, overlap,
     exposed memcpy, free, bubble and preparing time (definitions: docs/metrics.md)."""
-    from traceview.cli.summary import render_summary
     from traceview.summary import build_summary
 
     rules = load.ruleset(**classes.tables(), **advice.tables())
@@ -178,7 +169,7 @@ def summary(
         model_config=config,
         **advice.summary_args(),
     )
-    echo(render_summary(doc, fmt))
+    echo(outputs.SUMMARY.render(fmt, doc))
     _warn_on_stderr(doc["warnings"], doc["failures"], fmt)
     if trace.failures:
         sys.exit(1)
@@ -187,14 +178,7 @@ def summary(
 @main.command()
 @click.argument("base", type=click.Path(path_type=Path))
 @click.argument("new", type=click.Path(path_type=Path))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "html"]),
-    default="text",
-    show_default=True,
-    help="Output format (html: a self-contained page on stdout).",
-)
+@outputs.DIFF.option()
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Kernels listed per table.")
 @click.option("--step", type=int, default=None, help="Compare only this step of both runs (ProfilerStep#N / Step Id).")
 @click.option("--whole-trace", is_flag=True, help="Compare whole traces (first to last device task), not steps.")
@@ -206,7 +190,6 @@ def diff(
 ) -> None:
     """What changed from run BASE to run NEW: step time, its decomposition, compute classes, kernels
     and exposed communication per collective, per step and rank (definitions: docs/diff.md)."""
-    from traceview.cli.diff import render_diff
     from traceview.run_diff import diff as compare
 
     if step is not None and whole_trace:
@@ -214,7 +197,7 @@ def diff(
     rules = load.ruleset(**classes.tables())
     runs = [load.load(p, rules=rules) for p in (base, new)]
     result = compare(*runs, step=step, whole_trace=whole_trace)
-    echo(render_diff(result, fmt, top))
+    echo(outputs.DIFF.render(fmt, result.to_dict(top)))
     _warn_on_stderr(result.warnings, result.failures, fmt)
     if result.failures:
         sys.exit(1)
@@ -228,14 +211,7 @@ def diff(
     multiple=True,
     help="A run's label in the output, once per run in order (default: each path's name).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "csv", "html"]),
-    default="text",
-    show_default=True,
-    help="Output format (csv: one row per run; html: a self-contained page).",
-)
+@outputs.COMPARE.option()
 @click.option(
     "-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to this file (default: stdout)."
 )
@@ -255,7 +231,6 @@ def compare_runs(
     """N runs side by side, each against the previous and the first (the experiment log): the mean
     iteration and its terms, the device step time and exposed communication, tokens/s and MFU with
     the model options, and the term that moved most (definitions: docs/compare.md)."""
-    from traceview.cli.compare import render_compare
     from traceview.cli.report import check_writable, write_output
     from traceview.errors import TraceError
     from traceview.run_compare import compare
@@ -274,9 +249,9 @@ def compare_runs(
     result = compare([load.load(p) for p in paths], labels=list(labels) or None, model=throughput)
     doc = result.to_dict()
     if output is None:
-        echo(render_compare(doc, fmt).rstrip("\n"))
+        echo(outputs.COMPARE.render(fmt, doc).rstrip("\n"))
     else:
-        write_output(output, kind, lambda: render_compare(doc, fmt), force, folder=False)
+        write_output(output, kind, lambda: outputs.COMPARE.render(fmt, doc), force, folder=False)
         echo(f"Wrote {output}")
     _warn_on_stderr(result.warnings, result.failures, fmt if output is None else "file")
     if result.failures:

@@ -1,17 +1,18 @@
-"""`traceview roofline`: the per-operator roofline (`Trace.op_roofline`) as text, JSON or CSV."""
+"""`traceview roofline`: the per-operator roofline (`Trace.op_roofline`) and its text, JSON and CSV
+(the renderers: `traceview.cli.outputs.ROOFLINE`)."""
 
 from __future__ import annotations
 
 import dataclasses
 
-import orjson
 import polars as pl
 
 from traceview.analysis.expected import verdict
-from traceview.analysis.model_config import model_config
+from traceview.analysis.model_config import ModelConfig, model_config
+from traceview.cli.outputs import as_json
 from traceview.cli.text import bullet_list, table
 from traceview.errors import TraceError
-from traceview.safe_text import csv_safe, json_text, one_line, one_line_strings
+from traceview.safe_text import csv_safe, one_line, one_line_strings
 from traceview.summary_text import expected_value_text
 from traceview.trace import Trace
 
@@ -47,26 +48,51 @@ EXPECT_COLUMNS = [
 ]
 
 
-def render_roofline(trace: Trace, fmt: str, top: int, config=None, by_step: bool = False) -> str:
-    """The roofline frame in `fmt` (text: the `top` rows by device time; json/csv: every row); with
-    a model `config` (`model_config.ModelConfig`), the analytical model's terms beside the
-    measured ones (text and json; csv holds the operator rows only: the command refuses both)."""
+@dataclasses.dataclass(frozen=True)
+class RooflineResult:
+    """What `traceview roofline` renders: the operator rows, the rows shown as text (`top`), the
+    analytical model's (terms, operations) with a `config`, the trace's warnings."""
+
+    source: str
+    frame: pl.DataFrame
+    warnings: list[str]
+    top: int = 25
+    by_step: bool = False
+    config: ModelConfig | None = None
+    model: tuple[pl.DataFrame, pl.DataFrame] | None = None
+
+
+def roofline_result(trace: Trace, top: int, config=None, by_step: bool = False) -> RooflineResult:
+    """The roofline of `trace` (`Trace.op_roofline`, `by_step` too) and, with a model `config`
+    (`model_config.ModelConfig`), the analytical model's terms beside the measured ones."""
     frame = trace.op_roofline(by_step=by_step)
-    model = _model(trace, config)
-    if fmt == "csv":
-        return csv_safe(frame).write_csv()
-    if fmt == "json":
-        doc = {"source": trace.source, "operators": frame.to_dicts(), "warnings": trace.warnings}
-        if model is not None:
-            terms, ops = model
-            doc["expected"] = {
-                "config": dataclasses.asdict(model_config(config)),
-                "verdict": verdict(terms),
-                "terms": terms.to_dicts(),
-                "operations": ops.to_dicts(),
-            }
-        return json_text(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY).decode())
-    head = f"{one_line(trace.source)}: operators against the device's roofline (docs/roofline.md)"
+    return RooflineResult(trace.source, frame, trace.warnings, top, by_step, config, _model(trace, config))
+
+
+def roofline_csv(result: RooflineResult) -> str:
+    """Every operator row as CSV (the model's terms are not rows of it: the command refuses both)."""
+    return csv_safe(result.frame).write_csv()
+
+
+def roofline_json(result: RooflineResult) -> str:
+    """Every operator row, the warnings and the model's section, as JSON."""
+    doc = {"source": result.source, "operators": result.frame.to_dicts(), "warnings": result.warnings}
+    if result.model is not None:
+        terms, ops = result.model
+        doc["expected"] = {
+            "config": dataclasses.asdict(model_config(result.config)),
+            "verdict": verdict(terms),
+            "terms": terms.to_dicts(),
+            "operations": ops.to_dicts(),
+        }
+    return as_json(doc)
+
+
+def roofline_text(result: RooflineResult) -> str:
+    """The `top` rows by device time as a table, what the table cannot show, the model's terms and
+    the warnings."""
+    frame, top, by_step, model = result.frame, result.top, result.by_step, result.model
+    head = f"{one_line(result.source)}: operators against the device's roofline (docs/roofline.md)"
     tail = [] if model is None else ["", expected_text(verdict(model[0]), model[0].to_dicts())]
     if frame.is_empty():
         return "\n".join([head, "", NO_SHAPES, *tail])
@@ -105,7 +131,7 @@ def render_roofline(trace: Trace, fmt: str, top: int, config=None, by_step: bool
     if frame.height > top:
         parts += ["", f"{frame.height - top} more rows: --top N, or --format csv / json for all"]
     parts += tail
-    block = bullet_list("Warnings", trace.warnings)
+    block = bullet_list("Warnings", result.warnings)
     if block:
         parts += ["", block]
     return "\n".join(parts)

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import textwrap
 
-import orjson
-
 from traceview.analysis import iteration, phases
 from traceview.analysis.breakdown import TABLE_TERMS, TERM_LABELS
 from traceview.analysis.memory import REMAINDERS
 from traceview.analysis.traced_flops import MIN_FLOPS_COVERAGE
 from traceview.cli.roofline import expected_text
 from traceview.cli.text import bullet_list, table
-from traceview.safe_text import json_text, one_line, one_line_strings
+from traceview.safe_text import one_line, one_line_strings
 from traceview.summary_text import companion_text, finding_heading, headline_lines, size_text, traced_rate_text
 
 #: (summary key, column header) of the per-step table; values shown in ms.
@@ -427,9 +425,8 @@ def _findings_text(doc: dict) -> list[str]:
     return ["", f"Findings ({n}: {tally}; details and every rank in --format json):", *blocks]
 
 
-def render_summary(doc: dict, fmt: str) -> str:
-    if fmt == "json":
-        return json_text(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
+def summary_text(doc: dict) -> str:
+    """The summary document (`build_summary`) as the text `traceview summary` prints."""
     doc = one_line_strings(doc)
     parts = [f"{doc['source']}: {len(doc['ranks'])} rank{'s' if len(doc['ranks']) != 1 else ''}"]
     parts += headline_lines(doc.get("headline"))
