@@ -13,6 +13,7 @@ import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
 from tests.support.corpus import ASCEND_DIRS, KINETO
 from tests.support.intervals import WINDOW_TERMS
+from tests.support.samples import shared_sample
 from tests.support.tolerance import close
 from traceview.analysis.breakdown import step_breakdown, trace_breakdown
 
@@ -58,7 +59,7 @@ def test_ascend_matches_torch_npu_step_trace_time(rel):
 
 
 def test_ascend_sample_matches_its_step_trace_time():
-    trace = tv.load(SAMPLES / "ascend_2rank")
+    trace = shared_sample("ascend_2rank")
     got = step_breakdown(trace.device_tasks, trace.steps)
     for want in trace.ascend_step_trace.to_dicts():
         row = got.filter((pl.col("rank") == want["rank"]) & (pl.col("step") == want["step"])).row(0, named=True)
@@ -148,7 +149,7 @@ def test_identities_hold_on_real_traces(rel):
 
 def test_dp4_sample_steps_equal_construction():
     exp = json.loads((SAMPLES / "dp4_nccl" / "expected.json").read_text())
-    trace = tv.load(SAMPLES / "dp4_nccl")
+    trace = shared_sample("dp4_nccl")
     got = step_breakdown(trace.device_tasks, trace.steps)
     assert set(got["window_rule"]) == {"gpu_annotation"}
     for rank, e in exp["ranks"].items():
@@ -167,7 +168,7 @@ def test_gpu_pipeline_bubble_in_step_breakdown():
     (no receive ops: bubble 0, stage = the busy span, the exclude-receive term = exposed comm). A
     data-parallel profile has no pipeline bubble at all."""
     exp = json.loads((SAMPLES / "pp4_1f1b" / "expected.json").read_text())
-    got = tv.load(SAMPLES / "pp4_1f1b").step_breakdown()
+    got = shared_sample("pp4_1f1b").step_breakdown()
     assert set(got["bubble_rule"]) == {"pipeline"}
     for step_name, step in exp["steps"].items():
         n = int(step_name.split("#")[1])
@@ -177,7 +178,7 @@ def test_gpu_pipeline_bubble_in_step_breakdown():
             assert row["bubble_us"] == 0
             assert row["stage_us"] * 1000 == pytest.approx(row["last_busy_ns"] - row["first_busy_ns"], abs=0.5)
             assert row["communication_not_overlapped_exclude_receive_us"] == row["communication_not_overlapped_us"]
-    dp = tv.load(SAMPLES / "dp4_nccl").step_breakdown()
+    dp = shared_sample("dp4_nccl").step_breakdown()
     assert set(dp["bubble_rule"]) == {"none"} and (dp["bubble_us"] == 0).all()
     assert dp["pipeline_bubble_us"].is_null().all()
 
@@ -193,6 +194,6 @@ def test_a_profile_without_busy_device_time_has_every_column(tmp_path):
         complete_event("kernel", "gemm", 1, 7, 5_000, 0, {"correlation": 5, "stream": 7}),
     ]
     idle = tv.load(write_trace(tmp_path / "t.pt.trace.json", events), use_cache=False).step_breakdown()
-    busy = tv.load(SAMPLES / "dp4_nccl").step_breakdown()
+    busy = shared_sample("dp4_nccl").step_breakdown()
     assert idle.columns == busy.columns
     assert idle.height == 1 and idle["computing_not_overlapped_us"][0] == 0

@@ -30,6 +30,7 @@ from tests.support.browser import (  # noqa: F401 - pytest fixtures, used by nam
     pytestmark,
     server_for,
 )
+from tests.support.samples import shared_sample
 from traceview.analysis.kernels import short_names
 
 
@@ -42,7 +43,7 @@ def test_overview_shows_the_api_numbers(server_for, browser):
     page, errors = open_page(browser, url + "/")
     traces = figure_data(page, "fig-breakdown")
     exposed = next(t for t in traces if t["name"] and t["name"].startswith("exposed comm"))
-    api = tv.load(ROOT / "sample_traces" / "dp4_nccl").step_breakdown().sort("rank", "step")
+    api = shared_sample("dp4_nccl").step_breakdown().sort("rank", "step")
     assert _ms(exposed["y"]) == pytest.approx((api["communication_not_overlapped_us"] / 1000).to_list(), abs=1e-6)
     assert "Straggler: rank 2" in page.inner_text("#findings")
     for graph in ("fig-step-time", "fig-heatmap", "fig-classes"):
@@ -77,7 +78,7 @@ def test_kernel_table_shows_the_api_rows_and_sorts(server_for, browser):
     url = server_for(ROOT / "sample_traces" / "dp4_nccl")
     page, errors = open_page(browser, url + "/?rank=1")
     rows = _grid_rows(page, 20)
-    api = tv.load(ROOT / "sample_traces" / "dp4_nccl").top_kernels(50).filter(pl.col("rank") == 1)
+    api = shared_sample("dp4_nccl").top_kernels(50).filter(pl.col("rank") == 1)
     api = api.sort("total_us", descending=True)
     assert len(rows) == 20
     short = short_names(api["name"].to_list())  # the table shows short names (full name in the tooltip)

@@ -21,6 +21,7 @@ import pytest
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
 from tests.support.pipeline import hand_steps, hand_tasks, simulate, write_1f1b
+from tests.support.samples import shared_sample
 from traceview.analysis.bubbles import gpu_bubbles, p2p_tasks, pipeline_stages
 
 F = 1_200_000
@@ -89,7 +90,7 @@ def test_generator_is_deterministic(tmp_path):
 
 def test_pp4_sample_equals_expected():
     exp = json.loads((SAMPLES / "pp4_1f1b" / "expected.json").read_text())
-    trace = tv.load(SAMPLES / "pp4_1f1b")
+    trace = shared_sample("pp4_1f1b")
     got = gpu_bubbles(trace.device_tasks, trace.steps)
     assert got.height == 8
     for step_name, st in exp["steps"].items():
@@ -107,7 +108,7 @@ def test_pp4_sample_equals_expected():
 
 
 def test_pp4_sample_stages_from_titles():
-    trace = tv.load(SAMPLES / "pp4_1f1b")
+    trace = shared_sample("pp4_1f1b")
     got = pipeline_stages(trace.device_tasks, trace.host_events, trace.ranks)
     assert got["stage"].to_list() == [0, 1, 2, 3]
     assert got["n_stages"].to_list() == [4] * 4
@@ -115,7 +116,7 @@ def test_pp4_sample_stages_from_titles():
 
 
 def test_data_parallel_sample_has_no_bubble():
-    trace = tv.load(SAMPLES / "dp4_nccl")
+    trace = shared_sample("dp4_nccl")
     got = gpu_bubbles(trace.device_tasks, trace.steps)
     assert got.height == 12
     assert (got["bubble_us"] == 0).all() and not got["pipeline"].any() and (got["bubble_frac"] == 0).all()

@@ -10,6 +10,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
+from tests.support.samples import shared_sample
 from traceview import schema
 from traceview.analysis.collectives import bus_factor, match_collectives, step_skew, stragglers
 
@@ -213,7 +214,7 @@ def test_dp4_step_skew_from_step_windows(dp4):
 
 
 def test_pipeline_point_to_point_is_matched_but_left_out_of_slow_ranks():
-    t = tv.load(SAMPLES / "pp4_1f1b", use_cache=False)
+    t = shared_sample("pp4_1f1b")
     m = match_collectives(t.device_tasks)
     assert set(m["collective"]) == {"send", "recv", "coalesced"}  # from the kernels' Collective name
     assert m.height == t.device_tasks.filter(pl.col("kind") == "communication").height == 120

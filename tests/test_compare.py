@@ -26,6 +26,7 @@ import pytest
 import traceview as tv
 from tests.conftest import ROOT, SAMPLES, SHARED_TRACES, needs_shared, run_cli
 from tests.support.callbacks import layout_text
+from tests.support.samples import shared_sample
 from tests.support.serve import stop
 from traceview import run_compare
 from traceview.analysis import iteration
@@ -130,7 +131,7 @@ def test_first_run_has_no_change_and_headlines_are_diffs_first_line(traces, resu
 
 
 def test_a_run_without_device_work_and_the_notes(traces):
-    cpu = tv.load(SAMPLES / "cpu_single")
+    cpu = shared_sample("cpu_single")
     c = tv.compare([traces[0], cpu])
     row = c.table.row(1, named=True)
     assert row["window"] == "trace" and row["iteration_us"] is None and row["previous_delta_us"] is None
@@ -351,7 +352,7 @@ RESNET = SHARED_TRACES / "kineto-tb_plugin/tb_plugin/samples/resnet50_num_worker
 @needs_shared
 def test_resnet50_runs_against_diff():
     a, b = (tv.load(RESNET / f"worker0.{n}.pt.trace.json.gz") for n in ("1623143089861", "1623143566756"))
-    dp4 = tv.load(SAMPLES / "dp4_nccl")
+    dp4 = shared_sample("dp4_nccl")
     c = tv.compare([a, b, dp4], model={"seq_len": 1, "global_batch": 32})
     assert c.labels == ["worker0.1623143089861", "worker0.1623143566756", "dp4_nccl"]
     # docs/diff.md's example, the same numbers

@@ -23,6 +23,7 @@ import traceview as tv
 from tests.conftest import ROOT, SAMPLES
 from tests.support.callbacks import dependency, layout_text, request
 from tests.support.hostile import HOSTILE, hostile_trace  # noqa: F401 - fixture
+from tests.support.samples import shared_sample
 from tests.support.serve import serve, stop
 from traceview.dashboards import figures
 from traceview.dashboards.app import app_for, create_app
@@ -88,7 +89,7 @@ def test_breakdown_bars_are_the_summary_ms(dp4):
 def test_bubble_marker_on_pipeline_sample():
     """The pipeline-bubble estimate has its own marker (the sample's P2P kernels are no receive ops,
     so torch_npu's bubble is 0 and has none)."""
-    trace = tv.load(SAMPLES / "pp4_1f1b")
+    trace = shared_sample("pp4_1f1b")
     doc = build_summary(trace)
     fig = figures.step_breakdown_figure(doc)
     bubble = by_meta(fig, "pipeline_bubble")
@@ -209,7 +210,7 @@ def test_overview_callback_follows_the_query(dp4_state, dp4):
     top = doc["ranks"][1]["top_kernels"][0]
     assert everything[4][0]["name"] == top["name"]
     # a selected step narrows the kernel table and the compute classes to that step
-    trace = tv.load(SAMPLES / "dp4_nccl")
+    trace = shared_sample("dp4_nccl")
     step_top = trace.top_kernels(50, by=("rank", "step")).filter((pl.col("rank") == 1) & (pl.col("step") == 4))
     rows = picked[4]
     assert [r["name"] for r in rows] == step_top["name"].to_list() and picked[5] == "Top kernels (step 4)"
@@ -382,7 +383,7 @@ def test_compare_query():
 
 
 def test_throughput_table_when_the_model_is_given():
-    trace = tv.load(SAMPLES / "dp4_nccl")
+    trace = shared_sample("dp4_nccl")
     doc = build_summary(trace, details=False, throughput=dict(seq_len=2048, global_batch=8, params=1e8))
     layout = layout_text(create_app(trace, doc))
     first = doc["throughput"][0]
@@ -405,7 +406,7 @@ def test_what_if_table_on_the_overview(dp4_app, dp4):
 
 def test_expected_table_on_the_overview_with_a_model_config():
     """serve --model-config: the summary's expected section (verdict, each term) on the Overview."""
-    trace = tv.load(SAMPLES / "dp4_nccl")
+    trace = shared_sample("dp4_nccl")
     config = dict(layers=4, hidden=1024, heads=8, seq=2048, micro_batch=2, dp=4)
     doc = build_summary(trace, details=False, model_config=config)
     layout = layout_text(create_app(trace, doc))

@@ -20,6 +20,7 @@ import traceview as tv
 from tests.conftest import SAMPLES, timeline_segments
 from tests.support.callbacks import dependency, request
 from tests.support.hostile import HOSTILE, hostile_trace  # noqa: F401  (fixture)
+from tests.support.samples import shared_sample
 from tests.support.timeline import frame
 from traceview.analysis import timeline as tl
 from traceview.analysis.gaps import launch_delays
@@ -471,7 +472,7 @@ def test_a_whole_kernel_name_filters_and_is_measured_before_lowering(served):
 
 def test_a_filter_that_keeps_nothing_on_a_trace_without_steps_answers_empty():
     """No device task kept and no steps/terms track: an empty answer, not a server error."""
-    trace = tv.load(SAMPLES / "dp4_nccl")
+    trace = shared_sample("dp4_nccl")
     api = timeline_api.TimelineApi(trace)
     m = api.model
     m.index.pop("tracks", None)  # as for a trace without steps

@@ -29,6 +29,7 @@ import traceview as tv
 from sample_traces.samplegen import dp4 as gen_dp4
 from sample_traces.samplegen import kernels as gen_kernels
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared, run_cli
+from tests.support.samples import shared_sample
 from tests.support.tolerance import close
 from traceview.analysis import diff as d
 
@@ -234,8 +235,8 @@ def test_one_step_and_whole_trace(pair):
 
 
 def test_different_ranks_devices_and_no_steps():
-    gpu = tv.load(SAMPLES / "dp4_nccl")
-    ascend = tv.load(SAMPLES / "ascend_2rank")
+    gpu = shared_sample("dp4_nccl")
+    ascend = shared_sample("ascend_2rank")
     r = tv.diff(gpu, ascend)
     assert not r.per_rank and r.steps["rank"].to_list() == [None]
     assert any("ranks differ" in x for x in r.notes) and any("devices differ" in x for x in r.notes)

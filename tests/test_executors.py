@@ -111,7 +111,7 @@ def test_a_script_read_from_stdin_loads_in_process(tmp_path):
     )
     out = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    expected = tv.load(SAMPLES / "dp4_nccl", use_cache=False)
+    expected = shared_sample("dp4_nccl")
     assert out.stdout.split() == ["False", "4", str(expected.device_tasks.height)]
 
 
@@ -145,7 +145,7 @@ def test_a_script_file_loads_with_or_without_a_main_guard(tmp_path, guarded):
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
-    expected = tv.load(SAMPLES / "dp4_nccl", use_cache=False)
+    expected = shared_sample("dp4_nccl")
     lines = out.stdout.splitlines()
     runs = lines.count("top")  # the script's own run, then its workers' imports of it
     assert runs > 1 if guarded else runs == 1, out.stdout
@@ -261,6 +261,7 @@ def test_unknown_executor_is_refused():
 # ---- rank-local analyses (traceview.per_rank) ----------------------------------------
 
 from tests.conftest import SHARED_TRACES  # noqa: E402
+from tests.support.samples import shared_sample  # noqa: E402
 
 RANK_LOCAL_PROFILES = [
     SAMPLES / "dp4_nccl",
@@ -303,7 +304,7 @@ def test_ray_runs_the_rank_local_analyses_and_the_summary_matches_local(local_ra
     from traceview import per_rank, registry
     from traceview.summary import build_summary
 
-    local = tv.load(SAMPLES / "dp4_nccl", use_cache=False)
+    local = shared_sample("dp4_nccl")
     remote = tv.load(SAMPLES / "dp4_nccl", executor="ray", analyse=True, cache_dir=tmp_path / "cache")
     assert all(registry.memo_key(n, {}) in remote._memo for n in per_rank.ANALYSES)
     assert build_summary(remote) == build_summary(local)
@@ -330,7 +331,7 @@ def test_local_analyse_caches_the_rank_local_analyses(tmp_path, monkeypatch, wor
     if workers:
         monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)
     cache_dir = tmp_path / "cache"
-    plain = build_summary(tv.load(SAMPLES / "dp4_nccl", use_cache=False))
+    plain = build_summary(shared_sample("dp4_nccl"))
     keys = [registry.memo_key(n, {}) for n in per_rank.ANALYSES]
     for _ in range(2):  # parsed, then cached
         trace = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, analyse=True)
@@ -352,7 +353,7 @@ def test_cached_analyses_of_other_code_or_damaged_are_recomputed(tmp_path, monke
     from traceview.summary import build_summary
 
     cache_dir = tmp_path / "cache"
-    plain = build_summary(tv.load(SAMPLES / "dp4_nccl", use_cache=False))
+    plain = build_summary(shared_sample("dp4_nccl"))
     monkeypatch.setattr(executors, "ANALYSE_MIN_BYTES", 0)
     tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, analyse=True)
     monkeypatch.setattr(digest, "analysis_digest", lambda: "another-version")
@@ -374,7 +375,7 @@ def test_small_ranks_alone_get_their_analyses_from_the_driver_and_no_analyse_non
     from traceview import per_rank, rank_groups, registry
     from traceview.summary import build_summary
 
-    plain_summary = build_summary(tv.load(SAMPLES / "dp4_nccl", use_cache=False))
+    plain_summary = build_summary(shared_sample("dp4_nccl"))
     keys = [registry.memo_key(n, {}) for n in per_rank.ANALYSES]
     if workers:
         monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)

@@ -11,8 +11,9 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared, run_cli
+from tests.conftest import SHARED_TRACES, needs_shared, run_cli
 from tests.support.roofline import transformer_step
+from tests.support.samples import shared_sample
 from traceview.analysis import expected as ex
 from traceview.analysis import model_config as model_config_module
 from traceview.analysis.model_config import ModelConfig, model_config
@@ -237,6 +238,7 @@ def test_runs_on_a_real_ascend_profile_given_its_device():
         t.expected({k: v for k, v in config.items() if k != "device"})
 
 
+@pytest.mark.integration
 def test_summary_and_report_carry_the_model(tmp_path):
     path, _ = transformer_step(tmp_path / "step.json")
     keys = ["--model", "layers=2", "--model", "hidden=1024", "--model", "heads=8", "--model", "seq=128"]
@@ -260,7 +262,7 @@ def test_a_pipeline_profile_measures_the_bubble_apart_from_communication():
     """pp4_1f1b: the exposed communication of each stage is its P2P receive wait, the bubble; the
     comm term leaves it to the bubble term, and the verdict names the bubble. Every stage computes
     as long: the tie goes to the last stage, rank 3, which the model describes."""
-    t = tv.load(SAMPLES / "pp4_1f1b", use_cache=False)
+    t = shared_sample("pp4_1f1b")
     config = dict(layers=8, hidden=1024, heads=8, seq=128, micro_batch=4, pp=4, micro_batches=4, device="H100 SXM")
     terms = {r["term"]: r for r in t.expected(config).iter_rows(named=True)}
     assert terms["step"]["rank"] == 3
@@ -315,7 +317,7 @@ def test_a_config_file_may_hold_top_level_keys_and_a_model_table(tmp_path):
 def test_what_if_and_the_model_follow_the_step_asked():
     from traceview.summary import build_summary
 
-    t = tv.load(SAMPLES / "dp4_nccl", use_cache=False)
+    t = shared_sample("dp4_nccl")
     config = dict(layers=4, hidden=1024, heads=8, seq=2048, micro_batch=2, dp=4)
     doc = build_summary(t, step=4, model_config=config)
     step4 = t.iteration_breakdown().filter(pl.col("step") == 4)

@@ -10,6 +10,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared, run_cli
+from tests.support.samples import shared_sample
 from traceview.analysis import iteration
 from traceview.dashboards.perfetto import OVERLAYS, perfetto_json
 
@@ -55,7 +56,7 @@ def _check(trace, events: list[dict]) -> None:
 
 @pytest.mark.parametrize("sample", ["dp4_nccl", "pp4_1f1b", "ascend_2rank", "cpu_single"])
 def test_samples_export(sample):
-    trace = tv.load(SAMPLES / sample, use_cache=False)
+    trace = shared_sample(sample)
     events = _export(trace)
     _check(trace, events)
     # a flow from every launch call to each task it launched
@@ -70,7 +71,7 @@ def test_samples_export(sample):
 def test_times_are_exact_on_epoch_clocks():
     """Ascend's epoch µs (1.7e15, parsed exactly from their decimal text): a float64 would round
     them to 0.25 µs; the export prints the parsed ns."""
-    trace = tv.load(SAMPLES / "ascend_2rank", use_cache=False)
+    trace = shared_sample("ascend_2rank")
     text = perfetto_json(trace).decode()
     for row in trace.device_tasks.head(50).iter_rows(named=True):
         ns, dur = row["start_ns"], row["dur_ns"]
@@ -102,6 +103,7 @@ def test_names_stay_what_they_were(tmp_path):
     assert kernel["name"] == name
 
 
+@pytest.mark.integration
 def test_cli_export_writes_and_refuses(tmp_path):
     cli = run_cli
     out = tmp_path / "p.json"
@@ -129,13 +131,14 @@ def test_real_profiles_export(rel):
     _check(trace, _export(trace))
 
 
+@pytest.mark.integration
 def test_the_dashboard_downloads_the_export():
     """`traceview serve`'s "Perfetto JSON" link: the same document as `traceview export`, as an
     attachment named after the profile; no other /download path is served."""
     from traceview.dashboards.app import PERFETTO_PATH, create_app
     from traceview.summary import build_summary
 
-    trace = tv.load(SAMPLES / "pp4_1f1b", use_cache=False)
+    trace = shared_sample("pp4_1f1b")
     app = create_app(trace, build_summary(trace, details=False))
     client = app.server.test_client()
     host = {"Host": "127.0.0.1:8050"}

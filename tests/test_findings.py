@@ -23,6 +23,7 @@ import pytest
 import traceview as tv
 from tests.conftest import DATA, ROOT, SAMPLES, SHARED_TRACES, needs_shared
 from tests.support.kineto import complete_event, ns, write_trace
+from tests.support.samples import shared_sample
 from traceview import ruleset
 from traceview.analysis import conditions
 from traceview.analysis import facts as facts_mod
@@ -610,7 +611,7 @@ def test_rank_ranges():
 def test_findings_by_rule_one_row_per_rule_with_its_ranks():
     """On the 8-rank DLRM profile the findings fire on many ranks; grouped, each rule is one row:
     its worst finding (most severe, farthest from the threshold) and every rank it fired on."""
-    trace = tv.load(SAMPLES / "dp4_nccl")
+    trace = shared_sample("dp4_nccl")
     found = trace.findings()
     grouped = F.by_rule(found)
     assert grouped["rule"].n_unique() == grouped.height == found["rule"].n_unique()

@@ -71,6 +71,7 @@ def test_means_over_ranks_need_every_rank_covered():
     assert whole["traced_mfu_frac"] is None and whole["flops_coverage_frac"] == pytest.approx(0.03)
 
 
+@pytest.mark.integration
 def test_every_view_says_na_with_the_coverage(tmp_path):
     path = _step(tmp_path / "s.json", 30, 70)
     note = "n/a (FLOPs known for 30 % of kernel time)"

@@ -16,6 +16,7 @@ import traceview as tv
 from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
 from tests.support import intervals as ref
 from tests.support.corpus import ROWS  # (path, format) rows of ../shared/traces/INDEX.md
+from tests.support.samples import shared_sample
 from traceview import schema
 from traceview.analysis import gaps
 from traceview.analysis import intervals as iv
@@ -546,7 +547,7 @@ def _expected(sample: str) -> dict:
 
 @pytest.fixture(scope="module")
 def dp4():
-    return tv.load(SAMPLES / "dp4_nccl", use_cache=False)
+    return shared_sample("dp4_nccl")
 
 
 def test_dp4_step_times_exact(dp4):
@@ -674,7 +675,7 @@ def test_dp4_slow_steps_from_expected_breakdown():
 
 def test_ascend_sample_stream_idle_and_step_gaps():
     exp = _expected("ascend_2rank")
-    trace = tv.load(SAMPLES / "ascend_2rank", use_cache=False)
+    trace = shared_sample("ascend_2rank")
     out = gaps.stream_idle(trace.device_tasks, trace.host_events)
     assert set(out["rank"]) == {0, 1}
     assert (out["host_wait_us"] + out["kernel_wait_us"] + out["other_us"] - out["idle_us"]).abs().max() < 1e-6

@@ -15,6 +15,7 @@ import traceview as tv
 from tests.conftest import ROOT, SHARED_TRACES, needs_shared
 from tests.support.iteration import TERMS_US, check_identity_and_tiling
 from tests.support.kineto import complete_event, write_trace
+from tests.support.samples import shared_sample
 from traceview.analysis import iteration, phases
 
 SAMPLES = ROOT / "sample_traces"
@@ -134,7 +135,7 @@ def test_a_rank_without_host_events_has_null_host_terms(tmp_path):
 
 @pytest.mark.parametrize("sample", ["dp4_nccl", "pp4_1f1b", "ascend_2rank", "cpu_single"])
 def test_identity_and_tiling_on_every_sample(sample):
-    trace = tv.load(SAMPLES / sample, use_cache=False)
+    trace = shared_sample(sample)
     frame = trace.iteration_breakdown()
     assert frame.height > 0
     check_identity_and_tiling(frame, sample)
@@ -210,7 +211,7 @@ def test_input_bound_fires_on_the_plugins_num_workers_0_sample():
 
 def test_input_bound_stays_quiet_without_data_loading():
     for sample in ("dp4_nccl", "pp4_1f1b", "ascend_2rank"):
-        found = tv.load(SAMPLES / sample, use_cache=False).findings()
+        found = shared_sample(sample).findings()
         assert "input_bound" not in set(found["rule"]), sample
 
 

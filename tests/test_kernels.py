@@ -7,7 +7,8 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
+from tests.conftest import SHARED_TRACES, needs_shared
+from tests.support.samples import shared_sample
 from traceview.analysis.kernels import kernel_totals, operators, short_names
 
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)"
@@ -57,7 +58,7 @@ def test_short_names_are_distinct_on_every_real_profile():
 
 
 def test_kernel_totals_over_ranks():
-    trace = tv.load(SAMPLES / "dp4_nccl", use_cache=False)
+    trace = shared_sample("dp4_nccl")
     classified = trace.classified_tasks()
     totals = kernel_totals(classified, n=1000)
     per_rank = classified.group_by("name", "rank").agg((pl.col("dur_ns").sum() / 1000).alias("us"))
@@ -73,7 +74,7 @@ def test_kernel_totals_over_ranks():
 
 
 def test_operators_account_for_the_launched_time():
-    trace = tv.load(SAMPLES / "dp4_nccl", use_cache=False)
+    trace = shared_sample("dp4_nccl")
     classified = trace.classified_tasks()
     ops = operators(classified, n=10_000)
     launched = classified.filter(pl.col("launch_op").is_not_null())
@@ -87,7 +88,7 @@ def test_operators_account_for_the_launched_time():
 def test_summary_tables_use_one_short_name_per_kernel():
     from traceview.summary import build_summary
 
-    doc = build_summary(tv.load(SAMPLES / "dp4_nccl", use_cache=False))
+    doc = build_summary(shared_sample("dp4_nccl"))
     names = {}
     for k in doc["kernels"] + [k for r in doc["ranks"] for k in r["top_kernels"]]:
         assert names.setdefault(k["name"], k["short_name"]) == k["short_name"]

@@ -52,6 +52,7 @@ def _assert_same(path: Path, monkeypatch, chunk_bytes: int | None = None) -> Non
     assert typed.meta == dicts.meta
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name)
 def test_typed_equals_dicts_on_samples(path, monkeypatch):
     _assert_same(path, monkeypatch)

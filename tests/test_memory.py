@@ -381,6 +381,7 @@ def _less_memory(tmp_path, mib: int) -> Path:
     return path
 
 
+@pytest.mark.integration
 def test_diff_and_compare_show_the_peak_of_each_run(tmp_path):
     base, new = _load(MEMORY_TRACE), _load(_less_memory(tmp_path, 200))
     rows = tv.diff(base, new).memory

@@ -367,6 +367,7 @@ def test_notebook_is_a_clean_nbformat_v4_notebook():
             assert cell["outputs"] == [] and cell["execution_count"] is None
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("cwd", [".", "examples"])
 def test_notebook_runs_top_to_bottom(monkeypatch, cwd):
     monkeypatch.chdir(ROOT / cwd)

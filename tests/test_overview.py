@@ -11,6 +11,7 @@ from dash import html
 
 import traceview as tv
 from tests.conftest import DATA, SAMPLES
+from tests.support.samples import shared_sample
 from traceview.analysis.iteration import LABELS
 from traceview.dashboards import overview_tables as tables
 from traceview.dashboards.app import app_for
@@ -183,7 +184,7 @@ def test_single_rank_hides_the_per_rank_columns_and_empty_tables():
         "fig-classes": {},
     }
     # a CPU-only profile has no kernel or operator table, and no device time to stack
-    single = tv.load(SAMPLES / "cpu_single", use_cache=False)
+    single = shared_sample("cpu_single")
     cpu = DashboardState(single, build_summary(single, details=False))
     layout = overview_layout(cpu)
     assert find(layout, "cross-rank-table") is None and find(layout, "operator-table") is None
@@ -193,7 +194,7 @@ def test_single_rank_hides_the_per_rank_columns_and_empty_tables():
 
 
 def test_ascend_cards():
-    trace = tv.load(SAMPLES / "ascend_2rank", use_cache=False)
+    trace = shared_sample("ascend_2rank")
     doc = build_summary(trace, details=False)
     cards = headline_cards(doc)
     assert card_value(cards, "card-iteration") == f"{doc['headline']['mean_iteration_us'] / 1000:,.3f} ms"

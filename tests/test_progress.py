@@ -39,6 +39,7 @@ def test_progress_tracks_ranks_of_a_load(monkeypatch, tmp_path, grouped):
     assert seen == ([(3, 3)] if grouped else [(1, 3), (2, 3), (3, 3)])
 
 
+@pytest.mark.integration
 def test_cli_success_writes_nothing_to_stderr_when_piped():
     out = subprocess.run(
         [sys.executable, "-m", "traceview", "info", str(DATA / "kineto_minimal.json")],

@@ -25,7 +25,7 @@ def quickstart_lines() -> list[str]:
 def test_quickstart_has_an_install_and_run_line_and_a_test_line():
     first, second = quickstart_lines()
     assert first.startswith("pip install . && traceview ")
-    assert second == "pip install -e '.[test]' && python -m pytest -q"
+    assert second == "pip install -e '.[test]' && python -m pytest -q -n auto"  # the unit set, over the CPUs
 
 
 def test_quickstart_main_command_runs_on_the_shipped_sample(tmp_path):

@@ -10,6 +10,7 @@ from polars.testing import assert_frame_equal
 
 import traceview as tv
 from tests.conftest import DATA, SAMPLES, SHARED_TRACES
+from tests.support.samples import shared_sample
 from traceview import cache, executors, rank_groups, schema
 from traceview.parsers import discover
 from traceview.summary import build_summary
@@ -42,6 +43,7 @@ def _same(a, b):
     assert a.load_warnings == b.load_warnings and a.failures == b.failures
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "profile",
     [SAMPLES / "dp4_nccl", SAMPLES / "pp4_1f1b", DLRM],
@@ -84,6 +86,7 @@ def test_a_damaged_group_entry_is_parsed_again(tmp_path):
     assert (entry / "device_tasks.parquet").read_bytes() != b"PAR1 damaged"  # replaced
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("workers", [True, False], ids=["worker processes", "in-process"])
 def test_a_member_that_fails_is_listed_the_others_load_and_the_group_is_not_cached(monkeypatch, tmp_path, workers):
     profile = tmp_path / "p"
@@ -103,6 +106,7 @@ def test_a_member_that_fails_is_listed_the_others_load_and_the_group_is_not_cach
     assert len(list(cache_dir.iterdir())) == len(complete)  # only groups whose members all parsed
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("grouped", [True, False], ids=["a group", "a large rank"])
 def test_an_entry_cached_without_analyses_is_refilled_once(monkeypatch, tmp_path, grouped):
     """`traceview info` caches frames only; the next load that wants the analyses computes them
@@ -114,7 +118,7 @@ def test_an_entry_cached_without_analyses_is_refilled_once(monkeypatch, tmp_path
         monkeypatch.setattr(rank_groups, "SMALL_RANK_BYTES", 0)
         monkeypatch.setattr(executors, "ANALYSE_MIN_BYTES", 0)
     cache_dir = tmp_path / "c"
-    plain = build_summary(tv.load(SAMPLES / "dp4_nccl", use_cache=False))
+    plain = build_summary(shared_sample("dp4_nccl"))
     tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir)  # as `traceview info` loads
     entries = sorted(cache_dir.iterdir())
     assert entries and not any((e / cache.STAMP_FILE).exists() for e in entries)

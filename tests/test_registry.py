@@ -12,7 +12,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import traceview as tv
-from tests.conftest import DATA, ROOT, SAMPLES, run_cli
+from tests.conftest import DATA, ROOT, run_cli
+from tests.support.samples import shared_sample
 from traceview import per_rank, registry
 from traceview.analysis.declare import DECLARED, Declaration, Use, analysis, use
 from traceview.trace import Trace
@@ -21,7 +22,7 @@ from traceview.trace_methods import AnalysisMethods
 
 @pytest.fixture(scope="module")
 def dp4():
-    return tv.load(SAMPLES / "dp4_nccl", use_cache=False)
+    return shared_sample("dp4_nccl")
 
 
 def test_trace_methods_are_generated_from_the_declarations():
@@ -135,7 +136,7 @@ SMALL_MODEL = {
 
 @pytest.mark.parametrize("profile", ["dp4_nccl", "pp4_1f1b", "ascend_2rank"])
 def test_each_row_declares_columns_its_output_has(profile):
-    trace = tv.load(SAMPLES / profile, use_cache=False)
+    trace = shared_sample(profile)
     for name, row in registry.REGISTRY.items():
         if row.any_keywords:
             frame = trace.run(name, tokens_per_step=4096, params=1e9)
@@ -208,7 +209,7 @@ def test_one_label_one_number_for_exposed_communication():
     number (20-27 %: torch_npu's rule subtracts receive ops only) and the third is 0."""
     from traceview.analysis import breakdown, facts
 
-    trace = tv.load(SAMPLES / "pp4_1f1b", use_cache=False)
+    trace = shared_sample("pp4_1f1b")
     got = facts.facts(
         trace.step_breakdown(), trace.trace_breakdown(), trace.classified_tasks(), gpu_bubbles=trace.run("bubbles")
     ).sort("rank")

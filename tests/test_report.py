@@ -15,6 +15,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, SAMPLES, run_cli
+from tests.support.samples import shared_sample
 from traceview.dashboards.html_page import script_json
 from traceview.dashboards.report import report_html
 from traceview.summary import build_summary
@@ -78,7 +79,7 @@ def ms_text(us) -> str:
 
 @pytest.fixture(scope="module")
 def dp4():
-    trace = tv.load(SAMPLES / "dp4_nccl")
+    trace = shared_sample("dp4_nccl")
     doc = build_summary(trace)
     return trace, doc, report_html(trace, doc)
 
@@ -121,7 +122,7 @@ def test_report_says_where_the_timeline_was_downsampled(tmp_path):
     says so; the raw windows say how much of the step they show."""
     from traceview.dashboards import report as rep
 
-    trace = tv.load(SAMPLES / "pp4_1f1b")
+    trace = shared_sample("pp4_1f1b")
     doc = build_summary(trace)
     old = (rep.TIMELINE_LIMIT, rep.RAW_WINDOW_TASKS)
     rep.TIMELINE_LIMIT, rep.RAW_WINDOW_TASKS = 100, 50

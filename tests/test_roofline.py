@@ -454,6 +454,7 @@ def test_mfu_from_the_trace_equals_six_params_tokens_within_5_percent(tmp_path):
     assert sum(r["device_time_frac"] for r in anatomy.values()) == pytest.approx(1.0)
 
 
+@pytest.mark.integration
 def test_summary_report_and_figure_show_the_roofline(tmp_path):
     path, model = transformer_step(tmp_path / "step.json")
     doc = json.loads(run_cli("summary", str(path), "--format", "json").stdout)
@@ -684,6 +685,7 @@ def small_path(tmp_path) -> Path:
     return b.write(tmp_path / "fast.json")
 
 
+@pytest.mark.integration
 def test_diff_shows_each_operator_achieved_tflops_in_both_runs(tmp_path):
     base_path, _ = transformer_step(tmp_path / "base.json")
     doc = json.loads(base_path.read_text())
@@ -706,6 +708,7 @@ def test_diff_shows_each_operator_achieved_tflops_in_both_runs(tmp_path):
     assert 'id="diff-operators"' in page and "aten::mm" in page
 
 
+@pytest.mark.integration
 def test_compare_lists_each_run_traced_tflops(tmp_path):
     a, _ = transformer_step(tmp_path / "a.json")
     b, _ = transformer_step(tmp_path / "b.json", batch=8)  # twice the tokens: twice the matmul FLOPs
@@ -736,6 +739,7 @@ def test_what_if_bounds_from_the_measured_decomposition(tmp_path):
         t.what_if(peak_frac=1.5)
 
 
+@pytest.mark.integration
 def test_what_if_shows_in_summary_report_and_csv(tmp_path):
     """The summary's what_if rows are t.what_if()'s (rounded); the text, the report and the csv
     folder carry them."""
@@ -836,6 +840,7 @@ def test_kernel_names_say_tf32_and_winograd_and_missing_concrete_inputs_count_no
     assert "fp32 winograd" in text and " tf32 " in text and "tf32 tf32" not in text
 
 
+@pytest.mark.integration
 def test_both_mfu_estimates_side_by_side_with_their_formulas(tmp_path):
     """With --params the throughput rows carry the traced estimate beside 6 x params x tokens,
     each with its formula (summary JSON and text, the report)."""

@@ -10,6 +10,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import SAMPLES
+from tests.support.samples import shared_sample
 
 
 def _expected(sample: str) -> dict:
@@ -18,7 +19,7 @@ def _expected(sample: str) -> dict:
 
 def test_dp4_nccl_counts_and_gpu_step_windows():
     exp = _expected("dp4_nccl")
-    trace = tv.load(SAMPLES / "dp4_nccl")
+    trace = shared_sample("dp4_nccl")
     info = {r["rank"]: r for r in trace.info().to_dicts()}
     assert sorted(info) == [0, 1, 2, 3]
     for rank, e in exp["ranks"].items():
@@ -38,7 +39,7 @@ def test_dp4_nccl_counts_and_gpu_step_windows():
 
 def test_dp4_nccl_collective_kernels_exact_times():
     exp = _expected("dp4_nccl")
-    comm = tv.load(SAMPLES / "dp4_nccl").device_tasks.filter(pl.col("kind") == "communication")
+    comm = shared_sample("dp4_nccl").device_tasks.filter(pl.col("kind") == "communication")
     for i, coll in enumerate(exp["collectives"]):
         for rank in range(4):
             row = comm.filter(pl.col("rank") == rank).sort("start_ns").row(i, named=True)
@@ -48,7 +49,7 @@ def test_dp4_nccl_collective_kernels_exact_times():
 
 def test_pp4_1f1b_task_counts_per_step():
     exp = _expected("pp4_1f1b")
-    trace = tv.load(SAMPLES / "pp4_1f1b")
+    trace = shared_sample("pp4_1f1b")
     for step_name, step in exp["steps"].items():
         n = int(step_name.split("#")[1])
         for rank, e in step["ranks"].items():
@@ -62,7 +63,7 @@ def test_pp4_1f1b_task_counts_per_step():
 
 def test_ascend_2rank_tasks_steps_and_reference():
     exp = _expected("ascend_2rank")
-    trace = tv.load(SAMPLES / "ascend_2rank")
+    trace = shared_sample("ascend_2rank")
     assert trace.ranks["rank"].to_list() == [0, 1]
     for rank, e in exp["ranks"].items():
         r = int(rank)
@@ -83,7 +84,7 @@ def test_ascend_2rank_tasks_steps_and_reference():
 
 
 def test_cpu_single_is_a_real_cpu_trace():
-    trace = tv.load(SAMPLES / "cpu_single")
+    trace = shared_sample("cpu_single")
     row = trace.info().row(0, named=True)
     assert row["device_tasks"] == 0 and row["device_type"] == "cpu"
     assert row["steps"] == 5 and row["host_events"] > 10_000

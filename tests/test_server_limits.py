@@ -17,8 +17,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-import traceview as tv
 from tests.conftest import SAMPLES
+from tests.support.samples import shared_sample
 from tests.support.serve import serve, stop
 from traceview.dashboards.app import PERFETTO_PATH, create_app
 from traceview.dashboards.server import IDLE_TIMEOUT
@@ -204,7 +204,7 @@ def test_concurrent_first_downloads_build_the_export_once(monkeypatch):
         return b'{"traceEvents":[]}'
 
     monkeypatch.setattr(perfetto, "perfetto_json", build)
-    trace = tv.load(SAMPLES / "cpu_single", use_cache=False)
+    trace = shared_sample("cpu_single")
     app = create_app(trace, build_summary(trace, details=False))
 
     def download(_):

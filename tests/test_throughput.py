@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from tests.conftest import SAMPLES, SHARED_TRACES, needs_shared
+from tests.conftest import SHARED_TRACES, needs_shared
+from tests.support.samples import shared_sample
 from traceview import ruleset
 from traceview.analysis.throughput import PEAKS_FILE, device_peak, peak_entries, throughput
 
@@ -205,13 +206,12 @@ def test_impossible_throughput_is_flagged_everywhere_with_the_probable_input(tmp
     gave MFU 32,470 % with no warning (issue 14); the README's inputs now fit the sample."""
     import re
 
-    import traceview as tv
     from tests.conftest import SAMPLES, run_cli
     from traceview.dashboards.overview import _throughput
     from traceview.dashboards.report import throughput_section
     from traceview.summary import build_summary
 
-    trace = tv.load(SAMPLES / "dp4_nccl")
+    trace = shared_sample("dp4_nccl")
     wrong = dict(tokens_per_step=2_097_152, params=7e9)
     rows = trace.throughput(**wrong)
     assert (rows["mfu_frac"] > 1).all()
@@ -238,7 +238,7 @@ def test_the_headline_shows_tokens_mfu_and_hfu_with_their_formulas():
     from traceview.cli.summary import summary_text
     from traceview.summary import build_summary
 
-    trace = tv.load(SAMPLES / "dp4_nccl")
+    trace = shared_sample("dp4_nccl")
     model = {"seq_len": 4096, "global_batch": 32, "params": 1.3e8, "recompute": True}
     doc = build_summary(trace, throughput=model)
     rows = trace.throughput(**model)

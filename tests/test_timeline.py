@@ -8,9 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import traceview as tv
-from tests.conftest import SAMPLES
 from tests.support import intervals as ref
+from tests.support.samples import shared_sample
 from tests.support.timeline import frame
 from traceview.analysis import timeline as tl
 
@@ -126,7 +125,7 @@ def test_binned_busy_equals_clipped_union(items, lo, width, bins):
 
 
 def test_sample_dp4_nccl_lanes_and_binned_whole_trace():
-    t = tv.load(SAMPLES / "dp4_nccl")
+    t = shared_sample("dp4_nccl")
     tasks = t.classified_tasks()
     lanes = tl.lanes(tasks)
     assert lanes.height == 8

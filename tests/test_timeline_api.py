@@ -5,15 +5,14 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-import traceview as tv
-from tests.conftest import SAMPLES
+from tests.support.samples import shared_sample
 from traceview.dashboards.app import create_app
 from traceview.summary import build_summary
 
 
 @pytest.fixture(scope="module")
 def dp4():
-    trace = tv.load(SAMPLES / "dp4_nccl")
+    trace = shared_sample("dp4_nccl")
     app = create_app(trace, build_summary(trace, details=False))
     client = app.server.test_client()
     return trace, client, client.get("/api/timeline/meta").get_json()
@@ -129,7 +128,7 @@ def test_warm_builds_the_model_in_the_background_once():
     afterwards reuses it (the same object) instead of building another."""
     from traceview.dashboards.timeline.api import TimelineApi
 
-    api = TimelineApi(tv.load(SAMPLES / "dp4_nccl"))
+    api = TimelineApi(shared_sample("dp4_nccl"))
     api.warm().join(timeout=120)
     built = api._model
     assert built is not None
@@ -141,7 +140,7 @@ def test_warm_builds_the_model_in_the_background_once():
 def test_a_failed_warm_is_reported_by_the_first_request(monkeypatch):
     from traceview.dashboards.timeline import api as timeline_api
 
-    api = timeline_api.TimelineApi(tv.load(SAMPLES / "dp4_nccl"))
+    api = timeline_api.TimelineApi(shared_sample("dp4_nccl"))
     monkeypatch.setattr(timeline_api.TimelineModel, "from_trace", classmethod(lambda cls, t: 1 / 0))
     api.warm().join(timeout=120)  # no exception escapes the thread
     assert api._model is None

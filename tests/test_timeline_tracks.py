@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import traceview as tv
-from tests.conftest import SAMPLES
 from tests.support import intervals as ref
+from tests.support.samples import shared_sample
 from traceview.analysis import timeline as tl
 from traceview.analysis import timeline_tracks as tt
 
@@ -141,6 +140,7 @@ def test_range_totals_hand_made():
     assert cls == {(0, "gemm"): 150, (0, "communication"): 80}
 
 
+@pytest.mark.integration
 @settings(max_examples=150, deadline=None)
 @given(
     rows=st.lists(
@@ -176,7 +176,7 @@ def test_range_totals_of_an_iteration_equal_the_iteration_breakdown():
     """The terms track summed over a step's iteration window gives the iteration breakdown's terms."""
     from traceview.dashboards.timeline.model import track_items
 
-    trace = tv.load(SAMPLES / "dp4_nccl")
+    trace = shared_sample("dp4_nccl")
     f = (
         track_items(trace)
         .filter(pl.col("kind") == "term")

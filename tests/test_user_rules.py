@@ -93,6 +93,7 @@ def test_a_worker_process_parses_with_the_users_task_kinds(rules_file):
         assert set(tasks.filter(pl.col("name").str.contains(GEMM))["kind"]) == expected
 
 
+@pytest.mark.integration
 def test_the_parallel_decode_workers_get_the_users_task_kinds(rules_file, tmp_path, monkeypatch):
     """A large file decoded in pieces by spawned processes: each piece is classified with the
     user's rules, same as the whole file parsed in this process."""
@@ -171,6 +172,7 @@ def test_with_rules_gives_the_same_frames_other_numbers(tmp_path):
         shipped.with_rules(kinds)
 
 
+@pytest.mark.integration
 def test_worker_processes_compute_the_analyses_with_the_users_rules(tmp_path):
     """Ranks parsed in worker processes with their rank-local analyses: the workers get the
     rules as data (they open no rules file) and give what the driver gives; the cache keeps the
