@@ -323,6 +323,7 @@ def test_local_analyse_caches_the_rank_local_analyses(tmp_path, monkeypatch, wor
     from traceview import per_rank, rank_groups, registry
     from traceview.summary import build_summary
 
+    plain = build_summary(shared_sample("dp4_nccl"))  # the reference, parsed before the patches below
     monkeypatch.setattr(executors, "ANALYSE_MIN_BYTES", 0)  # the samples' ranks are small
     if grouped:
         monkeypatch.setattr(rank_groups, "GROUP_RANKS", 2)  # two groups of two
@@ -331,7 +332,6 @@ def test_local_analyse_caches_the_rank_local_analyses(tmp_path, monkeypatch, wor
     if workers:
         monkeypatch.setattr(executors, "PARALLEL_MIN_BYTES", 0)
     cache_dir = tmp_path / "cache"
-    plain = build_summary(shared_sample("dp4_nccl"))
     keys = [registry.memo_key(n, {}) for n in per_rank.ANALYSES]
     for _ in range(2):  # parsed, then cached
         trace = tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir, analyse=True)

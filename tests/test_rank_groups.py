@@ -114,11 +114,11 @@ def test_an_entry_cached_without_analyses_is_refilled_once(monkeypatch, tmp_path
     the loads after it read them (nothing computed again)."""
     from traceview import per_rank, registry
 
+    plain = build_summary(shared_sample("dp4_nccl"))  # the reference, parsed before the patches below
     if not grouped:  # the samples' ranks stand for large ones: alone, and analysed where parsed
         monkeypatch.setattr(rank_groups, "SMALL_RANK_BYTES", 0)
         monkeypatch.setattr(executors, "ANALYSE_MIN_BYTES", 0)
     cache_dir = tmp_path / "c"
-    plain = build_summary(shared_sample("dp4_nccl"))
     tv.load(SAMPLES / "dp4_nccl", cache_dir=cache_dir)  # as `traceview info` loads
     entries = sorted(cache_dir.iterdir())
     assert entries and not any((e / cache.STAMP_FILE).exists() for e in entries)

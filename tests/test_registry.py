@@ -241,7 +241,7 @@ def test_the_architecture_doc_shows_the_graph_as_it_is():
 
 
 def _shown(name: str) -> str:
-    """How docs/api.md writes method `name`: `top_kernels(n=10, by=("rank",), *, classes=None)`."""
+    """How docs/api.md writes method `name`: `top_kernels(n=10, *, by=("rank",))`."""
     parts, starred = [], False
     for param in list(inspect.signature(getattr(Trace, name)).parameters.values())[1:]:
         if param.kind is param.VAR_KEYWORD:

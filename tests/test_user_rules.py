@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 
 import traceview as tv
-from tests.conftest import run_cli
-from traceview import executors, ruleset
+from tests.conftest import DATA, run_cli
+from traceview import cache, executors, ruleset
 from traceview.cache import unpack
 from traceview.errors import TraceError
 from traceview.parsers import jsonio, kineto
@@ -198,6 +198,30 @@ def test_worker_processes_compute_the_analyses_with_the_users_rules(tmp_path):
     shipped = tv.load(DP4, cache_dir=cache_dir, analyse=True)  # the same entries, other rules
     assert shipped.compute_classes().equals(tv.load(DP4, use_cache=False).compute_classes())
     assert not shipped.compute_classes().equals(expected)
+
+
+def test_a_rank_cached_alone_keeps_the_analyses_of_the_rules_of_the_last_load(tmp_path):
+    """One small rank (its analyses computed by the driver and added to its cache entry): loads
+    with a user's rules and without, in both orders over one cache, each give the numbers of an
+    uncached load with the same rules, and the entry's stamp names the rules of the last."""
+    import orjson
+
+    profile = DATA / "kineto_gpu_annotation.json"
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[[compute_classes.rule]]\nclass = "normalization"\nname = "."\n')
+    expected = {
+        "mine": tv.load(profile, use_cache=False, rules=mine).compute_classes(),
+        "shipped": tv.load(profile, use_cache=False).compute_classes(),
+    }
+    assert not expected["mine"].equals(expected["shipped"])
+    cache_dir = tmp_path / "c"
+    for which in ("mine", "mine", "shipped", "shipped", "mine"):
+        rules = mine if which == "mine" else None
+        got = tv.load(profile, cache_dir=cache_dir, analyse=True, rules=rules).compute_classes()
+        assert got.equals(expected[which]), which
+        (entry,) = cache_dir.iterdir()
+        stamp = orjson.loads((entry / cache.STAMP_FILE).read_bytes())
+        assert stamp["rules"] == ruleset.build(rules).digest, which
 
 
 def test_a_file_without_a_section_changes_nothing_there(tmp_path):

@@ -47,13 +47,18 @@ def diff(base, new, rules=None, **options):
 
 
 def compare(runs, labels=None, model=None, **load_options):
-    """Compare runs side by side, each a loaded `Trace` or a path to `load` (with `load_options`),
-    in order; `labels` one per run (default: each path's name); `model`: keyword arguments of
+    """Compare runs side by side, each a loaded `Trace` or a path to `load` (with `load_options`;
+    with `rules=`, a Trace is taken `with_rules` too), in order; `labels` one per run (default: each path's name); `model`: keyword arguments of
     `Trace.throughput` for tokens/s and MFU. Returns a `RunComparison` (docs/compare.md)."""
     from traceview.run_compare import compare as side_by_side
 
     if isinstance(runs, (str, Trace)) or hasattr(runs, "__fspath__"):
         raise TypeError("compare takes a list of runs (paths or Traces), two or more")
-    return side_by_side(
-        [run if isinstance(run, Trace) else load(run, **load_options) for run in runs], labels=labels, model=model
-    )
+    rules = load_options.get("rules")
+
+    def run_of(run):
+        if isinstance(run, Trace):  # analysed with the rules asked for, as a loaded path is
+            return run if rules is None else run.with_rules(rules)
+        return load(run, **load_options)
+
+    return side_by_side([run_of(run) for run in runs], labels=labels, model=model)

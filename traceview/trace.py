@@ -77,7 +77,7 @@ class Trace(AnalysisMethods):
                 "these rules change the task kinds, which apply while parsing",
                 f"load the profile again with them: traceview.load({self.source!r}, rules=...)",
             )
-        other = Trace(self.source, self.ranks, self._frames, list(self.load_warnings), list(self.failures))
+        other = Trace(self.source, self.ranks, dict(self._frames), list(self.load_warnings), list(self.failures))
         other.companions = self.companions
         other.rules = chosen
         return other

@@ -103,7 +103,7 @@ class AnalysisMethods:
     def launch_calls(self) -> pl.DataFrame:
         """Per rank and correlation id: the launch call's start and end (ns), shared by the idle and
         delay analyses; which runtime calls are synchronous: the trace's `[[phases.synchronous]]`
-        patterns (`rules`). See `gaps.launch_calls`.
+        patterns. See `gaps.launch_calls`.
 
         Declared by `traceview.analysis.launches.launch_call_frame`.
         """
@@ -136,7 +136,7 @@ class AnalysisMethods:
         """Per rank and step: the whole iteration (wall time, iterations tiling the run) and where
         it went: computing, exposed communication and memcpy in it, data loading, host overhead
         (runtime and framework), other idle (µs), adding up to iteration_us, by the trace's phase
-        rules (`rules`: what the host spans mean). See `iteration_breakdown`.
+        rules (what the host spans mean). See `iteration_breakdown`.
 
         Declared by `traceview.analysis.iteration.iteration_of`.
         """
@@ -147,7 +147,7 @@ class AnalysisMethods:
         `throughput` (tokens_per_step or seq_len + global_batch; params or flops_per_token;
         recompute; peak_tflops; devices). Defaults: devices = the recorded world size (else the
         ranks loaded), device_name = the first rank's device, the peak from the trace's device peak
-        table (`peaks`).
+        table.
 
         Declared by `traceview.analysis.throughput.throughput_of`.
         """
@@ -180,21 +180,22 @@ class AnalysisMethods:
         """One row per operator call the roofline covers: its kernels, device time (their union),
         FLOPs and bytes: the host operators op_flops.toml lists (`op_calls`), then the Ascend device
         operators device_op_flops.toml lists (`device_op_calls`); both tables come with the trace's
-        rules (`ops`, `device_ops`).
+        rules.
 
         Declared by `traceview.analysis.roofline.all_op_calls`.
         """
         return self.run('op_calls')
 
     def device_limits(self) -> pl.DataFrame:
-        """Per rank and dtype, the device's limits from the device peak table `peaks` (the trace's:
-        `device_peaks.toml`, a user's `[[device_peaks.rule]]` entries first; None: the shipped one;
-        the first entry matching the device name that gives `tflops`): matrix_tflops = its dense
-        peak for the dtype (bf16, fp16, fp8, tf32, fp32, fp64 as the table lists them; fp32 work is
-        measured against the fp32 rate, not tf32), vector_tflops = its fp32 rate (elementwise work),
-        memory_tbps (any dtype); per device (a package's figures / devices_per_package);
-        device_entry names the table entry. A rank whose device matches an entry without dtypes has
-        one row with dtype null; one matching no entry has no row.
+        """Per rank and dtype, the device's limits from the device peak table (the trace's:
+        `device_peaks.toml`, a user's `[[device_peaks.rule]]` entries first; called as a function,
+        `peaks`, None: the shipped one; the first entry matching the device name that gives
+        `tflops`): matrix_tflops = its dense peak for the dtype (bf16, fp16, fp8, tf32, fp32, fp64
+        as the table lists them; fp32 work is measured against the fp32 rate, not tf32),
+        vector_tflops = its fp32 rate (elementwise work), memory_tbps (any dtype); per device (a
+        package's figures / devices_per_package); device_entry names the table entry. A rank whose
+        device matches an entry without dtypes has one row with dtype null; one matching no entry
+        has no row.
 
         Declared by `traceview.analysis.roofline.device_limits`.
         """

@@ -418,8 +418,8 @@ def iteration_of(
 ) -> pl.DataFrame:
     """Per rank and step: the whole iteration (wall time, iterations tiling the run) and where it
     went: computing, exposed communication and memcpy in it, data loading, host overhead (runtime
-    and framework), other idle (µs), adding up to iteration_us, by the trace's phase rules
-    (`rules`: what the host spans mean). See `iteration_breakdown`."""
+    and framework), other idle (µs), adding up to iteration_us, by the trace's phase rules (what
+    the host spans mean). See `iteration_breakdown`."""
     return iteration_breakdown(device_tasks, host_events, steps, launches, rules, phased["phase"], host_phase)
 
 

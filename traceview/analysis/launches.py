@@ -19,7 +19,7 @@ from traceview.analysis.declare import analysis, use
 def launch_call_frame(host_events: pl.DataFrame, rules: phases.HostRules) -> pl.DataFrame:
     """Per rank and correlation id: the launch call's start and end (ns), shared by the idle and
     delay analyses; which runtime calls are synchronous: the trace's `[[phases.synchronous]]`
-    patterns (`rules`). See `gaps.launch_calls`."""
+    patterns. See `gaps.launch_calls`."""
     return gaps.launch_calls(host_events, rules.synchronous)
 
 

@@ -326,8 +326,9 @@ LIMITS_SCHEMA = pl.Schema(
 
 @analysis("device_limits", inputs={"ranks": "ranks", "peaks": "rules.device_peaks"}, keys=("rank", "dtype"))
 def device_limits(ranks: pl.DataFrame, peaks: Sequence[dict] | None = None) -> pl.DataFrame:
-    """Per rank and dtype, the device's limits from the device peak table `peaks` (the trace's:
-    `device_peaks.toml`, a user's `[[device_peaks.rule]]` entries first; None: the shipped one;
+    """Per rank and dtype, the device's limits from the device peak table (the trace's:
+    `device_peaks.toml`, a user's `[[device_peaks.rule]]` entries first; called as a function,
+    `peaks`, None: the shipped one;
     the first entry matching the device name that gives `tflops`): matrix_tflops = its dense peak
     for the dtype (bf16, fp16, fp8, tf32, fp32, fp64 as the table lists them; fp32 work is measured against the fp32 rate, not tf32),
     vector_tflops = its fp32 rate (elementwise work), memory_tbps (any dtype); per device (a
@@ -377,7 +378,7 @@ def all_op_calls(
     """One row per operator call the roofline covers: its kernels, device time (their union),
     FLOPs and bytes: the host operators op_flops.toml lists (`op_calls`), then the Ascend device
     operators device_op_flops.toml lists (`device_op_calls`); both tables come with the trace's
-    rules (`ops`, `device_ops`)."""
+    rules."""
     return pl.concat([op_calls(tasks, host, op_inputs, ops), device_op_calls(tasks, device_ops)])
 
 

@@ -265,8 +265,7 @@ def throughput_of(ranks: pl.DataFrame, times: pl.DataFrame, peaks: tuple[dict, .
     """Tokens/s per device, model TFLOP/s per device and MFU per step. Keyword arguments as
     `throughput` (tokens_per_step or seq_len + global_batch; params or flops_per_token;
     recompute; peak_tflops; devices). Defaults: devices = the recorded world size (else the ranks
-    loaded), device_name = the first rank's device, the peak from the trace's device peak table
-    (`peaks`)."""
+    loaded), device_name = the first rank's device, the peak from the trace's device peak table."""
     world = ranks["world_size"].drop_nulls().to_list()
     kwargs.setdefault("devices", max(world) if world else ranks.height)
     names = ranks["device_name"].drop_nulls()

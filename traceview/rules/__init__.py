@@ -9,11 +9,13 @@ extends them with a rules file of either form:
 - one file for all tables (`traceview.load(..., rules=FILE)`, `--rules FILE`): a section per
   table it extends, `[[task_kinds.kineto.communication]]`, `[[compute_classes.rule]]`,
   `[[findings.rule]]`, `[[device_peaks.rule]]`, `[[phases.data_loading]]` (docs/rules.md);
-- a file of one table (`--classes`, `--findings-rules`): that table's `[[rule]]` entries at the top.
+- a file of one table (`--classes`, `--findings-rules`, `--device-rules`): that table's `[[rule]]`
+  entries at the top.
 
-The code that reads a table puts the user's entries first or merges them by id (`section` gives
-each its part of a file); this module only reads files and says, in one line naming the file (and
-the entry), what is wrong with one (`RulesError`).
+`traceview.ruleset` reads a load's files once and builds every table (the code that builds a table
+puts the user's entries first or merges them by id; `section_of` gives each its part of a
+document); this module only reads files, checks regexes and numbers, and says, in one line naming
+the file (and the entry), what is wrong with one (`RulesError`).
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ def read(path: str | Path) -> dict:
     """The TOML document of a rules file (RulesError if it cannot be read or is not TOML).
 
     A file is opened once per process while it stays the same file with the same size and
-    modification time (`_parsed`): the checks before a load and every table that reads it share
-    one read (a copy each, so no reader sees another's changes). An edited file is read again."""
+    modification time (`_parsed`): every RuleSet built from it in a process shares one read (a
+    copy each, so no reader sees another's changes). An edited file is read again."""
     path = Path(path)
     try:
         st = path.stat()
