@@ -224,6 +224,15 @@ def test_a_rank_cached_alone_keeps_the_analyses_of_the_rules_of_the_last_load(tm
         assert stamp["rules"] == ruleset.build(rules).digest, which
 
 
+def test_diff_analyses_a_trace_and_a_path_with_the_same_rules(tmp_path):
+    """tv.diff(rules=...): the loaded Trace is taken with the rules, the path loaded with them."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[[compute_classes.rule]]\nclass = "normalization"\nname = "elementwise"\n')
+    d = tv.diff(tv.load(DP4, use_cache=False), DP4, rules=mine)
+    row = d.classes.filter(pl.col("class") == "normalization").row(0, named=True)
+    assert row["base_count"] > 0 and row["base_count"] == row["new_count"]
+
+
 def test_a_file_without_a_section_changes_nothing_there(tmp_path):
     path = tmp_path / "rules.toml"
     path.write_text('[[device_peaks.rule]]\nname = "x"\nmatch = "nothing matches this"\npeak_tflops = 1.0\n')

@@ -38,27 +38,33 @@ def diff(base, new, rules=None, **options):
     Returns a `RunDiff`."""
     from traceview.run_diff import diff as compare
 
-    def run_of(run):
-        if isinstance(run, Trace):
-            return run if rules is None else run.with_rules(rules)
-        return load(run, rules=rules)
-
-    return compare(run_of(base), run_of(new), **options)
+    load_options = _with_rules_built({"rules": rules})
+    return compare(_run(base, load_options), _run(new, load_options), **options)
 
 
 def compare(runs, labels=None, model=None, **load_options):
     """Compare runs side by side, each a loaded `Trace` or a path to `load` (with `load_options`;
-    with `rules=`, a Trace is taken `with_rules` too), in order; `labels` one per run (default: each path's name); `model`: keyword arguments of
-    `Trace.throughput` for tokens/s and MFU. Returns a `RunComparison` (docs/compare.md)."""
+    with `rules=`, a Trace is taken `with_rules` too), in order; `labels` one per run (default:
+    each path's name); `model`: keyword arguments of `Trace.throughput` for tokens/s and MFU. Returns a `RunComparison` (docs/compare.md)."""
     from traceview.run_compare import compare as side_by_side
 
     if isinstance(runs, (str, Trace)) or hasattr(runs, "__fspath__"):
         raise TypeError("compare takes a list of runs (paths or Traces), two or more")
-    rules = load_options.get("rules")
+    load_options = _with_rules_built(load_options)
+    return side_by_side([_run(run, load_options) for run in runs], labels=labels, model=model)
 
-    def run_of(run):
-        if isinstance(run, Trace):  # analysed with the rules asked for, as a loaded path is
-            return run if rules is None else run.with_rules(rules)
-        return load(run, **load_options)
 
-    return side_by_side([run_of(run) for run in runs], labels=labels, model=model)
+def _with_rules_built(load_options: dict) -> dict:
+    """`load_options` with its rules file (if any) read once, as a RuleSet every run shares."""
+    if load_options.get("rules") is None:
+        return load_options
+    return {**load_options, "rules": ruleset.build(load_options["rules"])}
+
+
+def _run(run, load_options: dict) -> Trace:
+    """A run as a Trace: a loaded Trace (taken `with_rules` when `load_options` gives rules, so it
+    is analysed as a loaded path is), or a path loaded with `load_options`."""
+    if isinstance(run, Trace):
+        rules = load_options.get("rules")
+        return run if rules is None else run.with_rules(rules)
+    return load(run, **load_options)

@@ -61,7 +61,6 @@ def get(
     """The executor called `name` ("local" or "ray"); TraceError if Ray is asked for but not installed.
     `analyse`: where a rank is parsed, also compute its rank-local analyses, with `rules` (None:
     the shipped ones; a worker gets `rules.documents` and builds the same RuleSet)."""
-    rules = rules or ruleset.shipped()
     if name == "local":
         return LocalExecutor(jobs, analyse, rules)
     if name == "ray":

@@ -9,11 +9,9 @@ workers) calls `traceview.load`.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import traceview as tv
-
-SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
+from tests.conftest import SAMPLES
 
 
 @functools.cache
