@@ -238,12 +238,13 @@ def _loads_drawn(page, url: str, loads: int) -> int:
 
 @needs_shared
 @pytest.mark.parametrize("profile", [DLRM, ASCEND_LEVEL1], ids=["dlrm_8_ranks", "ascend_level1"])
-def test_the_timeline_loads_drawn_fifty_times_in_a_row(server_for, browser, profile):
+def test_the_timeline_loads_drawn_25_times_in_a_row(server_for, browser, profile):
     """Reported on the plotly timeline: 8 of 12 loads blank on the DLRM set (a second figure
-    request dropped the first answer). Every load of the canvas draws."""
+    request dropped the first answer). Every load of the canvas draws: 25 loads of each profile
+    (a blank rate of 1 in 20 fails one of the two profiles nine times in ten)."""
     url = server_for(profile) + "/timeline"
     page, errors = open_page(browser, url)
-    assert _loads_drawn(page, url, 50) == 50
+    assert _loads_drawn(page, url, 25) == 25
     assert errors == []
     page.close()
 

@@ -241,13 +241,27 @@ def test_served_pages(dp4_app):
 def test_overview_callback_over_http(dp4_app):
     client = dp4_app.server.test_client()
     dep = dependency(client, "fig-breakdown.figure")
-    inputs = [{"id": "url", "property": "search", "value": "?rank=3&step=5"}]
-    payload = request(dep, inputs, ["url.search"], state=[])
+    inputs = [
+        {"id": "url", "property": "pathname", "value": "/"},
+        {"id": "url", "property": "search", "value": "?rank=3&step=5"},
+    ]
+    payload = request(dep, inputs, ["url.pathname", "url.search"], state=[])
     resp = client.post("/_dash-update-component", json=payload)
     assert resp.status_code == 200, resp.data[:500]
     body = orjson.loads(resp.data)["response"]
     assert body["fig-breakdown"]["figure"]["data"][0]["x"] == [["rank 3"], ["step 5"]]
     assert {r["rank"] for r in body["kernel-table"]["rowData"]} == {3}
+
+
+@pytest.mark.parametrize("path", ["/timeline", "/roofline"])
+def test_other_pages_build_no_overview(dp4_app, path):
+    """Opening the Timeline (or the Roofline) computes no Overview figure: its callback answers
+    "no update" there (the Overview is built when the user goes to it)."""
+    client = dp4_app.server.test_client()
+    dep = dependency(client, "fig-breakdown.figure")
+    inputs = [{"id": "url", "property": "pathname", "value": path}, {"id": "url", "property": "search", "value": ""}]
+    resp = client.post("/_dash-update-component", json=request(dep, inputs, ["url.pathname"], state=[]))
+    assert resp.status_code == 204, resp.data[:300]
 
 
 def test_hostile_kernel_name_is_only_data(hostile_trace):
@@ -265,7 +279,8 @@ def test_hostile_kernel_name_is_only_data(hostile_trace):
     assert not getattr(grid, "dangerously_allow_code", False)
     # over the wire the name is a JSON string value (application/json), never markup in HTML
     dep = dependency(client, "kernel-table.rowData")
-    payload = request(dep, [{"id": "url", "property": "search", "value": ""}], ["url.search"])
+    inputs = [{"id": "url", "property": "pathname", "value": "/"}, {"id": "url", "property": "search", "value": ""}]
+    payload = request(dep, inputs, ["url.search"])
     resp = client.post("/_dash-update-component", json=payload)
     assert resp.status_code == 200 and resp.content_type.startswith("application/json")
     assert HOSTILE in [r["name"] for r in orjson.loads(resp.data)["response"]["kernel-table"]["rowData"]]

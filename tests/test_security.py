@@ -279,10 +279,13 @@ def test_browser_dashboard_runs_no_payload(browser, server_for, hostile):
     for path in ("/", "/timeline?host=1"):
         page, seen = _watched(browser)
         page.goto(url + path, wait_until="networkidle")
-        page.wait_for_function(  # the Overview's figures (computed on the Timeline page too, hidden there)
-            "() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(g => g.data && g.data.length > 0)",
-            timeout=90_000,
-        )
+        if path == "/":  # the Overview's figures (the Timeline page builds none: app.on_page)
+            page.wait_for_function(
+                "() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(g => g.data && g.data.length > 0)",
+                timeout=90_000,
+            )
+        else:
+            page.wait_for_function(CANVAS_READY, timeout=90_000)
         page.wait_for_timeout(1000)
         graphs = page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => g.id || 'g')")
         for i in range(len(graphs)):  # hover each figure's middle: hover labels are HTML in plotly

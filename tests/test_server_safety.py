@@ -264,7 +264,11 @@ def test_malformed_timeline_requests_answer_400_and_log_no_traceback(served, que
     # the widest window a client may ask for (times relative to the origin, up to 2**60 ns) is served
     assert client.get(f"/api/timeline/range?start={-(2**60)}&end={2**60}").status_code == 200
     for search in (5, ["?rank=1"], "?rank=NaN&step=1e400"):  # a query of the wrong type or values
-        resp = _callback(client, "fig-breakdown.figure", [{"id": "url", "property": "search", "value": search}])
+        inputs = [
+            {"id": "url", "property": "pathname", "value": "/"},
+            {"id": "url", "property": "search", "value": search},
+        ]
+        resp = _callback(client, "fig-breakdown.figure", inputs)
         assert resp.status_code in (200, 204), (search, resp.data[:300])
 
 
@@ -345,7 +349,8 @@ def _ask(client, method: str, path: str, headers: dict):
     headers = {**HOST, **headers}
     if method == "POST":
         dep = callbacks.dependency(client, "fig-breakdown.figure")
-        body = callbacks.request(dep, [{"id": "url", "property": "search", "value": ""}], ["url.search"], state=[])
+        inputs = [{"id": "url", "property": "pathname", "value": "/"}, {"id": "url", "property": "search", "value": ""}]
+        body = callbacks.request(dep, inputs, ["url.search"], state=[])
         return client.post(path, data=orjson.dumps(body), headers={**headers, "Content-Type": "application/json"})
     return client.get(path, headers=headers)
 

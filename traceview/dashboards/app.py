@@ -227,19 +227,34 @@ def sync_filters(state: DashboardState, search, ranks, step, picked_classes=None
     return (dash.no_update, picked or [], picked_step, picked_classes or [], name or "")
 
 
+def page_of(pathname) -> str:
+    """The page a path shows: timeline, compare, roofline or overview (any other path)."""
+    if is_timeline(pathname):
+        return "timeline"
+    if is_compare(pathname):
+        return "compare"
+    return "roofline" if is_roofline(pathname) else "overview"
+
+
+def on_page(page: str, callback):
+    """`callback(state, *inputs)` run only while `page` is shown: its callback takes the path
+    first and answers "no update" on any other page, so opening the Timeline builds no Overview
+    figure (the page's content is computed when the user goes to it, with the query string then)."""
+
+    @functools.wraps(callback)
+    def run(state: DashboardState, pathname, *args):
+        if page_of(pathname) != page:
+            raise dash.exceptions.PreventUpdate
+        return callback(state, *args)
+
+    return run
+
+
 def show_page(state: DashboardState, pathname, search) -> tuple:
     """Which page the path shows (page styles, the step filter's and the filters' style, the
     title); the navigation links keep the query string (rank/step state). The Compare page has no
     filters: it compares whole runs."""
-    page = (
-        "timeline"
-        if is_timeline(pathname)
-        else "compare"
-        if is_compare(pathname)
-        else "roofline"
-        if is_roofline(pathname)
-        else "overview"
-    )
+    page = page_of(pathname)
     hidden, shown = {"display": "none"}, {}
     return (
         shown if page == "overview" else hidden,
@@ -289,7 +304,10 @@ def app_for(state: DashboardState, warm_timeline: bool = False) -> dash.Dash:
         Input("url", "search"),
         *[Input(w, p) for w, p in FILTER_WIDGETS.items()],
     )(guarded(sync_filters, state))
-    app.callback(*[Output(c, p) for c, p in OVERVIEW_OUTPUTS], Input("url", "search"))(guarded(update_overview, state))
+    # the Overview's and the Roofline's content: computed when their page is shown (`on_page`)
+    app.callback(*[Output(c, p) for c, p in OVERVIEW_OUTPUTS], Input("url", "pathname"), Input("url", "search"))(
+        guarded(on_page("overview", update_overview), state)
+    )
     app.callback(
         Output("page-overview", "style"),
         Output("page-timeline", "style"),
@@ -310,8 +328,9 @@ def app_for(state: DashboardState, warm_timeline: bool = False) -> dash.Dash:
         Output("roofline-note", "children"),
         Output("roofline-flops", "children"),
         Output("roofline-table", "children"),
+        Input("url", "pathname"),
         Input("url", "search"),
-    )(guarded(update_roofline, state))
+    )(guarded(on_page("roofline", update_roofline), state))
     app.callback(
         Output("url", "pathname", allow_duplicate=True),
         Output("url", "search", allow_duplicate=True),
