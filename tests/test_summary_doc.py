@@ -1,6 +1,6 @@
 """The typed summary document (`traceview.summary_doc`): every document `build_summary` gives, with
-every option, matches the declaration; the recorded goldens (the shipped samples' and the
-corpus') match it; the published JSON Schema is current; a key the declaration lacks, or one it
+every option, matches the declaration; the shipped samples' recorded goldens match it (the
+corpus' goldens are narrow: tests/test_corpus_goldens.py checks each live corpus document instead); the published JSON Schema is current; a key the declaration lacks, or one it
 needs that is missing, fails with the path named."""
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from traceview.analysis import findings, roofline, throughput, what_if
 from traceview.summary import build_summary
 
 SAMPLES = ROOT / "sample_traces"
-GOLDENS = sorted((ROOT / "tests" / "golden").glob("*.json")) + sorted(
-    (ROOT / "tests" / "golden" / "corpus").glob("*.json")
-)
+GOLDENS = sorted((ROOT / "tests" / "golden").glob("*.json"))
 SCHEMA_FILE = ROOT / "docs" / "summary.schema.json"
 MODEL = {"layers": 4, "hidden": 1024, "heads": 8, "seq": 1024, "micro_batch": 1, "device": "H100"}
 
@@ -65,10 +63,7 @@ def test_every_sample_document_matches_the_declaration_with_every_option(traces)
 
 @pytest.mark.parametrize("path", GOLDENS, ids=[p.name for p in GOLDENS])
 def test_every_recorded_golden_matches_the_declaration(path):
-    doc = json.loads(path.read_text())
-    if set(doc) == {"error"}:  # a corpus profile that cannot be read: its error line is the golden
-        return
-    summary_doc.document(doc)
+    summary_doc.document(json.loads(path.read_text()))
 
 
 def test_the_published_schema_is_current():
