@@ -94,3 +94,19 @@ def test_summary_tables_use_one_short_name_per_kernel():
         assert names.setdefault(k["name"], k["short_name"]) == k["short_name"]
     for o in doc["operators"]:
         assert names.get(o["top_kernel"], o["top_kernel_short"]) == o["top_kernel_short"]
+
+
+def test_short_names_and_top_kernels_of_some_ranks_are_declared_analyses():
+    """What the dashboard's tables and `t.plot.kernels(ranks=...)` show comes from declared
+    analyses: `kernel_short_names` (every task name, one short name each) and `top_kernels` over
+    the tasks of some ranks only."""
+    trace = shared_sample("dp4_nccl")
+    names = trace.kernel_short_names()
+    assert names.height == names["name"].n_unique() == trace.device_tasks["name"].n_unique()
+    assert dict(zip(names["name"], names["short_name"])) == short_names(trace.device_tasks["name"].unique().to_list())
+    some = trace.top_kernels(5, by=(), ranks=[1, 3])
+    tasks = trace.classified_tasks().filter(pl.col("rank").is_in([1, 3]))
+    totals = tasks.group_by("name").agg(pl.col("dur_ns").sum()).sort("dur_ns", descending=True)
+    assert some["total_us"].to_list() == pytest.approx((totals["dur_ns"].head(5) / 1000).to_list())
+    assert some["share"].to_list() == pytest.approx((totals["dur_ns"].head(5) / tasks["dur_ns"].sum()).to_list())
+    assert trace.top_kernels(5, by=(), ranks=[0, 1, 2, 3]).equals(trace.top_kernels(5, by=()))

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import math
 
-from traceview.analysis import iteration
-from traceview.analysis.breakdown import TERM_LABELS
-from traceview.analysis.iteration import LABELS
-from traceview.analysis.phases import WALL_COLUMNS as PHASE_WALL
 from traceview.selection import int_ranges
+from traceview.terms import ITERATION_LABELS as LABELS
+from traceview.terms import ITERATION_TERMS, TERM_LABELS
+from traceview.terms import WALL_PHASE_COLUMNS as PHASE_WALL
 
 
 def companion_text(row: dict) -> str:
@@ -64,7 +63,7 @@ def headline_lines(first: dict | None) -> list[str]:
     if first.get("largest_term"):
         line += f"; largest: {LABELS[first['largest_term']]} {100 * first['largest_term_frac']:.1f} %"
     shares = [
-        f"{LABELS[t]} {100 * first[f'{t}_frac']:.1f} %" for t in iteration.TERMS if first.get(f"{t}_frac") is not None
+        f"{LABELS[t]} {100 * first[f'{t}_frac']:.1f} %" for t in ITERATION_TERMS if first.get(f"{t}_frac") is not None
     ]
     phase_shares = [
         f"{c.removeprefix('wall_')} {100 * first[f'{c}_frac']:.1f} %"

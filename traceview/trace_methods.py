@@ -61,12 +61,19 @@ class AnalysisMethods:
         """
         return self.run('compute_classes', by=by)
 
-    def top_kernels(self, n: int = 10, *, by: Sequence[str] = ('rank',)) -> pl.DataFrame:
-        """The `n` task names (with their class) that took the most device time, per group-by key.
+    def top_kernels(
+        self,
+        n: int = 10,
+        *,
+        by: Sequence[str] = ('rank',),
+        ranks: Sequence[int] | None = None,
+    ) -> pl.DataFrame:
+        """The `n` task names (with their class) that took the most device time, per group-by key,
+        over the tasks of `ranks` (all ranks when None).
 
         Declared by `traceview.analysis.classes.top_kernels`.
         """
-        return self.run('top_kernels', n=n, by=by)
+        return self.run('top_kernels', n=n, by=by, ranks=ranks)
 
     def unclassified_share(self) -> pl.DataFrame:
         """Per rank: how much device time no rule classified.
@@ -267,6 +274,14 @@ class AnalysisMethods:
         """
         return self.run('headline', step=step)
 
+    def kernel_short_names(self) -> pl.DataFrame:
+        """Every distinct task name of the profile (all ranks) and its short distinct display name
+        (`short_names`). Columns: name, short_name; sorted by name.
+
+        Declared by `traceview.analysis.kernels.kernel_short_names`.
+        """
+        return self.run('kernel_short_names')
+
     def kernel_totals(self, n: int = 20) -> pl.DataFrame:
         """The `n` task names with the most device time over all ranks.
 
@@ -305,6 +320,14 @@ class AnalysisMethods:
         Declared by `traceview.analysis.memory.memory_at_peak`.
         """
         return self.run('memory_at_peak')
+
+    def lane_memory(self, ranks: Sequence[int] | None = None) -> pl.DataFrame:
+        """The records (`memory` rows) of the series each rank's timeline lane shows
+        (`lane_series`), of `ranks` only when given: what the memory figure draws.
+
+        Declared by `traceview.analysis.memory.lane_memory`.
+        """
+        return self.run('lane_memory', ranks=ranks)
 
     def expected_ops(self, config: Any) -> pl.DataFrame:
         """The analytical model's operations for a transformer `config` (a ModelConfig, a dict or a

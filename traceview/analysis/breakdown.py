@@ -45,6 +45,7 @@ import polars as pl
 from traceview.analysis import bubbles
 from traceview.analysis import intervals as iv
 from traceview.analysis.declare import analysis, use
+from traceview.terms import BREAKDOWN_TERMS, OVERLAP_TERMS, TABLE_TERMS, TERM_LABELS  # noqa: F401 - re-exported
 
 #: device task kind -> interval set
 SET_OF_KIND = {"kernel": "comp", "memset": "comp", "communication": "comm", "memcpy": "mem"}
@@ -53,45 +54,9 @@ SETS = ["comp", "comm", "mem"]
 #: Pipeline-parallel receive operations whose raw duration is the bubble (torch_npu's rule).
 RECEIVE_PATTERN = r"(?i)^hcom_receive"
 
-#: The overlap terms (docs/metrics.md): a window's device time by what runs at the same time, in the
-#: order every view shows them.
-OVERLAP_TERMS = ("computing", "communication", "overlapped", "communication_not_overlapped", "exposed_memcpy", "free")
-
-TERMS = [
-    *OVERLAP_TERMS,
-    "idle",
-    "busy",
-    "stage",
-    "bubble",
-    "communication_not_overlapped_exclude_receive",
-    "pipeline_bubble",
-    "preparing",
-    "duration",
-    "start",
-]
-
-#: The terms a per-step table shows, in this order (the CLI text and the report; after the step time).
-TABLE_TERMS = (*OVERLAP_TERMS, "bubble", "pipeline_bubble", "preparing")
-
-#: The label of each term wherever a view shows it (CLI text, report, dashboard, diff): one label,
-#: one number. The exclude-receive term has its own label ("exposed comm excl. receives").
-TERM_LABELS: dict[str, str] = {
-    "computing": "computing",
-    "communication": "communication",
-    "overlapped": "overlapped comm",
-    "communication_not_overlapped": "exposed comm",
-    "exposed_memcpy": "exposed memcpy",
-    "free": "free",
-    "idle": "idle",
-    "busy": "busy",
-    "stage": "stage",
-    "bubble": "bubble",
-    "communication_not_overlapped_exclude_receive": "exposed comm excl. receives",
-    "pipeline_bubble": "pipeline bubble",
-    "preparing": "preparing",
-    "duration": "step time",
-    "start": "start",
-}
+#: The overlap terms, every term and those a per-step table shows, and their labels: the
+#: vocabulary (`traceview.terms`).
+TERMS = list(BREAKDOWN_TERMS)
 
 #: Derived from the terms, in every breakdown frame after the `_us` terms (views read these, never
 #: compute them): computing_not_overlapped_us = computing − overlapped (computing with no

@@ -421,14 +421,19 @@ def class_summary(classified: pl.DataFrame, by: Sequence[str] = ("rank",)) -> pl
     scope="rank",
     keys=("rank", "name"),
 )
-def top_kernels(classified: pl.DataFrame, n: int = 10, by: Sequence[str] = ("rank",)) -> pl.DataFrame:
-    """The `n` task names (with their class) that took the most device time, per group-by key.
+def top_kernels(
+    classified: pl.DataFrame, n: int = 10, by: Sequence[str] = ("rank",), ranks: Sequence[int] | None = None
+) -> pl.DataFrame:
+    """The `n` task names (with their class) that took the most device time, per group-by key,
+    over the tasks of `ranks` (all ranks when None).
 
     Columns: `by`..., name, class, count (tasks), total_us (sum of durations, µs), mean_us
     (total_us / count), share (total_us / the key's total device-task time, 0-1). Sorted by key,
     then total_us descending (ties by name).
     """
     by = list(by)
+    if ranks is not None:
+        classified = classified.filter(pl.col("rank").is_in(list(ranks)))
     per = _with_total(
         classified.group_by(*by, "name", "compute_class").agg(
             pl.len().alias("count"), pl.col("dur_ns").sum().alias("_t")

@@ -44,24 +44,7 @@ import polars as pl
 
 from traceview.analysis import intervals as iv
 from traceview.analysis import iteration, phases
-
-#: Terms compared, in report order: the step time and its exact decomposition first.
-DIFF_TERMS: tuple[str, ...] = (
-    "duration",
-    "computing",
-    "communication_not_overlapped",
-    "exposed_memcpy",
-    "idle",
-    "free",
-    "busy",
-    "busy_span",
-    "communication",
-    "overlapped",
-    "bubble",
-    "stage",
-    "communication_not_overlapped_exclude_receive",
-    "preparing",
-)
+from traceview.terms import DIFF_TERMS  # noqa: F401 - re-exported (terms compared, in report order)
 
 #: Task kinds that form COMP in the exposure of a collective (as in `traceview.analysis.breakdown`).
 COMP_KINDS = ("kernel", "memset")

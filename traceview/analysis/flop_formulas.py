@@ -28,6 +28,7 @@ from traceview.analysis.shape_exprs import (
     role_dims,
     tensor_numel,
 )
+from traceview.terms import MATRIX_FAMILIES  # noqa: F401 - re-exported
 
 #: The short name of each dtype (the key of the device table's peaks).
 DTYPE_NAMES = {
@@ -46,8 +47,7 @@ DTYPE_NAMES = {
     "unsigned char": "uint8",
     "bool": "bool",
 }
-#: The families whose work runs on the matrix (tensor, cube) units; the others on the vector units.
-MATRIX_FAMILIES = ("gemm", "sdpa", "sdpa_bwd", "conv", "conv_bwd", "matmul")
+# MATRIX_FAMILIES (`traceview.terms`): the families whose work runs on the matrix units.
 #: Bytes per element and short name of Ascend's `Input Data Types`.
 ASCEND_DTYPES = {
     "FLOAT": (4, "fp32"),

@@ -53,34 +53,12 @@ from traceview.analysis import intervals as iv
 from traceview.analysis import phases
 from traceview.analysis.breakdown import SET_OF_KIND
 from traceview.analysis.declare import analysis, use
+from traceview.terms import HOST_PARTS, ITERATION_LABELS, ITERATION_TERMS
 
-#: Output columns after rank, step (units in the names).
-TERMS = [
-    "iteration_computing",
-    "iteration_exposed_comm",
-    "iteration_exposed_memcpy",
-    "data_loading",
-    "host_overhead",
-    "other_idle",
-]
-#: The parts of host_overhead (the plugin's Runtime and CPU Exec).
-HOST_PARTS = ["host_runtime", "host_framework"]
-
-#: The label of each iteration column wherever a view shows it. The device terms are measured over
-#: the iteration window, not the step's device window: their labels say "device ..." so that no
-#: label of the step table ("computing", "exposed comm") names a second number.
-LABELS: dict[str, str] = {
-    "iteration": "iteration",
-    "iteration_computing": "device computing",
-    "iteration_exposed_comm": "device exposed comm",
-    "iteration_exposed_memcpy": "device exposed memcpy",
-    "data_loading": "data loading",
-    "host_overhead": "host overhead",
-    "other_idle": "other idle",
-    "host_runtime": "host runtime",
-    "host_framework": "host framework",
-    **phases.LABELS,
-}
+#: Output columns after rank, step (units in the names), the parts of host_overhead and the
+#: labels: the vocabulary (`traceview.terms`).
+TERMS = ITERATION_TERMS
+LABELS = ITERATION_LABELS
 
 #: The phase columns (µs) after the terms: device time and wall time per phase.
 PHASE_COLUMNS = [*phases.DEVICE_COLUMNS, *phases.WALL_COLUMNS]

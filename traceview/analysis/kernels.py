@@ -11,6 +11,8 @@
   (`#1`, `#2` in name order). Only C++ signatures are folded (`void ...`, `name<...`, `name(...`,
   a `::` scope): other names (Ascend ops, anything else) stay as they are. The full name stays
   in the tables (`name`) for hover and details.
+- `kernel_short_names`: `short_names` over every task name of the profile, as a frame (name,
+  short_name), so that one kernel has one short name in every table and view.
 - `kernel_totals`: each task name over all ranks: its time on each rank (min / median / max over
   the ranks that ran it), its total, count and share of all device time.
 - `operators`: the TensorBoard plugin's "Operator + Input Shape" view: device tasks grouped by
@@ -113,6 +115,17 @@ def short_names(names: Iterable[str]) -> dict[str, str]:
             taken[out[m]] = taken.get(out[m], 0) + 1
             out[m] = f"{out[m]} #{taken[out[m]]}"
     return out
+
+
+@analysis("kernel_short_names", inputs={"tasks": "device_tasks"}, keys=("name",))
+def kernel_short_names(tasks: pl.DataFrame) -> pl.DataFrame:
+    """Every distinct task name of the profile (all ranks) and its short distinct display name
+    (`short_names`). Columns: name, short_name; sorted by name."""
+    mapping = short_names(tasks["name"].unique().to_list())
+    return pl.DataFrame(
+        {"name": list(mapping), "short_name": list(mapping.values())},
+        schema={"name": pl.String, "short_name": pl.String},
+    )
 
 
 def short_name(column: str, classified: pl.DataFrame) -> pl.Expr:

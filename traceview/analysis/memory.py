@@ -28,20 +28,21 @@ Units: bytes (Int64), ns; shares are fractions of the series' peak allocated.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from traceview.analysis.declare import analysis, use
+from traceview.terms import BEFORE_TRACE, MEMORY_SERIES, REMAINDERS, UNATTRIBUTED  # noqa: F401 - REMAINDERS re-exported
 
 #: The columns that name one memory series.
-SERIES = ["rank", "device_type", "device", "component"]
+SERIES = MEMORY_SERIES
 #: The series whose blocks memory_allocations holds, best first (Kineto: null; torch_npu: PTA+GE,
 #: both allocators, whose blocks operator_memory.csv lists; else PTA).
 BLOCK_COMPONENTS = (None, "PTA+GE", "PTA")
-BEFORE_TRACE = "(allocated before the trace)"
-UNATTRIBUTED = "(not attributed: no allocation records)"
 NO_OPERATOR = "(no operator)"
-#: The rows of memory_at_peak that are not blocks but what the blocks leave unexplained.
-REMAINDERS = (BEFORE_TRACE, UNATTRIBUTED)
+# The rows of memory_at_peak that are not blocks but what the blocks leave unexplained: REMAINDERS
+# (BEFORE_TRACE, UNATTRIBUTED), the vocabulary's (`traceview.terms`).
 
 TIMELINE_SCHEMA = pl.Schema(
     {
@@ -243,6 +244,16 @@ def memory_at_peak(peaks: pl.DataFrame, allocations: pl.DataFrame) -> pl.DataFra
 #: The component a rank's memory lane shows, best first (Kineto's allocator is component null; an
 #: Nsight export's device memory, reserved only, is `cudaMalloc`).
 LANE_COMPONENTS = (None, "PTA+GE", "PTA", "GE", "cudaMalloc")
+
+
+@analysis("lane_memory", inputs={"timeline": use("memory"), "peaks": use("memory_peaks")}, keys=(*SERIES, "ts_ns"))
+def lane_memory(timeline: pl.DataFrame, peaks: pl.DataFrame, ranks: Sequence[int] | None = None) -> pl.DataFrame:
+    """The records (`memory` rows) of the series each rank's timeline lane shows (`lane_series`),
+    of `ranks` only when given: what the memory figure draws."""
+    series = lane_series(peaks)
+    if ranks is not None:
+        series = series.filter(pl.col("rank").is_in(list(ranks)))
+    return timeline.join(series.select(SERIES), on=SERIES, how="inner", nulls_equal=True)
 
 
 def lane_series(peaks: pl.DataFrame) -> pl.DataFrame:

@@ -50,18 +50,15 @@ import polars as pl
 from traceview import rules as rule_tables
 from traceview.analysis import intervals as iv
 from traceview.analysis.declare import analysis, use
+from traceview.terms import DEVICE_PHASE_COLUMNS, PHASE_LABELS, PHASES, WALL_PHASE_COLUMNS
 
-#: The phases, in their order of attribution (an instant in two goes to the first).
-PHASES = ("optimizer", "backward", "forward", "other")
-#: The phases host spans mark (`other` is what none marks).
+#: The phases host spans mark (`other` is what none marks); the phases, their columns (µs) in
+#: `traceview.analysis.iteration.iteration_breakdown` and their labels are the vocabulary's
+#: (`traceview.terms`).
 MARKED = PHASES[:-1]
-#: Output columns (µs) of `traceview.analysis.iteration.iteration_breakdown`, in display order.
-DEVICE_COLUMNS = [f"device_{p}" for p in ("forward", "backward", "optimizer", "other")]
-WALL_COLUMNS = [f"wall_{p}" for p in ("forward", "backward", "optimizer", "other")]
-LABELS: dict[str, str] = {
-    **{f"device_{p}": f"device {p}" for p in PHASES},
-    **{f"wall_{p}": f"{p} (wall)" for p in PHASES},
-}
+DEVICE_COLUMNS = DEVICE_PHASE_COLUMNS
+WALL_COLUMNS = WALL_PHASE_COLUMNS
+LABELS = PHASE_LABELS
 
 #: The interval sets this module adds to the iteration's sweep.
 SETS = [*(f"dev_{p}" for p in MARKED), *(f"host_{p}" for p in MARKED)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.analysis.declare import analysis, use
-from traceview.analysis.flop_formulas import MATRIX_FAMILIES
+from traceview.terms import MATRIX_FAMILIES, MIN_FLOPS_COVERAGE
 
 TRACED_SCHEMA = pl.Schema(
     {
@@ -27,10 +27,8 @@ TRACED_SCHEMA = pl.Schema(
     }
 )
 
-#: Below this coverage (the share of a step's kernel time whose FLOPs are known) a traced TFLOP/s
-#: and MFU say more about what the formulas cover than about the run: they are null, and
-#: traced_note says why ("n/a (FLOPs known for 3 % of kernel time)"). docs/roofline.md.
-MIN_FLOPS_COVERAGE = 0.5
+# MIN_FLOPS_COVERAGE (`traceview.terms`): below it a traced TFLOP/s and MFU are null and
+# traced_note says why. docs/roofline.md.
 
 
 def _note(coverage: pl.Expr) -> pl.Expr:

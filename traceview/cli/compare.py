@@ -17,6 +17,7 @@ from traceview.cli.text import bullet_list, table
 from traceview.run_compare import change_text, headlines
 from traceview.safe_text import csv_safe, one_line_strings
 from traceview.summary_text import size_text
+from traceview.terms import EXPOSED_COMM
 
 #: A run's label in a column header is cut to this many characters.
 LABEL_WIDTH = 24
@@ -63,7 +64,7 @@ def _runs_text(doc: dict) -> list[str]:
             "vs_first": change_text(r, "first"),
             "speedup": "-" if r.get("speedup") is None else f"{r['speedup']:.2f}x",
             "step_ms": _ms(r["mean_step_us"]),
-            "exposed_comm_pct": _pct(r["communication_not_overlapped_frac"]),
+            "exposed_comm_pct": _pct(r[f"{EXPOSED_COMM}_frac"]),
             "tokens": None if r.get("tokens_per_s_per_device") is None else round(r["tokens_per_s_per_device"]),
             "mfu_pct": _pct(r.get("mfu_frac")),
             "hfu_pct": _pct(r.get("hfu_frac")),

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 
-from traceview.analysis import breakdown, iteration
-from traceview.analysis.diff import DIFF_TERMS
 from traceview.cli.text import bullet_list, table
 from traceview.run_diff import BASE, NEW, int_ranges, iteration_headline
 from traceview.safe_text import one_line_strings
 from traceview.summary_text import size_text
+from traceview.terms import DIFF_TERMS, EXPOSED_COMM, ITERATION_LABELS
+from traceview.terms import TERM_LABELS as STEP_TERM_LABELS
 
 #: Above this many ranks the step-time table shows only the all-ranks row.
 MAX_RANK_ROWS = 8
@@ -19,12 +19,12 @@ NAME_WIDTH = 60
 #: term -> label in the text output, in the order of `traceview.analysis.diff.DIFF_TERMS`.
 TERM_LABELS = {
     term: {"free": "  of which free (between tasks)", "busy_span": "busy span (first to last task)"}.get(
-        term, breakdown.TERM_LABELS.get(term)
+        term, STEP_TERM_LABELS.get(term)
     )
     for term in DIFF_TERMS
 }
 #: The terms whose deltas add up to the step-time delta (see docs/diff.md).
-IDENTITY = ("computing", "communication_not_overlapped", "exposed_memcpy", "idle")
+IDENTITY = ("computing", EXPOSED_COMM, "exposed_memcpy", "idle")
 
 STEP_COLUMNS = [
     ("rank", "rank"),
@@ -312,7 +312,7 @@ def _iteration_text(doc: dict) -> list[str]:
     shown = [
         dict(
             _ms(r),
-            label=iteration.LABELS[r["term"]],
+            label=ITERATION_LABELS[r["term"]],
             base_ms=_div(r["base_us"]),
             new_ms=_div(r["new_us"]),
             share_pct=None if r["share_of_change"] is None else 100 * r["share_of_change"],

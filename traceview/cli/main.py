@@ -119,7 +119,7 @@ def roofline(
     achieved TFLOP/s and TB/s, the share of the peak and of the roofline, the bound (definitions:
     docs/roofline.md). Needs a profile recorded with record_shapes=True. With --model-config (or
     --model KEY=VALUE), the analytical model's expected step beside the measured one."""
-    from traceview.cli.roofline import roofline_result
+    from traceview.roofline_doc import roofline_result
 
     config = expect.config()
     if config is not None and fmt == "csv":

@@ -1,20 +1,15 @@
-"""`traceview roofline`: the per-operator roofline (`Trace.op_roofline`) and its text, JSON and CSV
-(the renderers: `traceview.cli.outputs.ROOFLINE`)."""
+"""`traceview roofline`: the text, JSON and CSV of the per-operator roofline (`Trace.op_roofline`,
+built by `traceview.roofline_doc`; the renderers: `traceview.cli.outputs.ROOFLINE`)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import polars as pl
 
-from traceview.analysis.expected import verdict
-from traceview.analysis.model_config import ModelConfig, model_config
 from traceview.cli.outputs import as_json
 from traceview.cli.text import bullet_list, table
-from traceview.errors import TraceError
+from traceview.roofline_doc import RooflineResult
 from traceview.safe_text import csv_safe, one_line, one_line_strings
 from traceview.summary_text import expected_value_text
-from traceview.trace import Trace
 
 COLUMNS = [
     ("rank", "rank"),
@@ -48,27 +43,6 @@ EXPECT_COLUMNS = [
 ]
 
 
-@dataclasses.dataclass(frozen=True)
-class RooflineResult:
-    """What `traceview roofline` renders: the operator rows, the rows shown as text (`top`), the
-    analytical model's (terms, operations) with a `config`, the trace's warnings."""
-
-    source: str
-    frame: pl.DataFrame
-    warnings: list[str]
-    top: int = 25
-    by_step: bool = False
-    config: ModelConfig | None = None
-    model: tuple[pl.DataFrame, pl.DataFrame] | None = None
-
-
-def roofline_result(trace: Trace, top: int, config=None, by_step: bool = False) -> RooflineResult:
-    """The roofline of `trace` (`Trace.op_roofline`, `by_step` too) and, with a model `config`
-    (`model_config.ModelConfig`), the analytical model's terms beside the measured ones."""
-    frame = trace.op_roofline(by_step=by_step)
-    return RooflineResult(trace.source, frame, trace.warnings, top, by_step, config, _model(trace, config))
-
-
 def roofline_csv(result: RooflineResult) -> str:
     """Every operator row as CSV (the model's terms are not rows of it: the command refuses both)."""
     return csv_safe(result.frame).write_csv()
@@ -78,12 +52,12 @@ def roofline_json(result: RooflineResult) -> str:
     """Every operator row, the warnings and the model's section, as JSON."""
     doc = {"source": result.source, "operators": result.frame.to_dicts(), "warnings": result.warnings}
     if result.model is not None:
-        terms, ops = result.model
+        model = result.model
         doc["expected"] = {
-            "config": dataclasses.asdict(model_config(result.config)),
-            "verdict": verdict(terms),
-            "terms": terms.to_dicts(),
-            "operations": ops.to_dicts(),
+            "config": model.config,
+            "verdict": model.verdict,
+            "terms": model.terms.to_dicts(),
+            "operations": model.operations.to_dicts(),
         }
     return as_json(doc)
 
@@ -93,7 +67,7 @@ def roofline_text(result: RooflineResult) -> str:
     the warnings."""
     frame, top, by_step, model = result.frame, result.top, result.by_step, result.model
     head = f"{one_line(result.source)}: operators against the device's roofline (docs/roofline.md)"
-    tail = [] if model is None else ["", expected_text(verdict(model[0]), model[0].to_dicts())]
+    tail = [] if model is None else ["", expected_text(model.verdict, model.terms.to_dicts())]
     if frame.is_empty():
         return "\n".join([head, "", NO_SHAPES, *tail])
     shown = frame.head(top).with_columns(
@@ -135,17 +109,6 @@ def roofline_text(result: RooflineResult) -> str:
     if block:
         parts += ["", block]
     return "\n".join(parts)
-
-
-def _model(trace: Trace, config) -> tuple[pl.DataFrame, pl.DataFrame] | None:
-    """(terms, operations) of the analytical model, None without a config; a config the device
-    table cannot complete (no link bandwidth, no peak) is a TraceError (one line)."""
-    if config is None:
-        return None
-    try:
-        return trace.expected(config), trace.expected_ops(config)
-    except ValueError as exc:
-        raise TraceError(None, str(exc)) from None
 
 
 def expected_text(line: str, terms: list[dict]) -> str:

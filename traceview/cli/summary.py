@@ -4,33 +4,40 @@ from __future__ import annotations
 
 import textwrap
 
-from traceview.analysis import iteration, phases
-from traceview.analysis.breakdown import TABLE_TERMS, TERM_LABELS
-from traceview.analysis.memory import REMAINDERS
-from traceview.analysis.traced_flops import MIN_FLOPS_COVERAGE
 from traceview.cli.roofline import expected_text
 from traceview.cli.text import bullet_list, table
 from traceview.safe_text import one_line, one_line_strings
 from traceview.summary_text import companion_text, finding_heading, headline_lines, size_text, traced_rate_text
+from traceview.terms import (
+    DEVICE_PHASE_COLUMNS,
+    EXPOSED_COMM,
+    ITERATION_LABELS,
+    ITERATION_TERMS,
+    MIN_FLOPS_COVERAGE,
+    REMAINDERS,
+    TABLE_TERMS,
+    TERM_LABELS,
+    WALL_PHASE_COLUMNS,
+)
 
 #: (summary key, column header) of the per-step table; values shown in ms.
 STEP_COLUMNS = [
     ("step", "step"),
     ("duration_ms", "step ms"),
     *((f"{term}_ms", TERM_LABELS[term]) for term in TABLE_TERMS),
-    ("exposed_comm_pct", f"{TERM_LABELS['communication_not_overlapped']} %"),
+    ("exposed_comm_pct", f"{TERM_LABELS[EXPOSED_COMM]} %"),
 ]
 #: (summary key, column header) of the per-step iteration table (ms); the terms add up to the iteration.
 ITERATION_TABLE = [
     ("step", "step"),
     ("iteration_ms", "iteration ms"),
-    *((f"{t}_ms", iteration.LABELS[t]) for t in iteration.TERMS),
+    *((f"{t}_ms", ITERATION_LABELS[t]) for t in ITERATION_TERMS),
     ("iteration_rule", "window"),
 ]
 #: (summary key, column header) of the per-step phase table (ms): wall time, then device time.
 PHASE_TABLE = [
     ("step", "step"),
-    *((f"{c}_ms", iteration.LABELS[c]) for c in [*phases.WALL_COLUMNS, *phases.DEVICE_COLUMNS]),
+    *((f"{c}_ms", ITERATION_LABELS[c]) for c in [*WALL_PHASE_COLUMNS, *DEVICE_PHASE_COLUMNS]),
 ]
 #: Above this many ranks the text output shows one row per rank instead of per-rank step tables.
 MAX_RANK_TABLES = 8
@@ -40,7 +47,7 @@ def _ms(terms: dict) -> dict:
     out = {
         k.removesuffix("_us") + "_ms": (None if v is None else v / 1000) for k, v in terms.items() if k.endswith("_us")
     }
-    share = terms.get("communication_not_overlapped_frac")
+    share = terms.get(f"{EXPOSED_COMM}_frac")
     out["exposed_comm_pct"] = None if share is None else 100 * share
     return out
 
@@ -139,7 +146,7 @@ def _rank_details(r: dict) -> list[str]:
     out = []
     phased = r.get("device_phases") or {}
     if any(v for v in phased.values()):
-        parts = ", ".join(f"{c.removeprefix('device_')} {phased[f'{c}_us'] / 1000:,.3f}" for c in phases.DEVICE_COLUMNS)
+        parts = ", ".join(f"{c.removeprefix('device_')} {phased[f'{c}_us'] / 1000:,.3f}" for c in DEVICE_PHASE_COLUMNS)
         out += ["", f"  device time by phase, whole trace (ms): {parts}"]
     if r.get("compute_classes"):
         rows = [dict(c, time_ms=c["time_us"] / 1000, pct=100 * c["share"]) for c in r["compute_classes"]]

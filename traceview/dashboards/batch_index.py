@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from traceview.dashboards.html_page import esc
+from traceview.terms import EXPOSED_COMM
 
 
 @dataclass
@@ -33,7 +34,7 @@ def headline(entry: BatchEntry, summary: dict) -> None:
     entry.device = ", ".join(sorted({r["device"] for r in ranks if r.get("device")})) or None
     if first.get("mean_step_us") is not None:
         entry.step_ms = first["mean_step_us"] / 1000
-    entry.exposed_comm_frac = first.get("communication_not_overlapped_frac")
+    entry.exposed_comm_frac = first.get(f"{EXPOSED_COMM}_frac")
     entry.findings = len(summary.get("findings") or [])
     entry.failures = list(summary.get("failures") or [])
 

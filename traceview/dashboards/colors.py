@@ -6,12 +6,13 @@ compute classes of `traceview.analysis.classes` (see docs/metrics.md).
 
 from __future__ import annotations
 
-from traceview.analysis.breakdown import TERM_LABELS as _LABELS
+from traceview.terms import EXPOSED_COMM
+from traceview.terms import TERM_LABELS as _LABELS
 
 TERM_COLORS: dict[str, str] = {
     "computing": "#4C78A8",  # blue: useful device work not hidden behind anything
     "overlapped": "#72B7B2",  # teal: compute and communication at the same time
-    "communication_not_overlapped": "#D55E00",  # vermillion: exposed communication (the class's colour)
+    EXPOSED_COMM: "#D55E00",  # vermillion: exposed communication (the class's colour)
     "exposed_memcpy": "#225555",  # dark teal: exposed memcpy (the memcpy class's colour)
     "free": "#BAB0AC",  # grey: device idle inside the step
     "bubble": "#B279A2",  # purple: pipeline bubble (receive ops, torch_npu's)
@@ -31,7 +32,7 @@ TERM_LABELS: dict[str, str] = {
 #: The iteration's terms (`traceview.analysis.iteration.TERMS`), wherever they are stacked.
 ITERATION_COLORS: dict[str, str] = {
     "iteration_computing": TERM_COLORS["computing"],
-    "iteration_exposed_comm": TERM_COLORS["communication_not_overlapped"],
+    "iteration_exposed_comm": TERM_COLORS[EXPOSED_COMM],
     "iteration_exposed_memcpy": TERM_COLORS["exposed_memcpy"],
     "data_loading": "#EECA3B",  # yellow: the host preparing the batch while the device waits
     "host_overhead": "#9D755D",  # brown: framework code and launches while the device waits

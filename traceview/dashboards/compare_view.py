@@ -16,6 +16,7 @@ from traceview.dashboards.html_page import Page, header_item, heading, items, ta
 from traceview.run_compare import change_text, headlines
 from traceview.safe_text import one_line
 from traceview.summary_text import size_text
+from traceview.terms import EXPOSED_COMM
 
 
 def _ms(us) -> str:
@@ -70,7 +71,7 @@ def run_rows(doc: dict) -> list[dict]:
                 "vs_first": change_text(r, "first", " ms"),
                 "speedup": "-" if r.get("speedup") is None else f"{r['speedup']:.2f}x",
                 "step": _ms(r.get("mean_step_us")),
-                "exposed_comm": _pct(r.get("communication_not_overlapped_frac")),
+                "exposed_comm": _pct(r.get(f"{EXPOSED_COMM}_frac")),
                 "tokens": "-" if tokens is None else f"{tokens:,.0f}",
                 "mfu": _pct(r.get("mfu_frac")),
                 "hfu": _pct(r.get("hfu_frac")),

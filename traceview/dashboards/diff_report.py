@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from traceview.analysis.iteration import LABELS
 from traceview.dashboards.html_page import Page, header_item, heading, items, table, text
 from traceview.run_diff import iteration_headline
 from traceview.safe_text import one_line
 from traceview.summary_text import size_text
+from traceview.terms import ITERATION_LABELS as LABELS
 
 
 def diff_section(diff: dict) -> list[dict]:

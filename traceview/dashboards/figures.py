@@ -13,11 +13,12 @@ from collections.abc import Iterable
 import plotly.graph_objects as go
 
 from traceview.dashboards.colors import LONG_STEP_COLOR, TERM_COLORS, TERM_LABELS, class_color, rank_color
+from traceview.terms import EXPOSED_COMM
 
 MAX_BAR_RANKS = 16  # the stacked bars show at most this many ranks (the heatmap shows all)
 # Disjoint parts of a step's busy span: computing(not overlapped) + overlapped + exposed comm +
 # exposed memcpy + free = last busy end - first busy start (docs/metrics.md identity).
-STACKED_TERMS = ["computing", "overlapped", "communication_not_overlapped", "exposed_memcpy", "free"]
+STACKED_TERMS = ["computing", "overlapped", EXPOSED_COMM, "exposed_memcpy", "free"]
 
 
 def ms(value_us: float | None) -> float | None:

@@ -1,7 +1,7 @@
 """The memory figure of the notebook (`t.plot.memory()`) and the report: allocated and reserved
 memory of each rank's device over time, as step lines (a value holds until the next record).
 
-One series per rank: the one its timeline lane shows (`traceview.analysis.memory.lane_series`).
+One series per rank: the one its timeline lane shows (`Trace.lane_memory`).
 Values are GiB; x is ms from the first record shown. Series names come from the trace (an Ascend
 component) and are entity-escaped for plotly's pseudo-HTML. A series of more than MAX_POINTS records is
 drawn from the largest allocated and reserved values of each 1/MAX_POINTS of its span, so no peak
@@ -13,10 +13,10 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import polars as pl
 
-from traceview.analysis import memory
 from traceview.dashboards.colors import rank_color
 from traceview.dashboards.figures import _empty, _layout
 from traceview.dashboards.timeline_page import hover_safe
+from traceview.terms import MEMORY_SERIES
 
 MAX_POINTS = 5000
 GIB = float(1 << 30)
@@ -24,11 +24,8 @@ TITLE = "Device memory over time"
 
 
 def lane_records(trace, ranks: list[int] | None = None) -> pl.DataFrame:
-    """The records of each rank's lane series (`Trace.memory()` rows), `ranks` only when given."""
-    series = memory.lane_series(trace.memory_peaks())
-    if ranks is not None:
-        series = series.filter(pl.col("rank").is_in(ranks))
-    return trace.memory().join(series.select(memory.SERIES), on=memory.SERIES, how="inner", nulls_equal=True)
+    """The records of each rank's lane series (`Trace.lane_memory`), `ranks` only when given."""
+    return trace.lane_memory(ranks=ranks)
 
 
 def _thinned(records: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
@@ -52,7 +49,7 @@ def memory_figure(records: pl.DataFrame) -> go.Figure:
     fig = go.Figure()
     thinned_any = False
     for (rank, device_type, device, component), rows in records.sort("rank", "ts_ns").group_by(
-        memory.SERIES, maintain_order=True
+        MEMORY_SERIES, maintain_order=True
     ):
         rows, thinned = _thinned(rows)
         thinned_any |= thinned

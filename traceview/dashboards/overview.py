@@ -14,7 +14,6 @@ import dash
 import polars as pl
 from dash import dcc, html
 
-from traceview.analysis.iteration import LABELS
 from traceview.dashboards import figures
 from traceview.dashboards.overview_tables import (
     FONT,
@@ -29,6 +28,8 @@ from traceview.dashboards.query import parse_filters, parse_query
 from traceview.dashboards.state import DashboardState
 from traceview.safe_text import one_line
 from traceview.summary_text import expected_value_text, finding_heading, headline_lines
+from traceview.terms import EXPOSED_COMM
+from traceview.terms import ITERATION_LABELS as LABELS
 
 __all__ = ["FONT", "GRAPH_CONFIG", "OUTPUTS", "TABLE_TOP", "kernel_rows", "overview_layout", "update_overview"]
 
@@ -83,12 +84,12 @@ def headline_cards(summary: dict) -> html.Div:
         n = head.get("iterations") or 0
         detail = f"mean of {n:,} rank-step{'s' if n != 1 else ''}"
         cards.append(_card("card-iteration", "Iteration", f"{figures.ms(head['mean_iteration_us']):,.3f} ms", detail))
-    if head.get("communication_not_overlapped_frac") is not None:
+    if head.get(f"{EXPOSED_COMM}_frac") is not None:
         cards.append(
             _card(
                 "card-exposed-comm",
                 "Exposed communication",
-                _pct(head["communication_not_overlapped_frac"]),
+                _pct(head[f"{EXPOSED_COMM}_frac"]),
                 "of step time, not hidden by compute",
             )
         )

@@ -3,7 +3,7 @@
 One number format per column, the same in every table of the page: ms with 3 decimals, µs with 3
 (to the ns), % with 1, counts with thousands separators (`FORMATS`: d3-format strings the grid
 applies in the browser; the row data keep the numbers, so sorting and filtering stay numeric).
-Kernels are shown by their short distinct name (`traceview.analysis.kernels.short_names`, the
+Kernels are shown by their short distinct name (`Trace.kernel_short_names`, the
 summary's `short_name`), the full name in the tooltip; clicking a kernel or operator name opens
 the Timeline on its instances (`instances_link`). Trace text enters the grids only as row
 data (text cells); the only code strings are the formats and the class colours' conditions, built
@@ -18,7 +18,6 @@ import dash_ag_grid as dag
 import polars as pl
 from dash import html
 
-from traceview.analysis import kernels
 from traceview.dashboards.colors import class_color
 from traceview.dashboards.query import TIMELINE_PATH, ascii_int, instances_query
 from traceview.dashboards.timeline_page import name_contains
@@ -248,10 +247,9 @@ def summary_tables(summary: dict, classes: list[str]) -> list:
 
 def short_names(trace) -> dict[str, str]:
     """{kernel name: short distinct name} over every task name of the trace, as in the summary
-    (memoised on the trace)."""
-    return trace.memoised(
-        "short_kernel_names", lambda: kernels.short_names(trace.device_tasks["name"].unique().to_list())
-    )
+    (the declared `Trace.kernel_short_names`, memoised on the trace)."""
+    frame = trace.kernel_short_names()
+    return dict(zip(frame["name"].to_list(), frame["short_name"].to_list()))
 
 
 def kernel_rows(

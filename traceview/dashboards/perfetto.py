@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.analysis import iteration, phases
+from traceview.terms import ITERATION_LABELS, PHASES
 
 #: Thread ids of the overlay tracks and the offset of device stream threads (host tids are the
 #: trace's own).
@@ -185,7 +185,7 @@ def _overlays(trace, pid_of: pl.DataFrame) -> list[pl.Series]:
         "X", pl.format("step {}", "step"), "iteration", TRACK, ["iteration_us", "iteration_rule"], start, end - start
     )
     out.append(_lines(windows.select(step)))
-    labels = {**iteration.LABELS, **{p: p for p in phases.PHASES}}
+    labels = {**ITERATION_LABELS, **{p: p for p in PHASES}}
     for label, track in (("term", "iteration terms"), ("wall_phase", "phases (wall time)")):
         runs = _merged_runs(segs, label).join(pid_of, on="rank", how="inner", nulls_equal=True, maintain_order="left")
         out.append(

@@ -25,7 +25,6 @@ from numbers import Integral
 import plotly.graph_objects as go
 import polars as pl
 
-from traceview.analysis import classes as cls
 from traceview.dashboards import figures
 from traceview.dashboards.colors import class_color
 from traceview.dashboards.timeline_page import TimelineData, hover_safe
@@ -134,11 +133,7 @@ class TracePlots:
         of the ranks' device time in the hover. With all ranks the bars are
         `trace.top_kernels(top, by=())` total_us in ms."""
         wanted = self._ranks(ranks)
-        if wanted is None:
-            rows = self._trace.top_kernels(top, by=())
-        else:
-            tasks = self._trace.classified_tasks().filter(pl.col("rank").is_in(wanted))
-            rows = cls.top_kernels(tasks, top, by=())
+        rows = self._trace.top_kernels(top, by=(), ranks=wanted)
         which = "all ranks" if wanted is None else f"rank{'s' if len(wanted) > 1 else ''} {', '.join(map(str, wanted))}"
         title = f"Top {top} kernels by device time ({which}, whole trace)"
         if rows.is_empty():

@@ -18,15 +18,21 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.analysis import iteration, phases
-from traceview.analysis.breakdown import TABLE_TERMS, TERM_LABELS
-from traceview.analysis.memory import REMAINDERS
 from traceview.dashboards import figures
 from traceview.dashboards.diff_report import diff_section
 from traceview.dashboards.html_page import Page, fmt_ms, fmt_pct, header_item, heading, items, table, text
 from traceview.dashboards.report_limits import expected_section, roofline_section, throughput_section, what_if_section
 from traceview.dashboards.timeline_page import TimelineData
 from traceview.summary_text import finding_heading, headline_lines, size_text
+from traceview.terms import (
+    DEVICE_PHASE_COLUMNS,
+    ITERATION_LABELS,
+    ITERATION_TERMS,
+    REMAINDERS,
+    TABLE_TERMS,
+    TERM_LABELS,
+    WALL_PHASE_COLUMNS,
+)
 
 RAW_WINDOW_TASKS = 4_000  # raw tasks drawn per timeline window in a report
 TIMELINE_LIMIT = 5_000  # the whole-trace timeline is binned above this many tasks
@@ -104,13 +110,13 @@ def steps_section(page: Page, summary: dict) -> list[dict]:
     return blocks + [heading("Whole trace per rank"), table(whole, whole_cols, "trace-table")]
 
 
-ITERATION_TERMS = [("iteration_us", iteration.LABELS["iteration"])] + [
-    (f"{t}_us", iteration.LABELS[t]) for t in iteration.TERMS
+ITERATION_TERMS = [("iteration_us", ITERATION_LABELS["iteration"])] + [
+    (f"{t}_us", ITERATION_LABELS[t]) for t in ITERATION_TERMS
 ]
 
 
 #: The phase columns in the report: wall time, then device time.
-PHASE_ORDER = [*phases.WALL_COLUMNS, *phases.DEVICE_COLUMNS]
+PHASE_ORDER = [*WALL_PHASE_COLUMNS, *DEVICE_PHASE_COLUMNS]
 
 
 def iteration_section(summary: dict) -> list[dict]:
@@ -139,7 +145,7 @@ def iteration_section(summary: dict) -> list[dict]:
     phased = [r for r in rows if r.get("wall_forward_us") is not None]
     if phased:
         phase_cols = [("rank", "rank", None), ("step", "step", None)] + [
-            (f"{c}_us", f"{iteration.LABELS[c]} (ms)", fmt_ms) for c in PHASE_ORDER
+            (f"{c}_us", f"{ITERATION_LABELS[c]} (ms)", fmt_ms) for c in PHASE_ORDER
         ]
         blocks.append(
             text(

@@ -16,9 +16,9 @@ import math
 import plotly.graph_objects as go
 import polars as pl
 
-from traceview.analysis.flop_formulas import MATRIX_FAMILIES
 from traceview.dashboards.figures import _empty, _layout
 from traceview.dashboards.timeline_page import hover_safe
+from traceview.terms import MATRIX_FAMILIES
 
 TITLE = "Operators against the roofline"
 #: Family -> marker colour.
