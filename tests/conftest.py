@@ -1,20 +1,21 @@
 """Shared test fixtures: where the real-trace corpus and the shipped samples are, a CLI runner, and
 the test sets.
 
-Every test belongs to one set, a marker of the same name (pyproject.toml lists them):
+Every test belongs to one set: the folder it is in, which also marks it (pyproject.toml lists
+the marks):
 
-- `unit`: fast tests of one function or one load of a small input (the default);
-- `integration`: whole commands in fresh processes, servers, signals, file-system faults, property
-  tests, slow reference computations (a module's `pytestmark`, or a test's own mark);
-- `browser`: drives chromium through playwright (test_browser.py, and any test using the
-  `browser` fixture);
-- `corpus`: reads the real profiles in ../shared/traces (skipped with the reason when absent).
+- `tests/unit/`: fast tests of one function or one load of a small input (the default run);
+- `tests/integration/`: whole commands in fresh processes, servers, signals, file-system faults,
+  property tests, slow reference computations;
+- `tests/browser/`: drives chromium through playwright (skipped, with the reason, without it);
+- `tests/corpus/`: reads the real profiles in ../shared/traces (skipped, with the reason, when
+  ../shared is absent).
 
-The first that applies decides a test's set; a test may also carry the mark its module gives (a
-corpus test in an integration module has both). `python -m pytest -q -n auto` with no path runs the
-unit set (~85 s on 2 cores; ~2.5 minutes in one process); `python -m pytest -q --all` runs every
-set (what `.ci/run` does, with `-n auto`); `-m` picks by mark (`-m "unit or corpus"`), and naming files or tests runs them whatever
-their set.
+`python -m pytest -q -n auto` with no path runs the unit set (~80 s on 2 cores; ~2.5 minutes
+in one process); `python -m pytest -q --all` runs every set (what `.ci/run` does, with `-n auto`);
+`-m` picks by mark (`-m "unit or corpus"`), and naming folders, files or tests runs them whatever
+their set. What several test modules share is in `tests/support/`; a test module never imports
+another.
 """
 
 from __future__ import annotations
@@ -56,35 +57,20 @@ def pytest_addoption(parser):
     )
 
 
-def _reads_the_corpus(item) -> bool:
-    if any(m.kwargs.get("reason", "").startswith("real-trace corpus") for m in item.iter_markers("skipif")):
-        return True
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    shared = str(SHARED_TRACES)
-    for value in params.values():
-        if isinstance(value, Path) and str(value).startswith(shared):
-            return True
-        if isinstance(value, str) and "/" in value and (SHARED_TRACES / value).exists():
-            return True
-    return False
-
-
 def set_of(item) -> str:
-    """The set `item` belongs to (see the module docstring); the first that applies wins."""
-    if item.get_closest_marker("browser") or "browser" in item.fixturenames:
-        return "browser"
-    if item.get_closest_marker("corpus") or _reads_the_corpus(item):
-        return "corpus"
-    if item.get_closest_marker("integration"):
-        return "integration"
-    return "unit"
+    """The set `item` belongs to: the folder under tests/ it is in (see the module docstring)."""
+    parts = Path(str(item.path)).relative_to(ROOT / "tests").parts
+    if len(parts) < 2 or parts[0] not in SETS:
+        raise pytest.UsageError(f"{item.nodeid}: a test module lives in one of tests/{{{','.join(SETS)}}}/")
+    return parts[0]
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         chosen = set_of(item)
-        if not item.get_closest_marker(chosen):
-            item.add_marker(chosen)
+        item.add_marker(chosen)
+        if chosen == "corpus" and not SHARED_TRACES.is_dir():
+            item.add_marker(needs_shared)
     explicit = config.args_source != pytest.Config.ArgsSource.TESTPATHS
     if config.getoption("--all") or config.option.markexpr or explicit:
         return

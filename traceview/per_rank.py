@@ -3,7 +3,7 @@ the driver's Trace.
 
 Which analyses are rank-local is the registry's `scope` (`traceview.registry.RANK_LOCAL`): a rank's
 rows depend on that rank's frames only, so running it on each rank alone and concatenating the
-results gives what it gives on all ranks at once (`tests/test_executors.py` checks this equality
+results gives what it gives on all ranks at once (`tests/integration/test_executors.py` checks this equality
 on real multi-rank profiles). They run with their default parameters; `classified_tasks` keeps only
 the columns it adds (`classes.CLASS_COLUMNS`). Results travel as Parquet bytes, a few KB per rank
 except `classified_tasks` and `launch_calls` (a few small columns per device task / launch).

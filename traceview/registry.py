@@ -9,7 +9,7 @@ checks the declarations against each other (`_resolve`) and orders them so an an
 its inputs (`REGISTRY`).
 
 - scope "rank": a rank's rows depend on that rank's frames only, so the analysis run on each rank
-  alone and concatenated equals the analysis on all ranks (`tests/test_executors.py` checks it on
+  alone and concatenated equals the analysis on all ranks (`tests/integration/test_executors.py` checks it on
   real multi-rank profiles). These are computed where a rank is parsed, with their default
   parameters, and cached with the rank (`traceview.per_rank`).
 - scope "profile": needs several ranks at once (the pipeline bubble's step is the longest compute
@@ -301,7 +301,7 @@ def methods_source() -> str:
     when it is a flag: `_positional`)."""
     out = [
         '"""The `Trace` methods of the declared analyses, generated from their declarations by',
-        "`traceview analyses --write-methods` (tests/test_registry.py checks that it is current): do not",
+        "`traceview analyses --write-methods` (tests/unit/test_registry.py checks that it is current): do not",
         "edit by hand. Each method calls `Trace.run`; its parameters and defaults are the",
         'declaration\'s (the analysis function\'s signature), written in one place."""',
         "",

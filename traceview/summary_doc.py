@@ -12,7 +12,7 @@ a rank's `roofline` (recorded with shapes), `throughput` and the headline's and 
 numbers (throughput options), `expected` (a model configuration).
 
 Every shipped sample's document and every corpus golden is checked against it
-(`tests/test_summary_doc.py`), so a key added to the document without its declaration here fails
+(`tests/unit/test_summary_doc.py`), so a key added to the document without its declaration here fails
 the tests, not a reader.
 """
 

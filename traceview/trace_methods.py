@@ -1,5 +1,5 @@
 """The `Trace` methods of the declared analyses, generated from their declarations by
-`traceview analyses --write-methods` (tests/test_registry.py checks that it is current): do not
+`traceview analyses --write-methods` (tests/unit/test_registry.py checks that it is current): do not
 edit by hand. Each method calls `Trace.run`; its parameters and defaults are the
 declaration's (the analysis function's signature), written in one place."""
 

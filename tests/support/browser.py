@@ -27,7 +27,6 @@ CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser")) 
 
 
 pytestmark = [
-    pytest.mark.browser,
     pytest.mark.skipif(
         CHROMIUM is None or sync_playwright is None,
         reason="needs Debian's chromium (apt-get install chromium) and playwright (pip install -e '.[test]')",

@@ -188,7 +188,7 @@ def step_breakdown(
     parts = []
 
     # Each window by its own rule: a rank whose steps are partly GPU-annotated measures its other
-    # steps by membership (found by tests/test_properties.py: they were clipped, over windows
+    # steps by membership (found by tests/integration/test_properties.py: they were clipped, over windows
     # overlapping the annotated ones).
     clip_windows = windows.filter(is_clipped)
     if clip_windows.height:
@@ -196,7 +196,7 @@ def step_breakdown(
         cuts = iv.window_cuts(clip_windows, ["rank"])
         segs = iv.clip_to_windows(iv.segments(clip_tasks, ["rank"], SETS, cuts=cuts), clip_windows, ["rank"], "step")
         # A window holding no busy time has no row, as under the member rule (found by
-        # tests/test_properties.py: a window between two tasks had one, with free/stage null).
+        # tests/integration/test_properties.py: a window between two tasks had one, with free/stage null).
         m = _measure(segs, ["rank", "step"]).filter(pl.col("first_busy_ns").is_not_null())
         receive = _in_window_bubble(clip_tasks, clip_windows)
         parts.append(m.join(clip_windows, on=["rank", "step"]).join(receive, on=["rank", "step"], how="left"))

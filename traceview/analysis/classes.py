@@ -231,7 +231,7 @@ def launch_ops(device_tasks: pl.DataFrame, host_events: pl.DataFrame) -> pl.Seri
         )
         .select(*_THREAD, "start_ns", "end_ns", "name")
         # name breaks ties between operators with the same interval: the result never depends
-        # on the order of the events in the file (found by tests/test_properties.py)
+        # on the order of the events in the file (found by tests/integration/test_properties.py)
         .sort("start_ns", "end_ns", "name", descending=[False, True, False], nulls_last=True)
         .with_row_index("_k")
     )

@@ -20,7 +20,7 @@ holding it.
 lookups such as "how much was busy between t0 and t1".
 
 All operations are vectorised (sorts, cumulative sums, joins): O(n log n) in the number of
-intervals, no Python loop over intervals. `tests/test_intervals.py` checks them against a slow
+intervals, no Python loop over intervals. `tests/integration/test_intervals.py` checks them against a slow
 pure-Python reference with hypothesis.
 """
 

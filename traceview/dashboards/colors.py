@@ -43,7 +43,7 @@ ITERATION_COLORS: dict[str, str] = {
 #: seven colours of Okabe & Ito's colour-blind-safe set ("Color Universal Design", 2008) and seven
 #: of Paul Tol's qualitative schemes (bright, light, dark, muted; personal.sron.nl/~pault). Picked so
 #: that every pair is at least CIEDE2000 ΔE 10 apart in normal vision and after a deuteranopia or
-#: protanopia simulation (Machado et al. 2009, severity 1); tests/test_colors.py checks it
+#: protanopia simulation (Machado et al. 2009, severity 1); tests/unit/test_colors.py checks it
 #: (measured minimum 11.1). Tritanopia (about 0.01 % of readers) is not held to it.
 CLASS_COLORS: dict[str, str] = {
     "gemm": "#0072B2",  # Okabe-Ito blue

@@ -64,7 +64,7 @@ MEMORY_ARGS = pl.Schema(
 )
 
 #: Every key the parser reads from an event (`args` holds the rest) and every arg it reads from
-#: `args`: what the fuzzers (bench/fuzz_mutators.py, tests/test_properties.py) set to odd values.
+#: `args`: what the fuzzers (bench/fuzz_mutators.py, tests/integration/test_properties.py) set to odd values.
 EVENT_KEYS_READ = (*EVENT_FIELDS, "args")
 #: The list args read as text for the operators the roofline covers (`op_inputs`).
 ITEM_ARGS = ("Input type", "Concrete Inputs")

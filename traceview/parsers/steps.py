@@ -128,7 +128,7 @@ def kineto_steps(
         windows = gpu.lazy().rename({"gpu_start_ns": "s", "gpu_end_ns": "e"})
         window_step = window_steps(tasks, "start_ns", windows, "s", "e").rename({"step": "_window_step"})
         # A step without a GPU annotation (when others have one) keeps rule 2: its tasks are those
-        # it launched (found by tests/test_properties.py: they were clipped to its window instead).
+        # it launched (found by tests/integration/test_properties.py: they were clipped to its window instead).
         unannotated = host.filter(~pl.col("step").is_in(gpu["step"].implode()))["step"]
         tasks = pl.concat([tasks, window_step], how="horizontal").with_columns(
             pl.when(pl.col("launch_step").is_in(unannotated.implode()))

@@ -6,7 +6,7 @@
 
 Deterministic: no clock, no unseeded randomness (the random bytes come from random.Random(7)),
 gzip with mtime 0 and stored (level 0) blocks, so two runs give byte-identical files and
-tests/test_bad_inputs.py checks that the committed files are exactly what this script writes.
+tests/integration/test_bad_inputs.py checks that the committed files are exactly what this script writes.
 Standard library only.
 
 The clean bases:
@@ -413,7 +413,7 @@ def readme() -> bytes:
         "# tests/data/bad: the bad-input corpus",
         "",
         "Written by `make_bad.py` (do not edit by hand: `python tests/data/bad/make_bad.py` rewrites every file",
-        "and this README); `tests/test_bad_inputs.py` runs every command on each input and checks that the",
+        "and this README); `tests/integration/test_bad_inputs.py` runs every command on each input and checks that the",
         "files are exactly what the script writes. What traceview prints for each, and why:",
         "[docs/robustness.md](../../../docs/robustness.md).",
         "",
