@@ -5,8 +5,10 @@ multi-rank folders a user would point at load to a `traceview summary --format j
 whose shape is the declared one (`traceview.summary_doc`, key for key) and whose numbers that
 matter are the recorded ones (or fail with exactly the recorded line). What is recorded is narrow
 (`narrow`): the headline, each rank's whole-trace terms and the ids of the findings, so a new key
-or a reworded finding rewrites no golden while a moved number still fails. The shipped samples
-keep whole-document goldens (tests/unit/test_summary.py). An intended change of numbers regenerates
+or a reworded finding rewrites no golden while a moved headline number, rank term or finding
+still fails (the per-step rows and the tables are not pinned here: the shipped samples keep
+whole-document goldens, tests/unit/test_summary.py, and the corpus tests of each analysis check
+them against the reference tools). An intended change of numbers regenerates
 them: `TRACEVIEW_UPDATE_GOLDEN=1 python -m pytest tests/corpus/test_corpus_goldens.py`, then review the
 diff.
 """

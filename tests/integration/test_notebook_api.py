@@ -15,7 +15,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import ROOT, SAMPLES
-from tests.support.notebook_api_shared import NOTEBOOK  # noqa: F401
+from tests.support.notebook_api_shared import NOTEBOOK, never_shown  # noqa: F401 - never_shown is autouse
 
 
 def test_load_does_not_import_plotly_until_plot_is_used():

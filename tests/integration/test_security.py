@@ -48,17 +48,12 @@ from tests.support.hostile import (
     TEMPLATE,
     write_hostile,
 )
+from tests.support.security_shared import hostile, report_file  # noqa: F401
 from tests.support.serve import serve
 from traceview.dashboards.app import create_app
 from traceview.dashboards.diff_report import diff_html
 from traceview.errors import TraceError
 from traceview.summary import build_summary
-
-try:
-    from tests.support.browser import CHROMIUM, browser, server_for, sync_playwright  # noqa: F401  (fixtures)
-except Exception:  # pragma: no cover
-    CHROMIUM = sync_playwright = None
-from tests.support.security_shared import hostile, report_file  # noqa: F401
 
 FORBIDDEN_TAGS = {"img", "svg", "iframe", "object", "embed", "form", "base", "link"}  # none in a report
 

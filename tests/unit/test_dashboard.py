@@ -245,15 +245,34 @@ def test_overview_callback_over_http(dp4_app):
     assert {r["rank"] for r in body["kernel-table"]["rowData"]} == {3}
 
 
-@pytest.mark.parametrize("path", ["/timeline", "/roofline"])
-def test_other_pages_build_no_overview(dp4_app, path):
-    """Opening the Timeline (or the Roofline) computes no Overview figure: its callback answers
-    "no update" there (the Overview is built when the user goes to it)."""
+@pytest.mark.parametrize(
+    ("output", "shown_on", "path"),
+    [
+        ("fig-breakdown.figure", "/", "/timeline"),
+        ("fig-breakdown.figure", "/", "/roofline"),
+        ("roofline-graph.figure", "/roofline", "/"),
+        ("roofline-graph.figure", "/roofline", "/timeline"),
+    ],
+)
+def test_a_page_is_built_only_where_it_is_shown(dp4_app, output, shown_on, path):
+    """Opening the Timeline (or another page) computes no Overview figure and no Roofline: their
+    callbacks answer "no update" elsewhere; going to their page (the path alone changing) builds
+    them, with the query string of the moment."""
     client = dp4_app.server.test_client()
-    dep = dependency(client, "fig-breakdown.figure")
-    inputs = [{"id": "url", "property": "pathname", "value": path}, {"id": "url", "property": "search", "value": ""}]
-    resp = client.post("/_dash-update-component", json=request(dep, inputs, ["url.pathname"], state=[]))
-    assert resp.status_code == 204, resp.data[:300]
+    dep = dependency(client, output)
+
+    def ask(pathname):
+        inputs = [
+            {"id": "url", "property": "pathname", "value": pathname},
+            {"id": "url", "property": "search", "value": "?rank=1"},
+        ]
+        return client.post("/_dash-update-component", json=request(dep, inputs, ["url.pathname"], state=[]))
+
+    assert ask(path).status_code == 204
+    resp = ask(shown_on)
+    assert resp.status_code == 200, resp.data[:300]
+    figure = orjson.loads(resp.data)["response"][output.split(".")[0]]["figure"]
+    assert figure["data"] or figure["layout"]
 
 
 def test_hostile_kernel_name_is_only_data(hostile_trace):

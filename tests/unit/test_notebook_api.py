@@ -17,7 +17,7 @@ import pytest
 
 import traceview as tv
 from tests.conftest import DATA, SAMPLES, timeline_segments
-from tests.support.notebook_api_shared import NOTEBOOK  # noqa: F401
+from tests.support.notebook_api_shared import NOTEBOOK, never_shown  # noqa: F401 - never_shown is autouse
 from traceview.analysis import timeline as tl
 from traceview.dashboards import timeline_page
 from traceview.dashboards.colors import CLASS_COLORS

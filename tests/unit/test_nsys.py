@@ -18,7 +18,6 @@ import pytest
 
 import traceview as tv
 from tests.conftest import run_cli
-from tests.support.browser import serve_answers, server_for  # noqa: F401 - fixture
 from tests.support.hostile_db import as_view, nsys_copy, untyped
 from tests.support.nsys_shared import NSYS, _unpacked, cloverleaf  # noqa: F401
 from traceview.parsers.nsys import NO_CUDA

@@ -17,7 +17,6 @@ import pytest
 
 import traceview as tv
 from tests.conftest import run_cli
-from tests.support.browser import serve_answers, server_for  # noqa: F401 - fixture
 from tests.support.rocprof_shared import CSV_RUN, JSON_RUN, ROCPROF  # noqa: F401
 from traceview.parsers.rocprof import NO_KERNELS
 

@@ -125,7 +125,7 @@ def kernel_short_names(tasks: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(
         {"name": list(mapping), "short_name": list(mapping.values())},
         schema={"name": pl.String, "short_name": pl.String},
-    )
+    ).sort("name")
 
 
 def short_name(column: str, classified: pl.DataFrame) -> pl.Expr:
