@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import SAMPLES
 from tests.support import bounded
-from tests.support.csv_inputs_shared import ROCPROF  # noqa: F401
+from tests.support.csv_inputs_shared import ROCPROF, wide_ascend, wide_rocprof  # noqa: F401 - fixtures
 
 
 @pytest.mark.parametrize("kind", ["ascend", "rocprof"])

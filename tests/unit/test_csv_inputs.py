@@ -16,42 +16,16 @@ import json
 import shutil
 
 import polars as pl
-import pytest
 
 import traceview as tv
 from tests.conftest import SAMPLES
-from tests.support.csv_inputs_shared import ROCPROF  # noqa: F401
+from tests.support.csv_inputs_shared import ROCPROF, wide_ascend, wide_rocprof  # noqa: F401 - fixtures
 from traceview.parsers import csvio
 from traceview.parsers.rocprof import DUPLICATE_CALLS, NOT_SIBLING
-
-EXTRA = 100_000
-
-
-def _widen(path, extra: int = EXTRA) -> None:
-    """Append `extra` empty columns to every line of a CSV."""
-    lines = path.read_text().splitlines()
-    header = lines[0] + "".join(f",extra_{i}" for i in range(extra))
-    path.write_text("\n".join([header] + [line + "," * extra for line in lines[1:]]) + "\n")
 
 
 def _tasks(t) -> pl.DataFrame:
     return t.device_tasks.drop("rank").sort("start_ns", "name")
-
-
-@pytest.fixture
-def wide_ascend(tmp_path):
-    rank = tmp_path / "rank0_ascend_pt"
-    shutil.copytree(SAMPLES / "ascend_2rank" / "rank0_ascend_pt", rank)
-    _widen(rank / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv")
-    return rank
-
-
-@pytest.fixture
-def wide_rocprof(tmp_path):
-    for f in (ROCPROF / "omp_output").iterdir():
-        shutil.copy(f, tmp_path / f.name)
-    _widen(tmp_path / "omp_kernel_trace.csv")
-    return tmp_path / "omp_kernel_trace.csv"
 
 
 def test_a_wide_kernel_details_reads_as_the_narrow_one(wide_ascend):
