@@ -139,10 +139,32 @@ def run_cli(
     return subprocess.CompletedProcess(["traceview", *args], result.exit_code, result.stdout, stderr)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _run_cache(tmp_path_factory):
+    """The Parquet cache folder of loads made outside a test (module and session fixtures, the
+    samples loaded once per process): one folder for the run, shared by the pytest-xdist workers
+    (a worker's base temp folder is inside the run's), never ~/.cache. The cache writes
+    atomically: two workers storing one profile is safe."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "run-cache"
+    folder.mkdir(exist_ok=True)
+    before = os.environ.get("TRACEVIEW_CACHE_DIR")
+    os.environ["TRACEVIEW_CACHE_DIR"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("TRACEVIEW_CACHE_DIR", None)
+    else:
+        os.environ["TRACEVIEW_CACHE_DIR"] = before
+
+
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Every test gets its own Parquet cache folder: tests never touch ~/.cache or each other."""
-    monkeypatch.setenv("TRACEVIEW_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+def _isolated_cache(request, tmp_path_factory, monkeypatch, _run_cache):
+    """Every test gets its own Parquet cache folder (tests never touch ~/.cache or each other),
+    except the corpus set's: they check analyses on the real profiles, not their parsing (which
+    tests/corpus/test_corpus_goldens.py and the decode tests check with the cache off), so they
+    use the run's folder, and each profile is parsed once per run instead of once per module."""
+    folder = _run_cache if set_of(request.node) == "corpus" else tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("TRACEVIEW_CACHE_DIR", str(folder))
 
 
 def timeline_segments(trace) -> list[tuple[str, float, float]]:

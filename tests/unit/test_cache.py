@@ -6,6 +6,7 @@ This file holds the topic's unit tests; the others are in tests/integration/test
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from polars.testing import assert_frame_equal
@@ -53,3 +54,18 @@ def test_no_cache_writes_nothing(trace_file, tmp_path):
     cache_dir = tmp_path / "cache"
     tv.load(trace_file, cache_dir=cache_dir, use_cache=False)
     assert not any(cache_dir.rglob("*.parquet"))
+
+
+@pytest.fixture(scope="module")
+def cache_dir_of_a_module_fixture():
+    """TRACEVIEW_CACHE_DIR as a module-scoped fixture sees it (set up before any test's own)."""
+    return os.environ.get("TRACEVIEW_CACHE_DIR")
+
+
+def test_loads_outside_a_test_never_cache_in_the_users_folder(cache_dir_of_a_module_fixture, tmp_path_factory):
+    """A module or session fixture that loads a profile caches into the run's folder
+    (tests/conftest.py `_run_cache`), not ~/.cache/traceview: before, the unit set left two
+    entries there per run."""
+    assert cache_dir_of_a_module_fixture is not None
+    folder = Path(cache_dir_of_a_module_fixture)
+    assert folder.name == "run-cache" and folder.is_relative_to(tmp_path_factory.getbasetemp().parent)
