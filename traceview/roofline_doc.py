@@ -18,13 +18,13 @@ from traceview.trace import Trace
 @dataclasses.dataclass(frozen=True)
 class ExpectedModel:
     """The analytical model beside the trace: its whole configuration (every key, defaults filled),
-    its one-line verdict, its terms (rows of `Trace.expected`) and operations
+    its one-line verdict, its terms (rows of `Trace.expected`) and, when asked for, its operations
     (`Trace.expected_ops`)."""
 
     config: dict
     verdict: str
     terms: pl.DataFrame
-    operations: pl.DataFrame
+    operations: pl.DataFrame | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,17 +44,19 @@ def roofline_result(trace: Trace, top: int, config: ModelConfig | None = None, b
     """The roofline of `trace` (`Trace.op_roofline`, `by_step` too) and, with a model `config`
     (`model_config.ModelConfig`), the analytical model's terms beside the measured ones."""
     frame = trace.op_roofline(by_step=by_step)
-    return RooflineResult(trace.source, frame, trace.warnings, top, by_step, _model(trace, config))
+    model = None if config is None else expected_model(trace, config, with_operations=True)
+    return RooflineResult(trace.source, frame, trace.warnings, top, by_step, model)
 
 
-def _model(trace: Trace, config: ModelConfig | None) -> ExpectedModel | None:
-    """The analytical model, None without a config; a config the device table cannot complete (no
-    link bandwidth, no peak) is a TraceError (one line)."""
-    if config is None:
-        return None
+def expected_model(trace: Trace, config, with_operations: bool = False) -> ExpectedModel:
+    """The analytical model of `config` (a ModelConfig, a dict or a TOML file's path) beside
+    `trace`, its operations too `with_operations` (the roofline command's; the summary's section
+    has none); a config the device table cannot complete (no link bandwidth, no peak) is a
+    TraceError (one line)."""
     try:
+        config = model_config(config)
         terms = trace.expected(config)
-        operations = trace.expected_ops(config)
+        operations = trace.expected_ops(config) if with_operations else None
     except ValueError as exc:
         raise TraceError(None, str(exc)) from None
-    return ExpectedModel(dataclasses.asdict(model_config(config)), verdict(terms), terms, operations)
+    return ExpectedModel(dataclasses.asdict(config), verdict(terms), terms, operations)

@@ -283,24 +283,16 @@ def _with_traced(rows: pl.DataFrame, traced: pl.DataFrame) -> pl.DataFrame:
 
 
 def _expected(trace, config) -> dict:
-    """The analytical model's section: its configuration, verdict and terms."""
-    import dataclasses
+    """The analytical model's section: its configuration, verdict and terms (`expected_model`)."""
+    from traceview.roofline_doc import expected_model
 
-    from traceview.analysis.expected import verdict
-    from traceview.analysis.model_config import model_config
-    from traceview.errors import TraceError
-
-    try:
-        config = model_config(config)
-        terms = trace.expected(config)
-    except ValueError as exc:
-        raise TraceError(None, str(exc)) from None
+    model = expected_model(trace, config)
     digits = {"frac": 6, "flop": 0}
     rows = [
         {**r, **{k: _round(r[k], digits.get(r["unit"], 3)) for k in ("expected", "measured", "difference")}}
-        for r in terms.to_dicts()
+        for r in model.terms.to_dicts()
     ]
-    return {"config": dataclasses.asdict(config), "verdict": verdict(terms), "terms": rows}
+    return {"config": model.config, "verdict": model.verdict, "terms": rows}
 
 
 def _roofline(trace, step: int | None, top: int) -> dict[int, dict]:

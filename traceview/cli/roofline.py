@@ -57,7 +57,7 @@ def roofline_json(result: RooflineResult) -> str:
             "config": model.config,
             "verdict": model.verdict,
             "terms": model.terms.to_dicts(),
-            "operations": model.operations.to_dicts(),
+            "operations": [] if model.operations is None else model.operations.to_dicts(),
         }
     return as_json(doc)
 

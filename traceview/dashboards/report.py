@@ -110,7 +110,7 @@ def steps_section(page: Page, summary: dict) -> list[dict]:
     return blocks + [heading("Whole trace per rank"), table(whole, whole_cols, "trace-table")]
 
 
-ITERATION_TERMS = [("iteration_us", ITERATION_LABELS["iteration"])] + [
+ITERATION_COLUMNS = [("iteration_us", ITERATION_LABELS["iteration"])] + [
     (f"{t}_us", ITERATION_LABELS[t]) for t in ITERATION_TERMS
 ]
 
@@ -130,7 +130,7 @@ def iteration_section(summary: dict) -> list[dict]:
         for s in r["steps"]
         if s.get("iteration_us") is not None
     ]
-    cols = [("rank", "rank", None), ("step", "step", None)] + [(k, f"{t} (ms)", fmt_ms) for k, t in ITERATION_TERMS]
+    cols = [("rank", "rank", None), ("step", "step", None)] + [(k, f"{t} (ms)", fmt_ms) for k, t in ITERATION_COLUMNS]
     blocks = [text(" ".join(line.strip() for line in lines), block_id="headline")]
     blocks.append(
         text(
